@@ -1,0 +1,456 @@
+//! Mirrors Flink's `BufferManager`: a channel's exclusive and floating buffers, and the credit
+//! notification gate added by FLINK-38544 (`notifyInitiallyEnabled`, `enableNotify`).
+//!
+//! Locking contract: one lock, Flink's `bufferQueue` monitor, guards both queues,
+//! `numRequiredBuffers`, `isWaitingForFloatingBuffers` and `notifyAvailable`; its condition
+//! variable wakes `request_buffer_blocking`. Under it the manager may call into the gate's
+//! [`LocalBufferPool`] (order `bufferQueue` → pool), never into the channel's own locks: the
+//! channel is told about available buffers ([`BufferManagerChannel::notify_buffer_available`])
+//! only after the lock is released, and buffers are recycled to other owners only after it is
+//! released. `enable_notify` flips the flag and counts the available buffers in one critical
+//! section, so that every buffer is announced exactly once whatever `recycle` or the floating
+//! callback do concurrently (bug B6 of the brief).
+
+use std::collections::{BTreeSet, VecDeque};
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::buffer_pool::{BufferListener, LocalBufferPool, NetworkBufferPool};
+use crate::error::{ChannelError, Result};
+use crate::network_buffer::{BufferId, BufferRecycler, NetworkBuffer};
+use std::sync::Weak;
+
+use crate::sync::{Arc, Condvar, Mutex};
+
+/// The part of Flink's `InputChannel` that `BufferManager` calls back.
+pub trait BufferManagerChannel: Send + Sync {
+    /// `InputChannel.isReleased()`.
+    fn is_released(&self) -> bool;
+    /// `InputChannel.notifyBufferAvailable(numAvailableBuffers)`: new credit for the producer.
+    fn notify_buffer_available(&self, number_of_buffers: usize);
+    /// `InputChannel.setError(cause)`: an error raised in a callback thread.
+    fn set_error(&self, error: ChannelError);
+}
+
+/// Snapshot of a [`BufferManager`], taken under its `bufferQueue` lock.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BufferManagerSnapshot {
+    /// `bufferQueue.exclusiveBuffers`, head first.
+    pub exclusive: Vec<BufferId>,
+    /// `bufferQueue.floatingBuffers`, head first.
+    pub floating: Vec<BufferId>,
+    /// `numRequiredBuffers`.
+    pub num_required_buffers: i32,
+    /// `isWaitingForFloatingBuffers`.
+    pub waiting_for_floating_buffers: bool,
+    /// `notifyAvailable`: whether freed buffers are announced as credit.
+    pub notify_available: bool,
+    /// Buffers announced to the channel so far (decided under the lock).
+    pub buffers_announced: u64,
+    /// Exclusive segments this manager requested from the global pool and still owns, sorted.
+    pub exclusive_owned: Vec<BufferId>,
+}
+
+#[derive(Debug)]
+struct AvailableBufferQueue {
+    exclusive: VecDeque<BufferId>,
+    floating: VecDeque<NetworkBuffer>,
+    num_required_buffers: i32,
+    waiting_for_floating_buffers: bool,
+    notify_available: bool,
+    buffers_announced: u64,
+    exclusive_owned: BTreeSet<BufferId>,
+}
+
+impl AvailableBufferQueue {
+    fn available_buffer_size(&self) -> usize {
+        self.exclusive.len() + self.floating.len()
+    }
+
+    /// `addExclusiveBuffer`: returns a floating buffer to give back if there are now more
+    /// buffers than required.
+    fn add_exclusive_buffer(&mut self, id: BufferId) -> Option<NetworkBuffer> {
+        self.exclusive.push_back(id);
+        if self.available_buffer_size() as i64 > i64::from(self.num_required_buffers) {
+            return self.floating.pop_front();
+        }
+        None
+    }
+
+    /// Decides, under the lock, how many of `n` freed buffers are announced.
+    fn announce(&mut self, n: usize) -> usize {
+        if !self.notify_available {
+            return 0;
+        }
+        self.buffers_announced += n as u64;
+        n
+    }
+}
+
+/// Mirrors Flink's `BufferManager` (one per input channel).
+pub struct BufferManager {
+    global_pool: Arc<NetworkBufferPool>,
+    buffer_pool: Arc<LocalBufferPool>,
+    channel: Arc<dyn BufferManagerChannel>,
+    /// `this`, for the recycler of exclusive buffers and for listener registration.
+    me: Weak<BufferManager>,
+    /// Flink's `bufferQueue` monitor.
+    buffer_queue: Mutex<AvailableBufferQueue>,
+    buffers_available: Condvar,
+}
+
+impl fmt::Debug for BufferManager {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BufferManager")
+            .field("snapshot", &self.snapshot())
+            .finish()
+    }
+}
+
+impl BufferManager {
+    /// `new BufferManager(globalPool, inputChannel, numRequiredBuffers, notifyInitiallyEnabled)`;
+    /// `buffer_pool` is `inputChannel.inputGate.getBufferPool()`.
+    pub fn new(
+        global_pool: Arc<NetworkBufferPool>,
+        buffer_pool: Arc<LocalBufferPool>,
+        channel: Arc<dyn BufferManagerChannel>,
+        num_required_buffers: i32,
+        notify_initially_enabled: bool,
+    ) -> Arc<Self> {
+        let queue = AvailableBufferQueue {
+            exclusive: VecDeque::new(),
+            floating: VecDeque::new(),
+            num_required_buffers,
+            waiting_for_floating_buffers: false,
+            notify_available: notify_initially_enabled,
+            buffers_announced: 0,
+            exclusive_owned: BTreeSet::new(),
+        };
+        Arc::new_cyclic(|me| Self {
+            global_pool,
+            buffer_pool,
+            channel,
+            me: me.clone(),
+            buffer_queue: Mutex::new(queue),
+            buffers_available: Condvar::new(),
+        })
+    }
+
+    fn this(&self) -> Arc<Self> {
+        self.me
+            .upgrade()
+            .expect("a BufferManager is alive while one of its methods runs")
+    }
+
+    // ------------------------------------------------------------------------
+    // Buffer request
+    // ------------------------------------------------------------------------
+
+    /// `requestBuffer()` (netty client thread, one per arriving data buffer): floating first,
+    /// then exclusive; `None` if no buffer is queued.
+    pub fn request_buffer(&self) -> Option<NetworkBuffer> {
+        let mut queue = self.buffer_queue.lock();
+        queue.num_required_buffers -= 1;
+        self.take_buffer(&mut queue)
+    }
+
+    /// `requestBufferBlocking()`: waits on the `bufferQueue` monitor until a buffer is queued,
+    /// registering as floating-buffer listener meanwhile; `Released` once the channel or the
+    /// local pool is released.
+    pub fn request_buffer_blocking(&self) -> Result<NetworkBuffer> {
+        let mut queue = self.buffer_queue.lock();
+        loop {
+            if let Some(buffer) = self.take_buffer(&mut queue) {
+                return Ok(buffer);
+            }
+            if self.channel.is_released() {
+                return Err(ChannelError::released(
+                    "Input channel has already been released.",
+                ));
+            }
+            if !queue.waiting_for_floating_buffers {
+                if let Some(buffer) = self.buffer_pool.request_buffer() {
+                    return Ok(buffer);
+                }
+                let listener: Arc<dyn BufferListener> = self.this() as Arc<dyn BufferListener>;
+                if self.buffer_pool.add_buffer_listener(listener) {
+                    queue.waiting_for_floating_buffers = true;
+                    queue.num_required_buffers = 1;
+                } else if self.buffer_pool.is_destroyed() {
+                    return Err(ChannelError::released(
+                        "Local buffer pool has already been released.",
+                    ));
+                } else {
+                    continue;
+                }
+            }
+            queue = self.buffers_available.wait(queue);
+        }
+    }
+
+    fn take_buffer(&self, queue: &mut AvailableBufferQueue) -> Option<NetworkBuffer> {
+        if let Some(floating) = queue.floating.pop_front() {
+            return Some(floating);
+        }
+        let id = queue.exclusive.pop_front()?;
+        Some(NetworkBuffer::pooled(
+            id,
+            BufferRecycler::Exclusive(self.this()),
+        ))
+    }
+
+    /// `requestExclusiveBuffers(n)`: takes `n` segments from the global pool (outside the lock)
+    /// and queues them; they are never announced here (initial credit or `enable_notify` does).
+    pub fn request_exclusive_buffers(&self, n: usize) -> Result<()> {
+        if n == 0 {
+            return Ok(());
+        }
+        let segments = self.global_pool.request_memory_segments(n)?;
+        let mut queue = self.buffer_queue.lock();
+        // There should be no floating buffers allocated before the exclusive buffers are
+        // initialised, otherwise `addExclusiveBuffer` would hand floating buffers back here.
+        assert!(
+            queue.floating.is_empty(),
+            "Bug in buffer allocation logic: floating buffer is allocated before exclusive buffers are initialized."
+        );
+        for id in segments {
+            queue.exclusive_owned.insert(id);
+            let released = queue.add_exclusive_buffer(id);
+            debug_assert!(released.is_none());
+        }
+        Ok(())
+    }
+
+    /// `requestFloatingBuffers(numRequired)` (from `onSenderBacklog`): sets the requirement and
+    /// requests floating buffers; returns how many to announce, 0 while notification is off.
+    pub fn request_floating_buffers(&self, num_required: i32) -> usize {
+        let mut queue = self.buffer_queue.lock();
+        // Similar to notify_buffer_available(): never add a buffer after the channel released
+        // all buffers via releaseAllResources().
+        if self.channel.is_released() {
+            return 0;
+        }
+        queue.num_required_buffers = num_required;
+        let requested = self.try_request_buffers(&mut queue);
+        queue.announce(requested)
+    }
+
+    /// `tryRequestBuffers()`: under the lock, requests pool buffers until the requirement is met
+    /// or registers as listener when the pool is empty.
+    fn try_request_buffers(&self, queue: &mut AvailableBufferQueue) -> usize {
+        let mut requested = 0;
+        while (queue.available_buffer_size() as i64) < i64::from(queue.num_required_buffers)
+            && !queue.waiting_for_floating_buffers
+        {
+            if let Some(buffer) = self.buffer_pool.request_buffer() {
+                queue.floating.push_back(buffer);
+                requested += 1;
+            } else if self
+                .buffer_pool
+                .add_buffer_listener(self.this() as Arc<dyn BufferListener>)
+            {
+                queue.waiting_for_floating_buffers = true;
+                break;
+            } else {
+                // Destroyed pool: nothing more to get.
+                break;
+            }
+        }
+        requested
+    }
+
+    // ------------------------------------------------------------------------
+    // Buffer recycle
+    // ------------------------------------------------------------------------
+
+    /// `recycle(segment)` (any thread, as the exclusive buffer's `BufferRecycler`): requeues the
+    /// segment, or returns it to the global pool if the channel is released; announces it after
+    /// unlocking if notification is on and no floating buffer was given back instead.
+    pub fn recycle(&self, id: BufferId) -> Result<()> {
+        let released_floating;
+        let announce;
+        {
+            let mut queue = self.buffer_queue.lock();
+            if !queue.exclusive_owned.contains(&id) || queue.exclusive.contains(&id) {
+                return Err(ChannelError::DoubleRecycle(id));
+            }
+            if self.channel.is_released() {
+                queue.exclusive_owned.remove(&id);
+                drop(queue);
+                return self.global_pool.recycle_memory_segments(vec![id]);
+            }
+            released_floating = queue.add_exclusive_buffer(id);
+            self.buffers_available.notify_all();
+            announce = released_floating.is_none() && queue.announce(1) == 1;
+        }
+        if let Some(floating) = released_floating {
+            floating.recycle_buffer()?;
+        } else if announce {
+            self.channel.notify_buffer_available(1);
+        }
+        Ok(())
+    }
+
+    // ------------------------------------------------------------------------
+    // Notification gate (FLINK-38544)
+    // ------------------------------------------------------------------------
+
+    /// `enableNotify()`: opens the notification gate and counts the queued buffers in ONE
+    /// critical section, then announces them after unlocking. Returns the announced count.
+    pub fn enable_notify(&self) -> Result<usize> {
+        let available = {
+            let mut queue = self.buffer_queue.lock();
+            if queue.notify_available {
+                return Err(ChannelError::illegal_state(
+                    "Buffer notification is already enabled.",
+                ));
+            }
+            // Flag and count together: a buffer recycled before this point is counted here, a
+            // buffer recycled after it sees the flag and announces itself (never both).
+            queue.notify_available = true;
+            let available = queue.available_buffer_size();
+            queue.announce(available)
+        };
+        if available > 0 {
+            self.channel.notify_buffer_available(available);
+        }
+        Ok(available)
+    }
+
+    /// Whether freed buffers are announced (`notifyAvailable`).
+    pub fn is_notify_enabled(&self) -> bool {
+        self.buffer_queue.lock().notify_available
+    }
+
+    // ------------------------------------------------------------------------
+    // Buffer release
+    // ------------------------------------------------------------------------
+
+    /// `releaseFloatingBuffers()`: drops the requirement and recycles the queued floating
+    /// buffers outside the lock.
+    pub fn release_floating_buffers(&self) -> Result<()> {
+        let floating: Vec<NetworkBuffer> = {
+            let mut queue = self.buffer_queue.lock();
+            queue.num_required_buffers = 0;
+            queue.floating.drain(..).collect()
+        };
+        // Recycle outside the lock to avoid a dead lock with the pool's listener callback.
+        floating
+            .into_iter()
+            .try_for_each(NetworkBuffer::recycle_buffer)
+    }
+
+    /// `releaseAllBuffers(buffers)` (after the channel set `isReleased`): exclusive segments,
+    /// of `buffers` and of the queue, go back to the global pool in one batch; the rest is
+    /// recycled to its owner. Wakes blocked `request_buffer_blocking` callers.
+    pub fn release_all_buffers(&self, buffers: Vec<NetworkBuffer>) -> Result<()> {
+        let mut first_error = None;
+        let mut exclusive = Vec::new();
+        for buffer in buffers {
+            match buffer.recycler_is(self) {
+                true => exclusive.push(buffer.id()),
+                false => {
+                    if let Err(error) = buffer.recycle_buffer() {
+                        first_error.get_or_insert(error);
+                    }
+                }
+            }
+        }
+        let floating: Vec<NetworkBuffer> = {
+            let mut queue = self.buffer_queue.lock();
+            exclusive.extend(queue.exclusive.drain(..));
+            for id in &exclusive {
+                queue.exclusive_owned.remove(id);
+            }
+            self.buffers_available.notify_all();
+            queue.floating.drain(..).collect()
+        };
+        for buffer in floating {
+            if let Err(error) = buffer.recycle_buffer() {
+                first_error.get_or_insert(error);
+            }
+        }
+        if !exclusive.is_empty()
+            && let Err(error) = self.global_pool.recycle_memory_segments(exclusive)
+        {
+            first_error.get_or_insert(error);
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+
+    // ------------------------------------------------------------------------
+    // Snapshots
+    // ------------------------------------------------------------------------
+
+    /// `getNumberOfAvailableBuffers()`.
+    pub fn number_of_available_buffers(&self) -> usize {
+        self.buffer_queue.lock().available_buffer_size()
+    }
+
+    /// A snapshot taken under the `bufferQueue` lock.
+    pub fn snapshot(&self) -> BufferManagerSnapshot {
+        let queue = self.buffer_queue.lock();
+        BufferManagerSnapshot {
+            exclusive: queue.exclusive.iter().copied().collect(),
+            floating: queue.floating.iter().map(NetworkBuffer::id).collect(),
+            num_required_buffers: queue.num_required_buffers,
+            waiting_for_floating_buffers: queue.waiting_for_floating_buffers,
+            notify_available: queue.notify_available,
+            buffers_announced: queue.buffers_announced,
+            exclusive_owned: queue.exclusive_owned.iter().copied().collect(),
+        }
+    }
+}
+
+impl BufferListener for BufferManager {
+    /// `notifyBufferAvailable(Buffer)` (the `LocalBufferPool` callback, any recycler thread):
+    /// takes the floating buffer if still needed and announces it after unlocking.
+    fn notify_buffer_available(
+        &self,
+        buffer: NetworkBuffer,
+    ) -> std::result::Result<(), NetworkBuffer> {
+        // Checked outside the lock too: taking our lock while a canceler releases another
+        // channel's manager could otherwise dead lock two managers.
+        if self.channel.is_released() {
+            return Err(buffer);
+        }
+        let announce = {
+            let mut queue = self.buffer_queue.lock();
+            if !queue.waiting_for_floating_buffers {
+                drop(queue);
+                self.channel.set_error(ChannelError::illegal_state(
+                    "This channel should be waiting for floating buffers.",
+                ));
+                return Err(buffer);
+            }
+            queue.waiting_for_floating_buffers = false;
+            // Never add a buffer after releaseAllBuffers() emptied the queue.
+            if self.channel.is_released()
+                || queue.available_buffer_size() as i64 >= i64::from(queue.num_required_buffers)
+            {
+                return Err(buffer);
+            }
+            queue.floating.push_back(buffer);
+            let requested = 1 + self.try_request_buffers(&mut queue);
+            self.buffers_available.notify_all();
+            queue.announce(requested)
+        };
+        if announce > 0 {
+            self.channel.notify_buffer_available(announce);
+        }
+        Ok(())
+    }
+
+    /// `notifyBufferDestroyed()`: nothing to do; waiters see the destroyed pool.
+    fn notify_buffer_destroyed(&self) {
+        self.buffers_available.notify_all();
+    }
+}
+
+impl NetworkBuffer {
+    /// `buffer.getRecycler() == BufferManager.this`.
+    pub(crate) fn recycler_is(&self, manager: &BufferManager) -> bool {
+        matches!(self.recycler_ref(), BufferRecycler::Exclusive(m) if std::ptr::eq(Arc::as_ptr(m), manager))
+    }
+}

@@ -1,0 +1,595 @@
+//! Mirrors Flink's `LocalInputChannel` as changed by FLINK-38544 (PR #28652): created directly
+//! in recovery state, recovered buffers pushed into `recoveredBuffers`, live data hidden while
+//! `inRecovery`, the priority-event fast path, and recovery sequence numbers assigned when an
+//! element is *consumed* (every polled recovered element, sentinels included, takes one).
+//!
+//! Locking contract:
+//! - `recovered_buffers` (Flink's `recoveredBuffers` monitor) guards the recovered queue,
+//!   `inRecovery`, `recoverySequenceNumber`, and here also the `ChannelStatePersister` (task
+//!   thread only in Flink; keeping it under the lock costs nothing and makes snapshots exact).
+//!   Taken by the IO thread (push, finish), the task thread (poll, checkpoint, consumed) and the
+//!   canceler (release). Under it only the `ChannelStateWriter` lock is taken.
+//! - `request_lock` (Flink's `requestLock`) guards the subpartition view.
+//! - `has_pending_priority_event` is an atomic written by the producer (true) and the task (false).
+//! - `upstream_ready` is a latch opened by view creation or release, awaited outside any lock.
+//!
+//! Gate notifications happen after the channel lock is released.
+
+use std::collections::VecDeque;
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::buffer_manager::{BufferManager, BufferManagerChannel, BufferManagerSnapshot};
+use crate::channel_state_persister::{ChannelStatePersister, ChannelStatePersisterSnapshot};
+use crate::error::{ChannelError, Result};
+use crate::network_buffer::{BufferKind, BufferSnapshot, CheckpointId, DataType, NetworkBuffer};
+use crate::recoverable_input_channel::{
+    BufferAndAvailability, ChannelContext, ChannelSnapshot, FutureStatus, InputChannelInfo,
+    RecoverableInputChannel, StateConsumedFuture, collect_pre_recovery_barrier,
+};
+use crate::result_subpartition::{BufferAvailabilityListener, ResultSubpartition};
+use crate::sync::{Arc, AtomicBool, Latch, Mutex, Ordering};
+
+/// Snapshot of a [`LocalInputChannel`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LocalInputChannelSnapshot {
+    /// `getChannelInfo()`.
+    pub channel_info: InputChannelInfo,
+    /// `needsRecovery`.
+    pub needs_recovery: bool,
+    /// `inRecovery`.
+    pub in_recovery: bool,
+    /// `recoveredBuffers`, head first.
+    pub recovered_buffers: Vec<BufferSnapshot>,
+    /// `recoverySequenceNumber`: the number the next consumed recovered element gets.
+    pub recovery_sequence_number: i32,
+    /// `hasPendingPriorityEvent`.
+    pub has_pending_priority_event: bool,
+    /// Whether the subpartition view exists.
+    pub has_subpartition_view: bool,
+    /// `upstreamReady.getCount() == 0`.
+    pub upstream_ready: bool,
+    /// `isReleased`.
+    pub released: bool,
+    /// `stateConsumedFuture`.
+    pub state_consumed: FutureStatus,
+    /// The checkpoint status machine.
+    pub persister: ChannelStatePersisterSnapshot,
+    /// The recovery-only `BufferManager`, if `needsRecovery`.
+    pub buffer_manager: Option<BufferManagerSnapshot>,
+}
+
+/// State shared with the buffer manager and the subpartition (as its listener).
+struct LocalChannelShared {
+    channel_info: InputChannelInfo,
+    gate: Arc<crate::single_input_gate::InputChannelsWithData>,
+    released: AtomicBool,
+    has_pending_priority_event: AtomicBool,
+    error: Mutex<Option<ChannelError>>,
+}
+
+impl BufferManagerChannel for LocalChannelShared {
+    fn is_released(&self) -> bool {
+        self.released.load(Ordering::SeqCst)
+    }
+
+    /// A local channel has no credit: `InputChannel.notifyBufferAvailable` does nothing.
+    fn notify_buffer_available(&self, _number_of_buffers: usize) {}
+
+    fn set_error(&self, error: ChannelError) {
+        self.error.lock().get_or_insert(error);
+    }
+}
+
+impl BufferAvailabilityListener for LocalChannelShared {
+    /// `notifyDataAvailable(view)` (producer thread): `notifyChannelNonEmpty()`.
+    fn notify_data_available(&self) {
+        self.gate
+            .notify_channel_non_empty(self.channel_info.input_channel_idx as usize);
+    }
+
+    /// `notifyPriorityEvent(seq)` (producer thread): flag, then `inputGate.notifyPriorityEvent`.
+    fn notify_priority_event(&self, _priority_sequence_number: i32) {
+        self.has_pending_priority_event
+            .store(true, Ordering::SeqCst);
+        self.gate
+            .notify_priority_event(self.channel_info.input_channel_idx as usize);
+    }
+}
+
+/// What `recoveredBuffers` guards.
+struct RecoveredBuffers {
+    buffers: VecDeque<NetworkBuffer>,
+    in_recovery: bool,
+    recovery_sequence_number: i32,
+    end_of_fetched_appended: bool,
+    persister: ChannelStatePersister,
+}
+
+impl RecoveredBuffers {
+    /// `offerRecoveredBuffer(buffer)`: returns whether the queue was empty.
+    fn offer_recovered_buffer(
+        &mut self,
+        buffer: NetworkBuffer,
+    ) -> std::result::Result<bool, (NetworkBuffer, ChannelError)> {
+        if !self.in_recovery {
+            return Err((
+                buffer,
+                ChannelError::illegal_state("Push into recovered buffers after recovery finished."),
+            ));
+        }
+        if buffer.kind() == BufferKind::EndOfFetchedChannelState {
+            if self.end_of_fetched_appended {
+                return Err((
+                    buffer,
+                    ChannelError::illegal_state("EndOfFetchedChannelStateEvent already appended."),
+                ));
+            }
+            self.end_of_fetched_appended = true;
+        }
+        let was_empty = self.buffers.is_empty();
+        self.buffers.push_back(buffer);
+        Ok(was_empty)
+    }
+
+    /// `peekNextDataType(probe)`: the head's type, else NONE in recovery, else the probe.
+    fn peek_next_data_type(&self, probe: DataType) -> DataType {
+        match self.buffers.front() {
+            Some(head) => head.data_type(),
+            None if self.in_recovery => DataType::None,
+            None => probe,
+        }
+    }
+
+    fn next_recovery_sequence_number(&mut self) -> i32 {
+        let sequence_number = self.recovery_sequence_number;
+        self.recovery_sequence_number = sequence_number.wrapping_add(1);
+        sequence_number
+    }
+}
+
+/// Mirrors Flink's `LocalInputChannel` (consumer side of a local shuffle).
+pub struct LocalInputChannel {
+    context: ChannelContext,
+    partition: Arc<ResultSubpartition>,
+    needs_recovery: bool,
+    shared: Arc<LocalChannelShared>,
+    /// Flink's `recoveredBuffers` monitor.
+    recovered_buffers: Mutex<RecoveredBuffers>,
+    /// Flink's `requestLock`, guarding `subpartitionView`.
+    request_lock: Mutex<Option<Arc<ResultSubpartition>>>,
+    upstream_ready: Latch,
+    state_consumed: StateConsumedFuture,
+    buffer_manager: Option<Arc<BufferManager>>,
+}
+
+impl fmt::Debug for LocalInputChannel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LocalInputChannel")
+            .field("snapshot", &self.snapshot())
+            .finish()
+    }
+}
+
+impl LocalInputChannel {
+    /// `new LocalInputChannel(..., networkBuffersPerChannel, needsRecovery)`: in recovery iff
+    /// `needs_recovery`; the recovery-only `BufferManager` exists only then.
+    pub fn new(
+        context: ChannelContext,
+        partition: Arc<ResultSubpartition>,
+        needs_recovery: bool,
+    ) -> Arc<Self> {
+        let shared = Arc::new(LocalChannelShared {
+            channel_info: context.channel_info,
+            gate: Arc::clone(&context.gate),
+            released: AtomicBool::new(false),
+            has_pending_priority_event: AtomicBool::new(false),
+            error: Mutex::new(None),
+        });
+        let buffer_manager = needs_recovery.then(|| {
+            let channel: Arc<dyn BufferManagerChannel> =
+                Arc::clone(&shared) as Arc<dyn BufferManagerChannel>;
+            BufferManager::new(
+                Arc::clone(&context.global_pool),
+                Arc::clone(&context.buffer_pool),
+                channel,
+                0,
+                true,
+            )
+        });
+        let recovered = RecoveredBuffers {
+            buffers: VecDeque::new(),
+            in_recovery: needs_recovery,
+            recovery_sequence_number: i32::MIN,
+            end_of_fetched_appended: false,
+            persister: ChannelStatePersister::new(
+                Arc::clone(&context.writer),
+                context.channel_info,
+            ),
+        };
+        let state_consumed = if needs_recovery {
+            StateConsumedFuture::new()
+        } else {
+            StateConsumedFuture::completed()
+        };
+        Arc::new(Self {
+            context,
+            partition,
+            needs_recovery,
+            shared,
+            recovered_buffers: Mutex::new(recovered),
+            request_lock: Mutex::new(None),
+            upstream_ready: Latch::new(),
+            state_consumed,
+            buffer_manager,
+        })
+    }
+
+    fn notify_channel_non_empty(&self) {
+        self.context
+            .gate
+            .notify_channel_non_empty(self.context.channel_info.input_channel_idx as usize);
+    }
+
+    fn check_error(&self) -> Result<()> {
+        match self.shared.error.lock().clone() {
+            Some(error) => Err(error),
+            None => Ok(()),
+        }
+    }
+
+    fn subpartition_view(&self) -> Option<Arc<ResultSubpartition>> {
+        self.request_lock.lock().clone()
+    }
+
+    /// `needsRecovery()`.
+    pub fn needs_recovery(&self) -> bool {
+        self.needs_recovery
+    }
+
+    /// `completeUpstreamReadyForTest()`.
+    pub fn complete_upstream_ready_for_test(&self) {
+        self.upstream_ready.count_down();
+    }
+
+    // ------------------------------------------------------------------------
+    // Consume
+    // ------------------------------------------------------------------------
+
+    /// `wrapRecoveredBufferAsAvailability(buffer)` under the lock: next type and recovery
+    /// sequence number; never `checkForBarrier` / `maybePersist` (FLINK-40016).
+    fn wrap_recovered_buffer(
+        state: &mut RecoveredBuffers,
+        buffer: NetworkBuffer,
+        probe: DataType,
+    ) -> BufferAndAvailability {
+        BufferAndAvailability {
+            buffer,
+            next_data_type: state.peek_next_data_type(probe),
+            buffers_in_backlog: 0,
+            sequence_number: state.next_recovery_sequence_number(),
+        }
+    }
+
+    /// `pullPriorityFromSubpartitionView()`: the pending priority event, ahead of recovered data.
+    fn pull_priority_from_subpartition_view(
+        &self,
+        view: Option<Arc<ResultSubpartition>>,
+    ) -> Result<BufferAndAvailability> {
+        let view = view.ok_or_else(|| {
+            ChannelError::illegal_state("Priority event pending without a subpartition view.")
+        })?;
+        if !view.peek_next_data_type().has_priority() {
+            return Err(ChannelError::illegal_state(
+                "Expected priority event at the head of the subpartition.",
+            ));
+        }
+        let next = view
+            .poll_buffer()
+            .expect("the priority head was just peeked by the only consumer");
+        let mut state = self.recovered_buffers.lock();
+        state.persister.check_for_barrier(&next.buffer);
+        let next_data_type = if next.next_data_type.has_priority() {
+            next.next_data_type
+        } else {
+            self.shared
+                .has_pending_priority_event
+                .store(false, Ordering::SeqCst);
+            state.peek_next_data_type(next.next_data_type)
+        };
+        Ok(BufferAndAvailability {
+            buffer: next.buffer,
+            next_data_type,
+            buffers_in_backlog: next.buffers_in_backlog,
+            sequence_number: next.sequence_number,
+        })
+    }
+
+    /// The unchanged master path: poll the view; `checkForBarrier` and `maybePersist` each
+    /// buffer.
+    fn get_next_live_buffer(
+        &self,
+        view: Option<Arc<ResultSubpartition>>,
+    ) -> Result<Option<BufferAndAvailability>> {
+        let view = view.ok_or_else(|| {
+            ChannelError::illegal_state("Queried for a buffer before requesting the subpartition.")
+        })?;
+        let Some(next) = view.poll_buffer() else {
+            if view.is_released() || self.shared.released.load(Ordering::SeqCst) {
+                return Err(ChannelError::released(
+                    "Local subpartition has already been released.",
+                ));
+            }
+            return Ok(None);
+        };
+        let mut state = self.recovered_buffers.lock();
+        state.persister.check_for_barrier(&next.buffer);
+        state.persister.maybe_persist(&next.buffer);
+        if next.buffer.kind().has_priority() && !next.next_data_type.has_priority() {
+            self.shared
+                .has_pending_priority_event
+                .store(false, Ordering::SeqCst);
+        }
+        Ok(Some(BufferAndAvailability {
+            buffer: next.buffer,
+            next_data_type: next.next_data_type,
+            buffers_in_backlog: next.buffers_in_backlog,
+            sequence_number: next.sequence_number,
+        }))
+    }
+
+    /// A snapshot taken under the `recoveredBuffers` lock (the view and flags are read just
+    /// before it).
+    pub fn snapshot(&self) -> LocalInputChannelSnapshot {
+        let has_subpartition_view = self.subpartition_view().is_some();
+        let state = self.recovered_buffers.lock();
+        LocalInputChannelSnapshot {
+            channel_info: self.context.channel_info,
+            needs_recovery: self.needs_recovery,
+            in_recovery: state.in_recovery,
+            recovered_buffers: state.buffers.iter().map(NetworkBuffer::snapshot).collect(),
+            recovery_sequence_number: state.recovery_sequence_number,
+            has_pending_priority_event: self
+                .shared
+                .has_pending_priority_event
+                .load(Ordering::SeqCst),
+            has_subpartition_view,
+            upstream_ready: self.upstream_ready.is_open(),
+            released: self.shared.released.load(Ordering::SeqCst),
+            state_consumed: self.state_consumed.status(),
+            persister: state.persister.snapshot(),
+            buffer_manager: self
+                .buffer_manager
+                .as_ref()
+                .map(|manager| manager.snapshot()),
+        }
+    }
+}
+
+impl RecoverableInputChannel for LocalInputChannel {
+    fn channel_info(&self) -> InputChannelInfo {
+        self.context.channel_info
+    }
+
+    /// `onRecoveredStateBuffer(buffer)` (IO or task thread).
+    fn on_recovered_state_buffer(&self, buffer: NetworkBuffer) -> Result<()> {
+        let offered = {
+            let mut state = self.recovered_buffers.lock();
+            if self.shared.released.load(Ordering::SeqCst) {
+                Err((buffer, None))
+            } else {
+                state
+                    .offer_recovered_buffer(buffer)
+                    .map_err(|(buffer, error)| (buffer, Some(error)))
+            }
+        };
+        match offered {
+            Ok(was_empty) => {
+                if was_empty {
+                    self.notify_channel_non_empty();
+                }
+                Ok(())
+            }
+            Err((buffer, error)) => {
+                buffer.recycle_buffer()?;
+                error.map_or(Ok(()), Err)
+            }
+        }
+    }
+
+    /// `finishRecoveredBufferDelivery()` (IO thread): waits for the view outside any lock.
+    fn finish_recovered_buffer_delivery(&self) -> Result<()> {
+        self.upstream_ready.wait();
+        let was_empty = {
+            let mut state = self.recovered_buffers.lock();
+            if self.shared.released.load(Ordering::SeqCst) {
+                return Ok(());
+            }
+            if !state.in_recovery {
+                return Err(ChannelError::illegal_state(
+                    "Recovery delivery already finished.",
+                ));
+            }
+            let sentinel = NetworkBuffer::event(BufferKind::EndOfFetchedChannelState);
+            state
+                .offer_recovered_buffer(sentinel)
+                .map_err(|(_, error)| error)?
+        };
+        if was_empty {
+            self.notify_channel_non_empty();
+        }
+        Ok(())
+    }
+
+    fn insert_recovery_checkpoint_barrier_if_in_recovery(
+        &self,
+        checkpoint_id: CheckpointId,
+    ) -> Result<()> {
+        let was_empty = {
+            let mut state = self.recovered_buffers.lock();
+            if self.shared.released.load(Ordering::SeqCst) || !state.in_recovery {
+                return Ok(());
+            }
+            let barrier =
+                NetworkBuffer::event(BufferKind::RecoveryCheckpointBarrier(checkpoint_id));
+            state
+                .offer_recovered_buffer(barrier)
+                .map_err(|(_, error)| error)?
+        };
+        if was_empty {
+            self.notify_channel_non_empty();
+        }
+        Ok(())
+    }
+
+    fn request_recovery_buffer_blocking(&self) -> Result<NetworkBuffer> {
+        let manager = self.buffer_manager.as_ref().ok_or_else(|| {
+            ChannelError::illegal_state(
+                "Recovery buffers requested from a channel without recovery.",
+            )
+        })?;
+        self.upstream_ready.wait();
+        manager.request_buffer_blocking()
+    }
+
+    /// `onRecoveredStateConsumed()` (task thread, after the gate polled the sentinel).
+    fn on_recovered_state_consumed(&self) -> Result<()> {
+        {
+            let mut state = self.recovered_buffers.lock();
+            if !state.in_recovery {
+                return Err(ChannelError::illegal_state("Recovery already finished."));
+            }
+            state.in_recovery = false;
+        }
+        // Re-queue the channel so that live data is polled.
+        self.notify_channel_non_empty();
+        self.state_consumed.complete();
+        Ok(())
+    }
+
+    fn state_consumed_future(&self) -> StateConsumedFuture {
+        self.state_consumed.clone()
+    }
+
+    /// `getNextBuffer()` (task thread): recovered buffer first, then a pending priority event,
+    /// otherwise nothing while in recovery; the master path afterwards.
+    fn get_next_buffer(&self) -> Result<Option<BufferAndAvailability>> {
+        self.check_error()?;
+        let view = self.subpartition_view();
+        // Probe upstream outside the channel lock (Flink's `getAvailabilityAndBacklog(true)`).
+        let probe = match &view {
+            Some(view) if view.get_availability_and_backlog(true).0 => DataType::DataBuffer,
+            _ => DataType::None,
+        };
+        let in_recovery = {
+            let mut state = self.recovered_buffers.lock();
+            let in_recovery = state.in_recovery;
+            let priority_pending = self
+                .shared
+                .has_pending_priority_event
+                .load(Ordering::SeqCst);
+            if in_recovery
+                && !priority_pending
+                && let Some(buffer) = state.buffers.pop_front()
+            {
+                return Ok(Some(Self::wrap_recovered_buffer(&mut state, buffer, probe)));
+            }
+            in_recovery
+        };
+        if in_recovery {
+            if self
+                .shared
+                .has_pending_priority_event
+                .load(Ordering::SeqCst)
+            {
+                return self.pull_priority_from_subpartition_view(view).map(Some);
+            }
+            // Live upstream data stays hidden during recovery.
+            return Ok(None);
+        }
+        self.get_next_live_buffer(view)
+    }
+
+    /// `checkpointStarted(barrier)`: in recovery, persist the recovered data before the matching
+    /// `RecoveryCheckpointBarrier`; only `startPersisting`, the window stays open.
+    fn checkpoint_started(&self, checkpoint_id: CheckpointId) -> Result<()> {
+        let (removed, outcome) = {
+            let mut state = self.recovered_buffers.lock();
+            let (removed, collected) = if state.in_recovery {
+                collect_pre_recovery_barrier(&mut state.buffers, 0, checkpoint_id)
+            } else {
+                (Vec::new(), Ok(Vec::new()))
+            };
+            let outcome = collected
+                .and_then(|to_persist| state.persister.start_persisting(checkpoint_id, to_persist));
+            (removed, outcome)
+        };
+        removed.into_iter().for_each(NetworkBuffer::recycle_quietly);
+        outcome
+    }
+
+    fn checkpoint_stopped(&self, checkpoint_id: CheckpointId) {
+        self.recovered_buffers
+            .lock()
+            .persister
+            .stop_persisting(checkpoint_id);
+    }
+
+    /// `setup()`: lends `networkBuffersPerChannel` exclusive buffers to recovery, if any.
+    fn setup(&self) -> Result<()> {
+        match &self.buffer_manager {
+            Some(manager) => {
+                manager.request_exclusive_buffers(self.context.network_buffers_per_channel)
+            }
+            None => Ok(()),
+        }
+    }
+
+    /// `requestSubpartitions()`: creates the view under `requestLock`, opens `upstreamReady`,
+    /// and notifies (after unlocking) if data is queued.
+    fn request_subpartitions(&self) -> Result<()> {
+        {
+            let mut view = self.request_lock.lock();
+            if self.shared.released.load(Ordering::SeqCst) {
+                return Err(ChannelError::released(
+                    "LocalInputChannel has already been released.",
+                ));
+            }
+            if view.is_none() {
+                let listener: Arc<dyn BufferAvailabilityListener> =
+                    Arc::clone(&self.shared) as Arc<dyn BufferAvailabilityListener>;
+                self.partition.create_read_view(Some(listener))?;
+                *view = Some(Arc::clone(&self.partition));
+            }
+            self.upstream_ready.count_down();
+        }
+        Ok(())
+    }
+
+    /// `releaseAllResources()`: opens the latch, fails the future, recycles the queue.
+    fn release_all_resources(&self) -> Result<()> {
+        if self.shared.released.swap(true, Ordering::SeqCst) {
+            return Ok(());
+        }
+        self.upstream_ready.count_down();
+        self.state_consumed.complete_exceptionally();
+        self.request_lock.lock().take();
+        let drained: Vec<NetworkBuffer> = self.recovered_buffers.lock().buffers.drain(..).collect();
+        let mut outcome = drained
+            .into_iter()
+            .try_for_each(NetworkBuffer::recycle_buffer);
+        if let Some(manager) = &self.buffer_manager {
+            outcome = outcome.and(manager.release_all_buffers(Vec::new()));
+        }
+        outcome
+    }
+
+    fn is_released(&self) -> bool {
+        self.shared.released.load(Ordering::SeqCst)
+    }
+
+    fn channel_snapshot(&self) -> ChannelSnapshot {
+        ChannelSnapshot::Local(self.snapshot())
+    }
+}

@@ -1,0 +1,237 @@
+//! Mirrors Flink's `NetworkBuffer` / `Buffer`: a memory segment with an id, a data type and the
+//! recycler that owns the segment.
+//!
+//! The bytes are abstracted to a `payload` number (the record a test wrote), so that a remote
+//! copy into a consumer segment keeps the data recognisable. Events and the recovery sentinels
+//! are unpooled (Flink's `FreeingBufferRecycler`); pooled segments come from the
+//! `NetworkBufferPool` (exclusive, via a
+//! [`BufferManager`]) or from a [`LocalBufferPool`] (floating).
+//!
+//! Locking contract: a `NetworkBuffer` is owned by one thread at a time (it is `Send`, not
+//! `Clone`); [`NetworkBuffer::recycle_buffer`] takes the lock of its recycler only.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::buffer_manager::BufferManager;
+use crate::buffer_pool::LocalBufferPool;
+use crate::error::Result;
+use crate::sync::Arc;
+
+/// A checkpoint id, Flink's `long checkpointId`; `-1` is Flink's `NONE`.
+pub type CheckpointId = i64;
+
+/// The identity of a memory segment (or of an unpooled event buffer), so that a test can
+/// recycle one specific buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct BufferId(pub u32);
+
+impl BufferId {
+    /// The id of the sentinels and events a channel creates itself (`EventSerializer.toBuffer`).
+    pub const UNPOOLED: BufferId = BufferId(u32::MAX);
+}
+
+/// What a buffer carries: Flink's `Buffer.DataType` together with the event class.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum BufferKind {
+    /// A data buffer (`DataType.DATA_BUFFER`, `isBuffer() == true`).
+    Data,
+    /// An ordinary event (`DataType.EVENT_BUFFER`), e.g. `EndOfOutputChannelStateEvent`.
+    Event,
+    /// An unaligned `CheckpointBarrier`: the priority event (`PRIORITIZED_EVENT_BUFFER`).
+    CheckpointBarrier(CheckpointId),
+    /// `RecoveryCheckpointBarrier(checkpointId)`: a non-priority sentinel in the recovery queue.
+    RecoveryCheckpointBarrier(CheckpointId),
+    /// `EndOfFetchedChannelStateEvent`: the non-priority tail sentinel of the pushed recovered
+    /// stream.
+    EndOfFetchedChannelState,
+    /// `EndOfInputChannelStateEvent`: the legacy tail of a `RecoveredInputChannel`'s queue.
+    EndOfInputChannelState,
+}
+
+impl BufferKind {
+    /// `Buffer.isBuffer()`: true only for data.
+    pub fn is_buffer(self) -> bool {
+        matches!(self, BufferKind::Data)
+    }
+
+    /// `Buffer.DataType.hasPriority()`.
+    pub fn has_priority(self) -> bool {
+        matches!(self, BufferKind::CheckpointBarrier(_))
+    }
+
+    /// `Buffer.getDataType()`.
+    pub fn data_type(self) -> DataType {
+        match self {
+            BufferKind::Data => DataType::DataBuffer,
+            BufferKind::CheckpointBarrier(_) => DataType::PriorityEventBuffer,
+            _ => DataType::EventBuffer,
+        }
+    }
+}
+
+/// Flink's `Buffer.DataType`, as reported for the *next* element (`nextDataType`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum DataType {
+    /// `NONE`: nothing (visible) follows.
+    None,
+    /// `DATA_BUFFER`.
+    DataBuffer,
+    /// `EVENT_BUFFER`.
+    EventBuffer,
+    /// `PRIORITIZED_EVENT_BUFFER`.
+    PriorityEventBuffer,
+}
+
+impl DataType {
+    /// `DataType.hasPriority()`.
+    pub fn has_priority(self) -> bool {
+        self == DataType::PriorityEventBuffer
+    }
+
+    /// `nextDataType != NONE`, i.e. `BufferAndAvailability.moreAvailable()`.
+    pub fn is_available(self) -> bool {
+        self != DataType::None
+    }
+}
+
+/// A plain-data view of a buffer, as it appears in snapshots.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BufferSnapshot {
+    /// The segment id.
+    pub id: BufferId,
+    /// What it carries.
+    pub kind: BufferKind,
+    /// The abstracted bytes.
+    pub payload: u64,
+}
+
+/// Who gets the segment back on recycle: Flink's `BufferRecycler` of the buffer.
+#[derive(Clone)]
+pub(crate) enum BufferRecycler {
+    /// An exclusive segment of a channel: `BufferManager.recycle(segment)`.
+    Exclusive(Arc<BufferManager>),
+    /// A floating buffer: `LocalBufferPool.recycle(segment)`.
+    Floating(Arc<LocalBufferPool>),
+    /// `FreeingBufferRecycler`: heap memory, nothing to return.
+    Unpooled,
+}
+
+/// Mirrors `org.apache.flink.runtime.io.network.buffer.NetworkBuffer`.
+pub struct NetworkBuffer {
+    id: BufferId,
+    kind: BufferKind,
+    payload: u64,
+    recycler: BufferRecycler,
+}
+
+impl NetworkBuffer {
+    pub(crate) fn pooled(id: BufferId, recycler: BufferRecycler) -> Self {
+        Self {
+            id,
+            kind: BufferKind::Data,
+            payload: 0,
+            recycler,
+        }
+    }
+
+    /// An unpooled (heap) buffer, Flink's `new NetworkBuffer(segment, FreeingBufferRecycler)`:
+    /// events, and producer-side buffers in tests.
+    pub fn unpooled(id: BufferId, kind: BufferKind, payload: u64) -> Self {
+        Self {
+            id,
+            kind,
+            payload,
+            recycler: BufferRecycler::Unpooled,
+        }
+    }
+
+    /// `EventSerializer.toBuffer(event, false)`: an unpooled event buffer with
+    /// [`BufferId::UNPOOLED`].
+    pub fn event(kind: BufferKind) -> Self {
+        debug_assert!(!kind.is_buffer(), "an event buffer cannot carry data");
+        Self::unpooled(BufferId::UNPOOLED, kind, 0)
+    }
+
+    /// Writes into a requested buffer (the serializer filling a segment): sets kind and payload.
+    pub fn fill(mut self, kind: BufferKind, payload: u64) -> Self {
+        self.kind = kind;
+        self.payload = payload;
+        self
+    }
+
+    /// The segment id.
+    pub fn id(&self) -> BufferId {
+        self.id
+    }
+
+    /// What the buffer carries.
+    pub fn kind(&self) -> BufferKind {
+        self.kind
+    }
+
+    /// The abstracted bytes.
+    pub fn payload(&self) -> u64 {
+        self.payload
+    }
+
+    /// `Buffer.isBuffer()`.
+    pub fn is_buffer(&self) -> bool {
+        self.kind.is_buffer()
+    }
+
+    /// `Buffer.getDataType()`.
+    pub fn data_type(&self) -> DataType {
+        self.kind.data_type()
+    }
+
+    /// Whether the segment belongs to a pool (not `FreeingBufferRecycler`).
+    pub fn is_pooled(&self) -> bool {
+        !matches!(self.recycler, BufferRecycler::Unpooled)
+    }
+
+    /// The plain-data view used by snapshots.
+    pub fn snapshot(&self) -> BufferSnapshot {
+        BufferSnapshot {
+            id: self.id,
+            kind: self.kind,
+            payload: self.payload,
+        }
+    }
+
+    /// `Buffer.recycleBuffer()`: returns the segment to its recycler exactly once. Recycling a
+    /// segment that is not lent out is [`ChannelError::DoubleRecycle`](crate::ChannelError).
+    pub fn recycle_buffer(self) -> Result<()> {
+        match self.recycler {
+            BufferRecycler::Exclusive(manager) => manager.recycle(self.id),
+            BufferRecycler::Floating(pool) => pool.recycle(self.id),
+            BufferRecycler::Unpooled => Ok(()),
+        }
+    }
+
+    pub(crate) fn recycler_ref(&self) -> &BufferRecycler {
+        &self.recycler
+    }
+
+    /// Recycles a buffer on a path where Flink ignores (logs) the outcome, e.g. release.
+    pub(crate) fn recycle_quietly(self) {
+        // Flink logs and ignores failures while releasing; the segment ledger stays consistent.
+        let _ = self.recycle_buffer();
+    }
+}
+
+impl fmt::Debug for NetworkBuffer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let owner = match self.recycler {
+            BufferRecycler::Exclusive(_) => "exclusive",
+            BufferRecycler::Floating(_) => "floating",
+            BufferRecycler::Unpooled => "unpooled",
+        };
+        write!(
+            f,
+            "{:?}#{}({:?}, {owner})",
+            self.kind, self.id.0, self.payload
+        )
+    }
+}

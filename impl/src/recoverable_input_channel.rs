@@ -1,0 +1,278 @@
+//! Mirrors Flink's `RecoverableInputChannel` interface (FLINK-38544), merged with the abstract
+//! `InputChannel` methods the gate and the task call, plus the types they share: the channel
+//! identity, `BufferAndAvailability`, the state-consumed future, and `collectPreRecoveryBarrier`.
+//!
+//! Locking contract: implementations guard their queue and `inRecovery` with one channel lock;
+//! blocking waits (`finish_recovered_buffer_delivery`, `request_recovery_buffer_blocking`) happen
+//! outside it, and gate notifications and credit announcements happen after it is released.
+
+use serde::{Deserialize, Serialize};
+
+use crate::buffer_pool::{LocalBufferPool, NetworkBufferPool};
+use crate::channel_state_persister::ChannelStateWriter;
+use crate::error::{ChannelError, DeclineReason, Result};
+use crate::local_input_channel::LocalInputChannelSnapshot;
+use crate::network_buffer::{BufferKind, BufferSnapshot, CheckpointId, DataType, NetworkBuffer};
+use crate::recovered_input_channel::RecoveredInputChannelSnapshot;
+use crate::remote_input_channel::RemoteInputChannelSnapshot;
+use crate::single_input_gate::InputChannelsWithData;
+use crate::sync::{Arc, Condvar, Mutex};
+
+/// Flink's `InputChannelInfo`: (gate index, channel index).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct InputChannelInfo {
+    /// `gateIdx`.
+    pub gate_idx: u32,
+    /// `inputChannelIdx`.
+    pub input_channel_idx: u32,
+}
+
+/// Flink's `InputChannel.BufferAndAvailability`: a polled buffer and what follows it.
+#[derive(Debug)]
+pub struct BufferAndAvailability {
+    /// The polled buffer; the caller recycles it.
+    pub buffer: NetworkBuffer,
+    /// `nextDataType`: `None` means nothing visible follows.
+    pub next_data_type: DataType,
+    /// `buffersInBacklog`.
+    pub buffers_in_backlog: i32,
+    /// `sequenceNumber`: from `i32::MIN` for recovered elements, from 0 for live upstream ones.
+    pub sequence_number: i32,
+}
+
+/// The state of a [`StateConsumedFuture`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum FutureStatus {
+    /// Not completed.
+    Pending,
+    /// Completed normally: all recovered state was consumed (or there was none).
+    Completed,
+    /// Completed exceptionally with `CancelTaskException` (released).
+    Cancelled,
+}
+
+#[derive(Debug)]
+struct FutureState {
+    status: Mutex<FutureStatus>,
+    done: Condvar,
+}
+
+/// Flink's `stateConsumedFuture` (`CompletableFuture<Void>`): the first completion wins.
+#[derive(Debug, Clone)]
+pub struct StateConsumedFuture(Arc<FutureState>);
+
+impl Default for StateConsumedFuture {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl StateConsumedFuture {
+    /// A pending future.
+    pub fn new() -> Self {
+        Self(Arc::new(FutureState {
+            status: Mutex::new(FutureStatus::Pending),
+            done: Condvar::new(),
+        }))
+    }
+
+    /// `CompletableFuture.completedFuture(null)`.
+    pub fn completed() -> Self {
+        let future = Self::new();
+        future.complete();
+        future
+    }
+
+    fn finish(&self, status: FutureStatus) -> bool {
+        let mut current = self.0.status.lock();
+        if *current != FutureStatus::Pending {
+            return false;
+        }
+        *current = status;
+        drop(current);
+        self.0.done.notify_all();
+        true
+    }
+
+    /// `complete(null)`: false if it was already done.
+    pub fn complete(&self) -> bool {
+        self.finish(FutureStatus::Completed)
+    }
+
+    /// `completeExceptionally(new CancelTaskException(..))`: false if it was already done.
+    pub fn complete_exceptionally(&self) -> bool {
+        self.finish(FutureStatus::Cancelled)
+    }
+
+    /// `isDone()`.
+    pub fn is_done(&self) -> bool {
+        self.status() != FutureStatus::Pending
+    }
+
+    /// The current status.
+    pub fn status(&self) -> FutureStatus {
+        self.0.status.lock().clone()
+    }
+
+    /// `join()`: blocks until done; the caller holds no lock.
+    pub fn wait(&self) -> FutureStatus {
+        let mut status = self.0.status.lock();
+        while *status == FutureStatus::Pending {
+            status = self.0.done.wait(status);
+        }
+        status.clone()
+    }
+}
+
+/// What every channel of a gate is built with (Flink passes these through the constructors).
+#[derive(Debug, Clone)]
+pub struct ChannelContext {
+    /// The channel's identity.
+    pub channel_info: InputChannelInfo,
+    /// The gate's `inputChannelsWithData`, notified when the channel becomes non-empty.
+    pub gate: Arc<InputChannelsWithData>,
+    /// The task manager's `NetworkBufferPool` (exclusive segments).
+    pub global_pool: Arc<NetworkBufferPool>,
+    /// The gate's `LocalBufferPool` (floating buffers).
+    pub buffer_pool: Arc<LocalBufferPool>,
+    /// The task's `ChannelStateWriter`.
+    pub writer: Arc<ChannelStateWriter>,
+    /// `networkBuffersPerChannel`: exclusive buffers (remote initial credit).
+    pub network_buffers_per_channel: usize,
+}
+
+/// The snapshot of any channel kind, for the gate's snapshot.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ChannelSnapshot {
+    /// A `RecoveredInputChannel` not converted yet.
+    Recovered(RecoveredInputChannelSnapshot),
+    /// A `LocalInputChannel`.
+    Local(LocalInputChannelSnapshot),
+    /// A `RemoteInputChannel`.
+    Remote(RemoteInputChannelSnapshot),
+}
+
+/// Mirrors Flink's `RecoverableInputChannel` (push-based recovery, FLINK-38544) together with
+/// the `InputChannel` methods the gate, the task and the recovery drainer call.
+pub trait RecoverableInputChannel: Send + Sync {
+    /// `getChannelInfo()`.
+    fn channel_info(&self) -> InputChannelInfo;
+
+    /// `onRecoveredStateBuffer(buffer)`: appends a recovered buffer (or sentinel) while in
+    /// recovery; a released channel recycles it.
+    fn on_recovered_state_buffer(&self, buffer: NetworkBuffer) -> Result<()>;
+
+    /// `finishRecoveredBufferDelivery()`: waits (outside any lock) until the upstream is ready,
+    /// then appends the `EndOfFetchedChannelStateEvent` sentinel.
+    fn finish_recovered_buffer_delivery(&self) -> Result<()>;
+
+    /// `insertRecoveryCheckpointBarrierIfInRecovery(checkpointId)`: appends a
+    /// `RecoveryCheckpointBarrier` if in recovery and not released.
+    fn insert_recovery_checkpoint_barrier_if_in_recovery(
+        &self,
+        checkpoint_id: CheckpointId,
+    ) -> Result<()>;
+
+    /// `requestRecoveryBufferBlocking()`: lends an exclusive buffer to the recovery reader.
+    fn request_recovery_buffer_blocking(&self) -> Result<NetworkBuffer>;
+
+    /// `onRecoveredStateConsumed()`: the gate polled the sentinel; leave recovery.
+    fn on_recovered_state_consumed(&self) -> Result<()>;
+
+    /// `InputChannel.getStateConsumedFuture()`.
+    fn state_consumed_future(&self) -> StateConsumedFuture;
+
+    /// `InputChannel.getNextBuffer()` (task thread).
+    fn get_next_buffer(&self) -> Result<Option<BufferAndAvailability>>;
+
+    /// `InputChannel.checkpointStarted(barrier)` (task thread).
+    fn checkpoint_started(&self, checkpoint_id: CheckpointId) -> Result<()>;
+
+    /// `InputChannel.checkpointStopped(checkpointId)` (task thread).
+    fn checkpoint_stopped(&self, checkpoint_id: CheckpointId);
+
+    /// `InputChannel.setup()`: requests the exclusive buffers.
+    fn setup(&self) -> Result<()>;
+
+    /// `InputChannel.requestSubpartitions()`: creates the view or sends the partition request.
+    fn request_subpartitions(&self) -> Result<()>;
+
+    /// `InputChannel.releaseAllResources()`: idempotent.
+    fn release_all_resources(&self) -> Result<()>;
+
+    /// `InputChannel.isReleased()`.
+    fn is_released(&self) -> bool;
+
+    /// A read-only snapshot taken under the channel lock.
+    fn channel_snapshot(&self) -> ChannelSnapshot;
+}
+
+/// A queue that `collect_pre_recovery_barrier` can walk by index.
+pub(crate) trait RecoveryQueue {
+    type Item;
+    fn len(&self) -> usize;
+    fn buffer_at(&self, index: usize) -> &NetworkBuffer;
+    fn remove_at(&mut self, index: usize) -> Self::Item;
+}
+
+/// `collectPreRecoveryBarrier(checkpointId)`: walks `queue` from `start`, retains the data
+/// buffers before `RecoveryCheckpointBarrier(checkpoint_id)` (they stay queued), removes that
+/// barrier and any older one, and declines on a later or missing barrier. Returns the removed
+/// barriers (to recycle outside the lock) and the outcome.
+pub(crate) fn collect_pre_recovery_barrier<Q: RecoveryQueue>(
+    queue: &mut Q,
+    start: usize,
+    checkpoint_id: CheckpointId,
+) -> (Vec<Q::Item>, Result<Vec<BufferSnapshot>>) {
+    let mut retained = Vec::new();
+    let mut removed = Vec::new();
+    let mut index = start;
+    while index < queue.len() {
+        let buffer = queue.buffer_at(index);
+        match buffer.kind() {
+            BufferKind::RecoveryCheckpointBarrier(id) if id == checkpoint_id => {
+                removed.push(queue.remove_at(index));
+                return (removed, Ok(retained));
+            }
+            BufferKind::RecoveryCheckpointBarrier(id) if id > checkpoint_id => {
+                let reason = DeclineReason::LaterRecoveryCheckpointBarrier { found: id };
+                return (
+                    removed,
+                    Err(ChannelError::CheckpointDeclined {
+                        checkpoint_id,
+                        reason,
+                    }),
+                );
+            }
+            // A barrier of a subsumed checkpoint: discard it and keep walking.
+            BufferKind::RecoveryCheckpointBarrier(_) => removed.push(queue.remove_at(index)),
+            BufferKind::Data => {
+                retained.push(buffer.snapshot());
+                index += 1;
+            }
+            // Other events, including a sentinel before the barrier, are skipped.
+            _ => index += 1,
+        }
+    }
+    let reason = DeclineReason::MissingRecoveryCheckpointBarrier;
+    (
+        removed,
+        Err(ChannelError::CheckpointDeclined {
+            checkpoint_id,
+            reason,
+        }),
+    )
+}
+
+impl RecoveryQueue for std::collections::VecDeque<NetworkBuffer> {
+    type Item = NetworkBuffer;
+    fn len(&self) -> usize {
+        std::collections::VecDeque::len(self)
+    }
+    fn buffer_at(&self, index: usize) -> &NetworkBuffer {
+        &self[index]
+    }
+    fn remove_at(&mut self, index: usize) -> NetworkBuffer {
+        self.remove(index).expect("index is in range")
+    }
+}

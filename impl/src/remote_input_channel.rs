@@ -1,0 +1,775 @@
+//! Mirrors Flink's `RemoteInputChannel` as changed by FLINK-38544 (PR #28652): created in
+//! recovery state, recovered buffers appended straight into `receivedBuffers` with recovery
+//! sequence numbers assigned at *append* time (from `i32::MIN`), upstream events arriving during
+//! recovery stashed and replayed when the sentinel is consumed, live data during recovery a
+//! protocol violation, and credit withheld (`BufferManager` notification disabled) until then.
+//!
+//! Locking contract:
+//! - `received_buffers` (Flink's `receivedBuffers` monitor) guards the prioritized queue, the
+//!   `recoveryEventStash`, `inRecovery`, `recoverySequenceNumber`, `expectedSequenceNumber`,
+//!   `lastBarrierId`/`lastBarrierSequenceNumber` and the `ChannelStatePersister` (the netty
+//!   thread persists in `onBuffer`). Taken by the netty client thread (`on_buffer`), the IO
+//!   thread (push, finish), the task thread (poll, checkpoint, consumed) and the canceler.
+//!   Under it only the `ChannelStateWriter` lock is taken; in particular never `bufferQueue`:
+//!   `on_recovered_state_consumed` calls `enable_notify` after releasing it, so the order
+//!   `receivedBuffers` → `bufferQueue` never arises and the recycle path
+//!   (`bufferQueue` → channel credit atomics) cannot invert it.
+//! - `unannounced_credit` and `is_released` are atomics, as in Flink.
+//! - Gate notifications, `onSenderBacklog` and credit announcements run after unlocking.
+
+use std::collections::VecDeque;
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::buffer_manager::{BufferManager, BufferManagerChannel, BufferManagerSnapshot};
+use crate::channel_state_persister::{
+    ChannelStatePersister, ChannelStatePersisterSnapshot, NO_CHECKPOINT,
+};
+use crate::credit_based_sequence_numbering_view_reader::PartitionRequest;
+use crate::error::{ChannelError, Result};
+use crate::network_buffer::{BufferKind, BufferSnapshot, CheckpointId, DataType, NetworkBuffer};
+use crate::prioritized_deque::PrioritizedDeque;
+use crate::recoverable_input_channel::{
+    BufferAndAvailability, ChannelContext, ChannelSnapshot, FutureStatus, InputChannelInfo,
+    RecoverableInputChannel, RecoveryQueue, StateConsumedFuture, collect_pre_recovery_barrier,
+};
+use crate::sync::{Arc, AtomicBool, AtomicI32, AtomicU64, Latch, Mutex, Ordering};
+
+/// Flink's `NONE` subpartition id of recovered elements.
+pub const NONE_SUBPARTITION_ID: i32 = -1;
+
+/// Flink's `SequenceBuffer`: an element of `receivedBuffers`.
+#[derive(Debug)]
+pub struct SequenceBuffer {
+    /// The buffer.
+    pub buffer: NetworkBuffer,
+    /// Its sequence number (negative for recovered elements).
+    pub sequence_number: i32,
+    /// `subpartitionId` (`NONE_SUBPARTITION_ID` for recovered elements).
+    pub subpartition_id: i32,
+}
+
+/// A queue element as it appears in a snapshot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SequenceBufferSnapshot {
+    /// The buffer's data.
+    pub buffer: BufferSnapshot,
+    /// Its sequence number.
+    pub sequence_number: i32,
+}
+
+impl SequenceBuffer {
+    fn snapshot(&self) -> SequenceBufferSnapshot {
+        SequenceBufferSnapshot {
+            buffer: self.buffer.snapshot(),
+            sequence_number: self.sequence_number,
+        }
+    }
+}
+
+/// Snapshot of a [`RemoteInputChannel`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RemoteInputChannelSnapshot {
+    /// `getChannelInfo()`.
+    pub channel_info: InputChannelInfo,
+    /// `needsRecovery`.
+    pub needs_recovery: bool,
+    /// `inRecovery`.
+    pub in_recovery: bool,
+    /// `receivedBuffers`, head first.
+    pub received_buffers: Vec<SequenceBufferSnapshot>,
+    /// `receivedBuffers.getNumPriorityElements()`.
+    pub num_priority_elements: usize,
+    /// `recoveryEventStash`, oldest first.
+    pub recovery_event_stash: Vec<SequenceBufferSnapshot>,
+    /// `recoverySequenceNumber`: the number the next appended recovered element gets.
+    pub recovery_sequence_number: i32,
+    /// `expectedSequenceNumber` of the next upstream buffer.
+    pub expected_sequence_number: i32,
+    /// `lastBarrierId` (-1 for none).
+    pub last_barrier_id: CheckpointId,
+    /// `lastBarrierSequenceNumber`.
+    pub last_barrier_sequence_number: Option<i32>,
+    /// `initialCredit`.
+    pub initial_credit: i32,
+    /// `unannouncedCredit`.
+    pub unannounced_credit: i32,
+    /// How often `notifyCreditAvailable()` fired (an `AddCredit` was scheduled).
+    pub credit_notifications: u64,
+    /// Whether the partition request was sent.
+    pub partition_requested: bool,
+    /// `upstreamReady.getCount() == 0`.
+    pub upstream_ready: bool,
+    /// `isReleased`.
+    pub released: bool,
+    /// `stateConsumedFuture`.
+    pub state_consumed: FutureStatus,
+    /// The checkpoint status machine.
+    pub persister: ChannelStatePersisterSnapshot,
+    /// The channel's `BufferManager`.
+    pub buffer_manager: BufferManagerSnapshot,
+}
+
+/// State shared with the buffer manager: the credit side of the channel.
+struct RemoteChannelShared {
+    released: AtomicBool,
+    unannounced_credit: AtomicI32,
+    credit_notifications: AtomicU64,
+    error: Mutex<Option<ChannelError>>,
+}
+
+impl BufferManagerChannel for RemoteChannelShared {
+    fn is_released(&self) -> bool {
+        self.released.load(Ordering::SeqCst)
+    }
+
+    /// `notifyBufferAvailable(n)`: the first credit since the last `AddCredit` schedules one
+    /// (`notifyCreditAvailable()`).
+    fn notify_buffer_available(&self, number_of_buffers: usize) {
+        if number_of_buffers > 0
+            && self
+                .unannounced_credit
+                .fetch_add(number_of_buffers as i32, Ordering::SeqCst)
+                == 0
+        {
+            self.credit_notifications.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    fn set_error(&self, error: ChannelError) {
+        self.error.lock().get_or_insert(error);
+    }
+}
+
+/// What `receivedBuffers` guards.
+struct ReceivedBuffers {
+    buffers: PrioritizedDeque<SequenceBuffer>,
+    recovery_event_stash: VecDeque<SequenceBuffer>,
+    in_recovery: bool,
+    recovery_sequence_number: i32,
+    expected_sequence_number: i32,
+    last_barrier_id: CheckpointId,
+    last_barrier_sequence_number: Option<i32>,
+    end_of_fetched_appended: bool,
+    persister: ChannelStatePersister,
+}
+
+impl ReceivedBuffers {
+    /// `appendRecoveredBuffer(buffer)`: at the tail with the next recovery sequence number;
+    /// returns whether the queue was empty.
+    fn append_recovered_buffer(
+        &mut self,
+        buffer: NetworkBuffer,
+    ) -> std::result::Result<bool, (NetworkBuffer, ChannelError)> {
+        if !self.in_recovery {
+            return Err((
+                buffer,
+                ChannelError::illegal_state("Push into recovered buffers after recovery finished."),
+            ));
+        }
+        if buffer.kind() == BufferKind::EndOfFetchedChannelState {
+            if self.end_of_fetched_appended {
+                return Err((
+                    buffer,
+                    ChannelError::illegal_state("EndOfFetchedChannelStateEvent already appended."),
+                ));
+            }
+            self.end_of_fetched_appended = true;
+        }
+        let was_empty = self.buffers.is_empty();
+        let sequence_number = self.recovery_sequence_number;
+        self.recovery_sequence_number = sequence_number.wrapping_add(1);
+        self.buffers.add(SequenceBuffer {
+            buffer,
+            sequence_number,
+            subpartition_id: NONE_SUBPARTITION_ID,
+        });
+        Ok(was_empty)
+    }
+
+    /// `addPriorityBuffer(sequenceBuffer)`: true if it is the first priority element.
+    fn add_priority_buffer(&mut self, element: SequenceBuffer) -> bool {
+        self.buffers.add_priority_element(element);
+        self.buffers.num_priority_elements() == 1
+    }
+
+    fn reset_last_barrier(&mut self) {
+        self.last_barrier_id = NO_CHECKPOINT;
+        self.last_barrier_sequence_number = None;
+    }
+
+    /// `getInflightBuffersUnsafe(checkpointId)`: non-priority data before the barrier.
+    fn get_inflight_buffers(&self, checkpoint_id: CheckpointId) -> Vec<BufferSnapshot> {
+        assert!(checkpoint_id == self.last_barrier_id || self.last_barrier_id == NO_CHECKPOINT);
+        let mut inflight = Vec::new();
+        for element in self
+            .buffers
+            .iter()
+            .skip(self.buffers.num_priority_elements())
+        {
+            if !element.buffer.is_buffer() {
+                continue;
+            }
+            let should_be_spilled = match self.last_barrier_sequence_number {
+                None => true,
+                Some(barrier) => element.sequence_number.wrapping_sub(barrier) < 0,
+            };
+            if !should_be_spilled {
+                break;
+            }
+            inflight.push(element.buffer.snapshot());
+        }
+        inflight
+    }
+}
+
+impl RecoveryQueue for PrioritizedDeque<SequenceBuffer> {
+    type Item = SequenceBuffer;
+    fn len(&self) -> usize {
+        PrioritizedDeque::len(self)
+    }
+    fn buffer_at(&self, index: usize) -> &NetworkBuffer {
+        &self.get(index).expect("index is in range").buffer
+    }
+    fn remove_at(&mut self, index: usize) -> SequenceBuffer {
+        PrioritizedDeque::remove_at(self, index).expect("index is in range")
+    }
+}
+
+/// Mirrors Flink's `RemoteInputChannel` (consumer side of a network shuffle).
+pub struct RemoteInputChannel {
+    context: ChannelContext,
+    needs_recovery: bool,
+    initial_credit: i32,
+    shared: Arc<RemoteChannelShared>,
+    /// Flink's `receivedBuffers` monitor.
+    received_buffers: Mutex<ReceivedBuffers>,
+    buffer_manager: Arc<BufferManager>,
+    upstream_ready: Latch,
+    state_consumed: StateConsumedFuture,
+    /// Flink's `partitionRequestClient`: the request the netty client sent.
+    partition_request: Mutex<Option<PartitionRequest>>,
+    partition_requested: AtomicBool,
+}
+
+impl fmt::Debug for RemoteInputChannel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RemoteInputChannel")
+            .field("snapshot", &self.snapshot())
+            .finish()
+    }
+}
+
+impl RemoteInputChannel {
+    /// `new RemoteInputChannel(..., needsRecovery)`: in recovery iff `needs_recovery`, with
+    /// credit notification disabled (`notifyInitiallyEnabled = !needsRecovery`).
+    pub fn new(context: ChannelContext, needs_recovery: bool) -> Arc<Self> {
+        let shared = Arc::new(RemoteChannelShared {
+            released: AtomicBool::new(false),
+            unannounced_credit: AtomicI32::new(0),
+            credit_notifications: AtomicU64::new(0),
+            error: Mutex::new(None),
+        });
+        let channel: Arc<dyn BufferManagerChannel> =
+            Arc::clone(&shared) as Arc<dyn BufferManagerChannel>;
+        let buffer_manager = BufferManager::new(
+            Arc::clone(&context.global_pool),
+            Arc::clone(&context.buffer_pool),
+            channel,
+            0,
+            !needs_recovery,
+        );
+        let received = ReceivedBuffers {
+            buffers: PrioritizedDeque::new(),
+            recovery_event_stash: VecDeque::new(),
+            in_recovery: needs_recovery,
+            recovery_sequence_number: i32::MIN,
+            expected_sequence_number: 0,
+            last_barrier_id: NO_CHECKPOINT,
+            last_barrier_sequence_number: None,
+            end_of_fetched_appended: false,
+            persister: ChannelStatePersister::new(
+                Arc::clone(&context.writer),
+                context.channel_info,
+            ),
+        };
+        let state_consumed = if needs_recovery {
+            StateConsumedFuture::new()
+        } else {
+            StateConsumedFuture::completed()
+        };
+        Arc::new(Self {
+            initial_credit: context.network_buffers_per_channel as i32,
+            context,
+            needs_recovery,
+            shared,
+            received_buffers: Mutex::new(received),
+            buffer_manager,
+            upstream_ready: Latch::new(),
+            state_consumed,
+            partition_request: Mutex::new(None),
+            partition_requested: AtomicBool::new(false),
+        })
+    }
+
+    fn channel_index(&self) -> usize {
+        self.context.channel_info.input_channel_idx as usize
+    }
+
+    fn check_error(&self) -> Result<()> {
+        match self.shared.error.lock().clone() {
+            Some(error) => Err(error),
+            None => Ok(()),
+        }
+    }
+
+    /// `needsRecovery()`: sent in the `PartitionRequest`.
+    pub fn needs_recovery(&self) -> bool {
+        self.needs_recovery
+    }
+
+    /// `getInitialCredit()`.
+    pub fn initial_credit(&self) -> i32 {
+        self.initial_credit
+    }
+
+    /// The `PartitionRequest` sent by `requestSubpartitions`, for the netty side to serve.
+    pub fn partition_request(&self) -> Option<PartitionRequest> {
+        *self.partition_request.lock()
+    }
+
+    /// The channel's `BufferManager`.
+    pub fn buffer_manager(&self) -> &Arc<BufferManager> {
+        &self.buffer_manager
+    }
+
+    // ------------------------------------------------------------------------
+    // Credit-based flow control
+    // ------------------------------------------------------------------------
+
+    /// `requestBuffer()` (netty client thread): a buffer for an arriving data response.
+    pub fn request_buffer(&self) -> Option<NetworkBuffer> {
+        self.buffer_manager.request_buffer()
+    }
+
+    /// `getAndResetUnannouncedCredit()` (netty client thread): the credit of the next
+    /// `AddCredit` message (skipped if 0).
+    pub fn get_and_reset_unannounced_credit(&self) -> i32 {
+        self.shared.unannounced_credit.swap(0, Ordering::SeqCst)
+    }
+
+    /// `getUnannouncedCredit()`.
+    pub fn unannounced_credit(&self) -> i32 {
+        self.shared.unannounced_credit.load(Ordering::SeqCst)
+    }
+
+    /// `onSenderBacklog(backlog)`: requests floating buffers for the backlog and announces them
+    /// (nothing while notification is disabled).
+    pub fn on_sender_backlog(&self, backlog: i32) {
+        let requested = self
+            .buffer_manager
+            .request_floating_buffers(backlog + self.initial_credit);
+        self.shared.notify_buffer_available(requested);
+    }
+
+    // ------------------------------------------------------------------------
+    // Network I/O notifications (netty client thread)
+    // ------------------------------------------------------------------------
+
+    /// `onBuffer(buffer, sequenceNumber, backlog, subpartitionId)`: enqueues an upstream
+    /// element. During recovery priority events go to the head, ordinary events to the stash,
+    /// and data is a protocol violation. Opens `upstreamReady`.
+    pub fn on_buffer(
+        &self,
+        buffer: NetworkBuffer,
+        sequence_number: i32,
+        backlog: i32,
+    ) -> Result<()> {
+        let kind = buffer.kind();
+        let (notify_priority, notify_non_empty, rejected) = {
+            let mut state = self.received_buffers.lock();
+            if state.expected_sequence_number != sequence_number {
+                let error = ChannelError::BufferReordering {
+                    expected: state.expected_sequence_number,
+                    actual: sequence_number,
+                };
+                drop(state);
+                buffer.recycle_buffer()?;
+                self.shared.set_error(error.clone());
+                return Err(error);
+            }
+            // Never add a buffer after releaseAllResources() drained the queue.
+            if self.shared.released.load(Ordering::SeqCst) {
+                (false, false, Some((buffer, None)))
+            } else if state.in_recovery && kind.is_buffer() {
+                let error = ChannelError::ProtocolViolation(format!(
+                    "Data buffer {sequence_number} received while channel {:?} is in recovery (credit must be withheld).",
+                    self.context.channel_info
+                ));
+                (false, false, Some((buffer, Some(error))))
+            } else {
+                let barrier_id = state.persister.check_for_barrier(&buffer);
+                if let Some(barrier_id) = barrier_id
+                    && barrier_id > state.last_barrier_id
+                {
+                    // The task has not started this checkpoint yet: remember which buffers to
+                    // spill when it does.
+                    state.last_barrier_id = barrier_id;
+                    state.last_barrier_sequence_number = Some(sequence_number);
+                }
+                state.persister.maybe_persist(&buffer);
+                state.expected_sequence_number = state.expected_sequence_number.wrapping_add(1);
+                let was_empty = state.buffers.is_empty();
+                let element = SequenceBuffer {
+                    buffer,
+                    sequence_number,
+                    subpartition_id: 0,
+                };
+                if kind.has_priority() {
+                    let first = state.add_priority_buffer(element);
+                    (first, was_empty, None)
+                } else if state.in_recovery {
+                    // Replayed after the sentinel is consumed (`on_recovered_state_consumed`).
+                    state.recovery_event_stash.push_back(element);
+                    (false, false, None)
+                } else {
+                    state.buffers.add(element);
+                    (false, was_empty, None)
+                }
+            }
+        };
+        if let Some((buffer, error)) = rejected {
+            buffer.recycle_buffer()?;
+            if let Some(error) = error {
+                self.shared.set_error(error.clone());
+                return Err(error);
+            }
+            return Ok(());
+        }
+        if notify_priority {
+            self.context
+                .gate
+                .notify_priority_event(self.channel_index());
+        }
+        if notify_non_empty {
+            self.context
+                .gate
+                .notify_channel_non_empty(self.channel_index());
+        }
+        self.upstream_ready.count_down();
+        if backlog >= 0 {
+            self.on_sender_backlog(backlog);
+        }
+        Ok(())
+    }
+
+    /// A snapshot taken under the `receivedBuffers` lock (atomics and the buffer manager are
+    /// read right after it).
+    pub fn snapshot(&self) -> RemoteInputChannelSnapshot {
+        let (
+            received_buffers,
+            num_priority_elements,
+            recovery_event_stash,
+            in_recovery,
+            recovery_sequence_number,
+        );
+        let (expected_sequence_number, last_barrier_id, last_barrier_sequence_number, persister);
+        {
+            let state = self.received_buffers.lock();
+            received_buffers = state.buffers.iter().map(SequenceBuffer::snapshot).collect();
+            num_priority_elements = state.buffers.num_priority_elements();
+            recovery_event_stash = state
+                .recovery_event_stash
+                .iter()
+                .map(SequenceBuffer::snapshot)
+                .collect();
+            in_recovery = state.in_recovery;
+            recovery_sequence_number = state.recovery_sequence_number;
+            expected_sequence_number = state.expected_sequence_number;
+            last_barrier_id = state.last_barrier_id;
+            last_barrier_sequence_number = state.last_barrier_sequence_number;
+            persister = state.persister.snapshot();
+        }
+        RemoteInputChannelSnapshot {
+            channel_info: self.context.channel_info,
+            needs_recovery: self.needs_recovery,
+            in_recovery,
+            received_buffers,
+            num_priority_elements,
+            recovery_event_stash,
+            recovery_sequence_number,
+            expected_sequence_number,
+            last_barrier_id,
+            last_barrier_sequence_number,
+            initial_credit: self.initial_credit,
+            unannounced_credit: self.shared.unannounced_credit.load(Ordering::SeqCst),
+            credit_notifications: self.shared.credit_notifications.load(Ordering::SeqCst),
+            partition_requested: self.partition_requested.load(Ordering::SeqCst),
+            upstream_ready: self.upstream_ready.is_open(),
+            released: self.shared.released.load(Ordering::SeqCst),
+            state_consumed: self.state_consumed.status(),
+            persister,
+            buffer_manager: self.buffer_manager.snapshot(),
+        }
+    }
+}
+
+impl RecoverableInputChannel for RemoteInputChannel {
+    fn channel_info(&self) -> InputChannelInfo {
+        self.context.channel_info
+    }
+
+    /// `onRecoveredStateBuffer(buffer)` → `appendRecoveredBuffer` (IO or task thread).
+    fn on_recovered_state_buffer(&self, buffer: NetworkBuffer) -> Result<()> {
+        let appended = {
+            let mut state = self.received_buffers.lock();
+            if self.shared.released.load(Ordering::SeqCst) {
+                Err((buffer, None))
+            } else {
+                state
+                    .append_recovered_buffer(buffer)
+                    .map_err(|(buffer, error)| (buffer, Some(error)))
+            }
+        };
+        match appended {
+            Ok(was_empty) => {
+                if was_empty {
+                    self.context
+                        .gate
+                        .notify_channel_non_empty(self.channel_index());
+                }
+                Ok(())
+            }
+            Err((buffer, error)) => {
+                buffer.recycle_buffer()?;
+                error.map_or(Ok(()), Err)
+            }
+        }
+    }
+
+    /// `finishRecoveredBufferDelivery()` (IO thread): waits for the first upstream message
+    /// outside any lock, then appends the sentinel. Neither unstashes nor enables credit.
+    fn finish_recovered_buffer_delivery(&self) -> Result<()> {
+        self.upstream_ready.wait();
+        if self.shared.released.load(Ordering::SeqCst) {
+            return Ok(());
+        }
+        {
+            let state = self.received_buffers.lock();
+            if !state.in_recovery {
+                return Err(ChannelError::illegal_state(
+                    "Recovery delivery already finished.",
+                ));
+            }
+        }
+        self.on_recovered_state_buffer(NetworkBuffer::event(BufferKind::EndOfFetchedChannelState))
+    }
+
+    fn insert_recovery_checkpoint_barrier_if_in_recovery(
+        &self,
+        checkpoint_id: CheckpointId,
+    ) -> Result<()> {
+        let was_empty = {
+            let mut state = self.received_buffers.lock();
+            if self.shared.released.load(Ordering::SeqCst) || !state.in_recovery {
+                return Ok(());
+            }
+            let barrier =
+                NetworkBuffer::event(BufferKind::RecoveryCheckpointBarrier(checkpoint_id));
+            state
+                .append_recovered_buffer(barrier)
+                .map_err(|(_, error)| error)?
+        };
+        if was_empty {
+            self.context
+                .gate
+                .notify_channel_non_empty(self.channel_index());
+        }
+        Ok(())
+    }
+
+    fn request_recovery_buffer_blocking(&self) -> Result<NetworkBuffer> {
+        self.upstream_ready.wait();
+        self.buffer_manager.request_buffer_blocking()
+    }
+
+    /// `onRecoveredStateConsumed()` (task thread): under `receivedBuffers`, leave recovery and
+    /// move the stash to the tail in FIFO order; after unlocking, `enableNotify()` (credit
+    /// reopens) and complete the future.
+    fn on_recovered_state_consumed(&self) -> Result<()> {
+        let notify_non_empty = {
+            let mut state = self.received_buffers.lock();
+            if !state.in_recovery {
+                return Err(ChannelError::illegal_state("Recovery already finished."));
+            }
+            // Flip and unstash in ONE critical section: an event arriving concurrently either
+            // was stashed before (and is moved now) or sees `in_recovery == false` and lands
+            // after the moved ones, so upstream order is kept.
+            state.in_recovery = false;
+            let was_empty = state.buffers.is_empty();
+            let stash = std::mem::take(&mut state.recovery_event_stash);
+            let moved = !stash.is_empty();
+            for element in stash {
+                state.buffers.add(element);
+            }
+            was_empty && moved
+        };
+        if notify_non_empty {
+            self.context
+                .gate
+                .notify_channel_non_empty(self.channel_index());
+        }
+        // Outside `receivedBuffers`: no data can arrive before this announces credit, and
+        // keeping `bufferQueue` out of `receivedBuffers` keeps the lock order flat.
+        self.buffer_manager.enable_notify()?;
+        self.state_consumed.complete();
+        Ok(())
+    }
+
+    fn state_consumed_future(&self) -> StateConsumedFuture {
+        self.state_consumed.clone()
+    }
+
+    /// `getNextBuffer()` (task thread): the head of `receivedBuffers` (priority first), the
+    /// same path for recovered, sentinel and live elements.
+    fn get_next_buffer(&self) -> Result<Option<BufferAndAvailability>> {
+        self.check_error()?;
+        let (next, next_data_type) = {
+            let mut state = self.received_buffers.lock();
+            // checkReadability(): in recovery reads are allowed before the partition request.
+            if !state.in_recovery
+                && !self.partition_requested.load(Ordering::SeqCst)
+                && state.buffers.is_empty()
+            {
+                return Err(ChannelError::illegal_state(
+                    "Queried for a buffer before requesting a queue.",
+                ));
+            }
+            let next = state.buffers.poll();
+            let next_data_type = state
+                .buffers
+                .peek()
+                .map_or(DataType::None, |head| head.buffer.data_type());
+            (next, next_data_type)
+        };
+        match next {
+            Some(next) => Ok(Some(BufferAndAvailability {
+                buffer: next.buffer,
+                next_data_type,
+                buffers_in_backlog: 0,
+                sequence_number: next.sequence_number,
+            })),
+            None if self.shared.released.load(Ordering::SeqCst) => Err(ChannelError::released(
+                "Queried for a buffer after channel has been released.",
+            )),
+            None => Ok(None),
+        }
+    }
+
+    /// `checkpointStarted(barrier)`: in recovery `collectPreRecoveryBarrier` past the priority
+    /// head then `startPersisting`; otherwise the master branch.
+    fn checkpoint_started(&self, checkpoint_id: CheckpointId) -> Result<()> {
+        let (removed, outcome) = {
+            let mut state = self.received_buffers.lock();
+            if state.in_recovery {
+                let start = state.buffers.num_priority_elements();
+                let (removed, collected) =
+                    collect_pre_recovery_barrier(&mut state.buffers, start, checkpoint_id);
+                let outcome = collected.and_then(|to_persist| {
+                    state.persister.start_persisting(checkpoint_id, to_persist)
+                });
+                (removed, outcome)
+            } else if checkpoint_id < state.last_barrier_id {
+                let error = ChannelError::CheckpointSubsumed {
+                    checkpoint_id,
+                    newer_checkpoint_id: state.last_barrier_id,
+                };
+                (Vec::new(), Err(error))
+            } else {
+                if checkpoint_id > state.last_barrier_id {
+                    // An obsolete barrier was received earlier: ignore its sequence number.
+                    state.reset_last_barrier();
+                }
+                let inflight = state.get_inflight_buffers(checkpoint_id);
+                (
+                    Vec::new(),
+                    state.persister.start_persisting(checkpoint_id, inflight),
+                )
+            }
+        };
+        removed
+            .into_iter()
+            .for_each(|element| element.buffer.recycle_quietly());
+        outcome
+    }
+
+    fn checkpoint_stopped(&self, checkpoint_id: CheckpointId) {
+        let mut state = self.received_buffers.lock();
+        state.persister.stop_persisting(checkpoint_id);
+        if state.last_barrier_id == checkpoint_id {
+            state.reset_last_barrier();
+        }
+    }
+
+    /// `setup()`: requests `initialCredit` exclusive buffers (not announced while disabled).
+    fn setup(&self) -> Result<()> {
+        self.buffer_manager
+            .request_exclusive_buffers(self.initial_credit as usize)
+    }
+
+    /// `requestSubpartitions()`: sends the `PartitionRequest` with the initial credit and
+    /// `needsRecovery`.
+    fn request_subpartitions(&self) -> Result<()> {
+        if self.shared.released.load(Ordering::SeqCst) {
+            return Err(ChannelError::released(
+                "RemoteInputChannel has already been released.",
+            ));
+        }
+        let mut request = self.partition_request.lock();
+        if request.is_none() {
+            *request = Some(PartitionRequest {
+                receiver: self.context.channel_info,
+                credit: self.initial_credit,
+                needs_recovery: self.needs_recovery,
+            });
+            self.partition_requested.store(true, Ordering::SeqCst);
+        }
+        Ok(())
+    }
+
+    /// `releaseAllResources()`: drains the queue and the stash, releases all buffers, opens
+    /// `upstreamReady` and fails the future.
+    fn release_all_resources(&self) -> Result<()> {
+        if self.shared.released.swap(true, Ordering::SeqCst) {
+            return Ok(());
+        }
+        let drained: Vec<NetworkBuffer> = {
+            let mut state = self.received_buffers.lock();
+            let mut drained: Vec<NetworkBuffer> = state
+                .buffers
+                .drain()
+                .map(|element| element.buffer)
+                .collect();
+            drained.extend(
+                state
+                    .recovery_event_stash
+                    .drain(..)
+                    .map(|element| element.buffer),
+            );
+            drained
+        };
+        let outcome = self.buffer_manager.release_all_buffers(drained);
+        self.upstream_ready.count_down();
+        self.state_consumed.complete_exceptionally();
+        outcome
+    }
+
+    fn is_released(&self) -> bool {
+        self.shared.released.load(Ordering::SeqCst)
+    }
+
+    fn channel_snapshot(&self) -> ChannelSnapshot {
+        ChannelSnapshot::Remote(self.snapshot())
+    }
+}

@@ -1,0 +1,237 @@
+//! Mirrors Flink's `PipelinedSubpartition` (the producer side of one channel) together with its
+//! read view: a FIFO of buffers and events with priority events at the head, sequence numbers
+//! assigned at poll time from 0, and a `BufferAvailabilityListener`.
+//!
+//! Locking contract: one lock, Flink's `buffers` monitor, guards the queue, the sequence number
+//! and the listener. The listener (`notifyDataAvailable`, `notifyPriorityEvent`) is called after
+//! the lock is released, because a local consumer's listener takes the gate's lock.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{ChannelError, Result};
+use crate::network_buffer::{BufferSnapshot, DataType, NetworkBuffer};
+use crate::prioritized_deque::PrioritizedDeque;
+use crate::sync::{Arc, Mutex};
+
+/// Flink's `BufferAvailabilityListener`, implemented by the consumer of a view.
+pub trait BufferAvailabilityListener: Send + Sync {
+    /// `notifyDataAvailable(view)`.
+    fn notify_data_available(&self);
+    /// `notifyPriorityEvent(prioritySequenceNumber)`.
+    fn notify_priority_event(&self, priority_sequence_number: i32);
+}
+
+/// Flink's `ResultSubpartition.BufferAndBacklog`.
+#[derive(Debug)]
+pub struct BufferAndBacklog {
+    /// The polled buffer.
+    pub buffer: NetworkBuffer,
+    /// `buffersInBacklog`: data buffers still queued.
+    pub buffers_in_backlog: i32,
+    /// `nextDataType`.
+    pub next_data_type: DataType,
+    /// `sequenceNumber`, from 0.
+    pub sequence_number: i32,
+}
+
+/// Snapshot of a [`ResultSubpartition`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResultSubpartitionSnapshot {
+    /// Queued buffers, head first.
+    pub buffers: Vec<BufferSnapshot>,
+    /// `getNumPriorityElements()`.
+    pub num_priority_elements: usize,
+    /// The sequence number the next polled buffer gets.
+    pub sequence_number: i32,
+    /// Whether a read view exists.
+    pub has_read_view: bool,
+    /// `isReleased`.
+    pub released: bool,
+}
+
+struct SubpartitionBuffers {
+    buffers: PrioritizedDeque<NetworkBuffer>,
+    sequence_number: i32,
+    has_read_view: bool,
+    listener: Option<Arc<dyn BufferAvailabilityListener>>,
+    released: bool,
+}
+
+/// Mirrors Flink's `PipelinedSubpartition` and its `PipelinedSubpartitionView`.
+pub struct ResultSubpartition {
+    buffers: Mutex<SubpartitionBuffers>,
+}
+
+impl fmt::Debug for ResultSubpartition {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ResultSubpartition")
+            .field("snapshot", &self.snapshot())
+            .finish()
+    }
+}
+
+enum Notification {
+    None,
+    DataAvailable(Arc<dyn BufferAvailabilityListener>),
+    PriorityEvent(Arc<dyn BufferAvailabilityListener>, i32),
+}
+
+impl ResultSubpartition {
+    /// An empty subpartition.
+    pub fn new() -> Arc<Self> {
+        let buffers = SubpartitionBuffers {
+            buffers: PrioritizedDeque::new(),
+            sequence_number: 0,
+            has_read_view: false,
+            listener: None,
+            released: false,
+        };
+        Arc::new(Self {
+            buffers: Mutex::new(buffers),
+        })
+    }
+
+    /// `add(bufferConsumer)` (producer thread): priority events go to the head; the listener is
+    /// told after unlocking. A released subpartition recycles the buffer.
+    pub fn add(&self, buffer: NetworkBuffer) -> Result<()> {
+        let notification = {
+            let mut state = self.buffers.lock();
+            if state.released {
+                drop(state);
+                buffer.recycle_buffer()?;
+                return Err(ChannelError::released(
+                    "Subpartition has already been released.",
+                ));
+            }
+            let was_empty = state.buffers.is_empty();
+            if buffer.kind().has_priority() {
+                state.buffers.add_priority_element(buffer);
+                let priority_sequence_number =
+                    state.sequence_number + state.buffers.num_priority_elements() as i32 - 1;
+                match &state.listener {
+                    Some(listener) => {
+                        Notification::PriorityEvent(Arc::clone(listener), priority_sequence_number)
+                    }
+                    None => Notification::None,
+                }
+            } else {
+                state.buffers.add(buffer);
+                match &state.listener {
+                    Some(listener) if was_empty => {
+                        Notification::DataAvailable(Arc::clone(listener))
+                    }
+                    _ => Notification::None,
+                }
+            }
+        };
+        match notification {
+            Notification::None => {}
+            Notification::DataAvailable(listener) => listener.notify_data_available(),
+            Notification::PriorityEvent(listener, sequence_number) => {
+                listener.notify_priority_event(sequence_number)
+            }
+        }
+        Ok(())
+    }
+
+    /// `createReadView(availabilityListener)`: one view per subpartition; the listener is told
+    /// (after unlocking) if data is already queued.
+    pub fn create_read_view(
+        &self,
+        listener: Option<Arc<dyn BufferAvailabilityListener>>,
+    ) -> Result<()> {
+        let notify = {
+            let mut state = self.buffers.lock();
+            if state.released {
+                return Err(ChannelError::released(
+                    "Subpartition has already been released.",
+                ));
+            }
+            if state.has_read_view {
+                return Err(ChannelError::illegal_state(
+                    "Subpartition is being or already has been consumed.",
+                ));
+            }
+            state.has_read_view = true;
+            state.listener = listener.clone();
+            !state.buffers.is_empty()
+        };
+        if let (true, Some(listener)) = (notify, listener) {
+            listener.notify_data_available();
+        }
+        Ok(())
+    }
+
+    /// `pollBuffer()` / `view.getNextBuffer()`: the head, with the backlog and the next type.
+    pub fn poll_buffer(&self) -> Option<BufferAndBacklog> {
+        let mut state = self.buffers.lock();
+        let buffer = state.buffers.poll()?;
+        let sequence_number = state.sequence_number;
+        state.sequence_number += 1;
+        Some(BufferAndBacklog {
+            buffer,
+            buffers_in_backlog: Self::backlog(&state),
+            next_data_type: state
+                .buffers
+                .peek()
+                .map_or(DataType::None, NetworkBuffer::data_type),
+            sequence_number,
+        })
+    }
+
+    fn backlog(state: &SubpartitionBuffers) -> i32 {
+        state.buffers.iter().filter(|b| b.is_buffer()).count() as i32
+    }
+
+    /// `view.getAvailabilityAndBacklog(isCreditAvailable)`: without credit only a next event
+    /// makes the view available.
+    pub fn get_availability_and_backlog(&self, is_credit_available: bool) -> (bool, i32) {
+        let state = self.buffers.lock();
+        let available = match state.buffers.peek() {
+            None => false,
+            Some(head) => is_credit_available || !head.is_buffer(),
+        };
+        (available, Self::backlog(&state))
+    }
+
+    /// The data type of the head, without polling.
+    pub fn peek_next_data_type(&self) -> DataType {
+        self.buffers
+            .lock()
+            .buffers
+            .peek()
+            .map_or(DataType::None, NetworkBuffer::data_type)
+    }
+
+    /// `release()`: recycles the queued buffers (after unlocking).
+    pub fn release(&self) -> Result<()> {
+        let drained: Vec<NetworkBuffer> = {
+            let mut state = self.buffers.lock();
+            state.released = true;
+            state.listener = None;
+            state.buffers.drain().collect()
+        };
+        drained
+            .into_iter()
+            .try_for_each(NetworkBuffer::recycle_buffer)
+    }
+
+    /// `isReleased()`.
+    pub fn is_released(&self) -> bool {
+        self.buffers.lock().released
+    }
+
+    /// A snapshot taken under the `buffers` lock.
+    pub fn snapshot(&self) -> ResultSubpartitionSnapshot {
+        let state = self.buffers.lock();
+        ResultSubpartitionSnapshot {
+            buffers: state.buffers.iter().map(NetworkBuffer::snapshot).collect(),
+            num_priority_elements: state.buffers.num_priority_elements(),
+            sequence_number: state.sequence_number,
+            has_read_view: state.has_read_view,
+            released: state.released,
+        }
+    }
+}

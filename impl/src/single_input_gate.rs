@@ -1,0 +1,484 @@
+//! Mirrors Flink's `SingleInputGate` (with the sentinel handling that Flink's
+//! `CheckpointedInputGate` adds on top): polls the channels with data, consumes the
+//! `EndOfFetchedChannelStateEvent` sentinel by calling `on_recovered_state_consumed` and never
+//! hands it to the caller; converts recovered channels in `request_partitions(needs_recovery)`.
+//!
+//! Locking contract:
+//! - `inputChannelsWithData` ([`InputChannelsWithData`]) has its own lock and condition
+//!   variable; any thread notifies, the task thread polls. It is a leaf: nothing is called
+//!   under it.
+//! - `request_lock` (Flink's `requestLock`) guards the channel array, `requestedPartitionsFlag`
+//!   and `closed`. Conversion and partition requests run under it and take channel locks
+//!   (order `requestLock` → channel lock). Polling only clones a channel handle under it and
+//!   calls the channel after releasing it.
+
+use std::collections::{BTreeSet, VecDeque};
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::buffer_pool::{LocalBufferPool, NetworkBufferPool};
+use crate::channel_state_persister::ChannelStateWriter;
+use crate::error::{ChannelError, Result};
+use crate::local_input_channel::LocalInputChannel;
+use crate::network_buffer::{BufferKind, CheckpointId, DataType, NetworkBuffer};
+use crate::recoverable_input_channel::{
+    BufferAndAvailability, ChannelContext, ChannelSnapshot, InputChannelInfo,
+    RecoverableInputChannel, StateConsumedFuture,
+};
+use crate::recovered_input_channel::RecoveredInputChannel;
+use crate::remote_input_channel::RemoteInputChannel;
+use crate::sync::{Arc, Condvar, Mutex};
+
+/// Snapshot of [`InputChannelsWithData`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InputChannelsWithDataSnapshot {
+    /// Queued channel indexes, head first.
+    pub channels: Vec<usize>,
+    /// How many of them (at the head) are prioritised.
+    pub num_priority: usize,
+}
+
+#[derive(Debug, Default)]
+struct ChannelQueue {
+    channels: VecDeque<usize>,
+    num_priority: usize,
+    enqueued: BTreeSet<usize>,
+    closed: bool,
+}
+
+/// Flink's `inputChannelsWithData` (a `PrioritizedDeque<InputChannel>` plus
+/// `enqueuedInputChannelsWithData`), shared by the gate and its channels.
+#[derive(Debug)]
+pub struct InputChannelsWithData {
+    queue: Mutex<ChannelQueue>,
+    available: Condvar,
+}
+
+impl Default for InputChannelsWithData {
+    fn default() -> Self {
+        Self {
+            queue: Mutex::new(ChannelQueue::default()),
+            available: Condvar::new(),
+        }
+    }
+}
+
+impl InputChannelsWithData {
+    /// An empty queue.
+    pub fn new() -> Arc<Self> {
+        Arc::new(Self::default())
+    }
+
+    /// `notifyChannelNonEmpty(channel)` → `queueChannel(channel, null, false)`.
+    pub fn notify_channel_non_empty(&self, channel_index: usize) {
+        self.queue_channel(channel_index, false);
+    }
+
+    /// `notifyPriorityEvent(channel, prioritySequenceNumber)` → `queueChannel(channel, seq, false)`
+    /// with priority: the channel moves to the priority head.
+    pub fn notify_priority_event(&self, channel_index: usize) {
+        self.queue_channel(channel_index, true);
+    }
+
+    /// `queueChannel(channel, priority)`: ignores double notifications.
+    pub fn queue_channel(&self, channel_index: usize, priority: bool) {
+        {
+            let mut queue = self.queue.lock();
+            let already_enqueued = queue.enqueued.contains(&channel_index);
+            let already_prioritized = queue
+                .channels
+                .iter()
+                .take(queue.num_priority)
+                .any(|c| *c == channel_index);
+            if already_enqueued && (!priority || already_prioritized) {
+                return;
+            }
+            if already_enqueued {
+                queue.channels.retain(|c| *c != channel_index);
+            }
+            if priority {
+                let at = queue.num_priority;
+                queue.channels.insert(at, channel_index);
+                queue.num_priority += 1;
+            } else {
+                queue.channels.push_back(channel_index);
+            }
+            queue.enqueued.insert(channel_index);
+        }
+        self.available.notify_all();
+    }
+
+    /// `getChannel(blocking=false)`: the next channel with data.
+    pub fn poll(&self) -> Option<usize> {
+        let mut queue = self.queue.lock();
+        let channel = queue.channels.pop_front()?;
+        queue.num_priority = queue.num_priority.saturating_sub(1);
+        queue.enqueued.remove(&channel);
+        Some(channel)
+    }
+
+    /// Blocks until a channel is queued or the gate is closed; false if closed.
+    pub fn wait_for_channel(&self) -> bool {
+        let mut queue = self.queue.lock();
+        while queue.channels.is_empty() && !queue.closed {
+            queue = self.available.wait(queue);
+        }
+        !queue.closed
+    }
+
+    /// Wakes blocked pollers for good (gate close).
+    pub fn close(&self) {
+        self.queue.lock().closed = true;
+        self.available.notify_all();
+    }
+
+    /// A snapshot taken under the queue lock.
+    pub fn snapshot(&self) -> InputChannelsWithDataSnapshot {
+        let queue = self.queue.lock();
+        InputChannelsWithDataSnapshot {
+            channels: queue.channels.iter().copied().collect(),
+            num_priority: queue.num_priority,
+        }
+    }
+}
+
+/// One entry of the gate's channel array.
+#[derive(Debug, Clone)]
+pub enum InputChannelHandle {
+    /// Not converted yet.
+    Recovered(Arc<RecoveredInputChannel>),
+    /// A physical local channel.
+    Local(Arc<LocalInputChannel>),
+    /// A physical remote channel.
+    Remote(Arc<RemoteInputChannel>),
+}
+
+impl InputChannelHandle {
+    /// `channel instanceof RecoverableInputChannel`.
+    pub fn as_recoverable(&self) -> Option<Arc<dyn RecoverableInputChannel>> {
+        match self {
+            InputChannelHandle::Recovered(_) => None,
+            InputChannelHandle::Local(channel) => {
+                Some(Arc::clone(channel) as Arc<dyn RecoverableInputChannel>)
+            }
+            InputChannelHandle::Remote(channel) => {
+                Some(Arc::clone(channel) as Arc<dyn RecoverableInputChannel>)
+            }
+        }
+    }
+
+    /// The local channel, if it is one.
+    pub fn as_local(&self) -> Option<&Arc<LocalInputChannel>> {
+        match self {
+            InputChannelHandle::Local(channel) => Some(channel),
+            _ => None,
+        }
+    }
+
+    /// The remote channel, if it is one.
+    pub fn as_remote(&self) -> Option<&Arc<RemoteInputChannel>> {
+        match self {
+            InputChannelHandle::Remote(channel) => Some(channel),
+            _ => None,
+        }
+    }
+
+    /// `InputChannel.getNextBuffer()`.
+    pub fn get_next_buffer(&self) -> Result<Option<BufferAndAvailability>> {
+        match self {
+            InputChannelHandle::Recovered(channel) => channel.get_next_buffer(),
+            InputChannelHandle::Local(channel) => channel.get_next_buffer(),
+            InputChannelHandle::Remote(channel) => channel.get_next_buffer(),
+        }
+    }
+
+    /// `InputChannel.getStateConsumedFuture()`.
+    pub fn state_consumed_future(&self) -> StateConsumedFuture {
+        match self {
+            InputChannelHandle::Recovered(channel) => channel.state_consumed_future(),
+            InputChannelHandle::Local(channel) => channel.state_consumed_future(),
+            InputChannelHandle::Remote(channel) => channel.state_consumed_future(),
+        }
+    }
+
+    /// `InputChannel.checkpointStarted(barrier)`.
+    pub fn checkpoint_started(&self, checkpoint_id: CheckpointId) -> Result<()> {
+        match self {
+            InputChannelHandle::Recovered(channel) => channel.checkpoint_started(checkpoint_id),
+            InputChannelHandle::Local(channel) => channel.checkpoint_started(checkpoint_id),
+            InputChannelHandle::Remote(channel) => channel.checkpoint_started(checkpoint_id),
+        }
+    }
+
+    /// `InputChannel.checkpointStopped(checkpointId)`.
+    pub fn checkpoint_stopped(&self, checkpoint_id: CheckpointId) {
+        match self {
+            InputChannelHandle::Recovered(channel) => channel.checkpoint_stopped(checkpoint_id),
+            InputChannelHandle::Local(channel) => channel.checkpoint_stopped(checkpoint_id),
+            InputChannelHandle::Remote(channel) => channel.checkpoint_stopped(checkpoint_id),
+        }
+    }
+
+    /// `InputChannel.releaseAllResources()`.
+    pub fn release_all_resources(&self) -> Result<()> {
+        match self {
+            InputChannelHandle::Recovered(channel) => channel.release_all_resources(),
+            InputChannelHandle::Local(channel) => channel.release_all_resources(),
+            InputChannelHandle::Remote(channel) => channel.release_all_resources(),
+        }
+    }
+
+    /// A snapshot of the channel.
+    pub fn snapshot(&self) -> ChannelSnapshot {
+        match self {
+            InputChannelHandle::Recovered(channel) => {
+                ChannelSnapshot::Recovered(channel.snapshot())
+            }
+            InputChannelHandle::Local(channel) => channel.channel_snapshot(),
+            InputChannelHandle::Remote(channel) => channel.channel_snapshot(),
+        }
+    }
+}
+
+/// Flink's `BufferOrEvent`: what the gate hands to the task.
+#[derive(Debug)]
+pub struct BufferOrEvent {
+    /// The channel it came from.
+    pub channel_info: InputChannelInfo,
+    /// The buffer; the task recycles it.
+    pub buffer: NetworkBuffer,
+    /// The element's sequence number.
+    pub sequence_number: i32,
+    /// `moreAvailable`: the channel's next data type.
+    pub next_data_type: DataType,
+}
+
+/// Snapshot of a [`SingleInputGate`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SingleInputGateSnapshot {
+    /// `inputChannelsWithData`.
+    pub channels_with_data: InputChannelsWithDataSnapshot,
+    /// `requestedPartitionsFlag`.
+    pub requested_partitions: bool,
+    /// Whether the gate is closed.
+    pub closed: bool,
+    /// Every channel, by index.
+    pub channels: Vec<ChannelSnapshot>,
+}
+
+#[derive(Debug, Default)]
+struct GateChannels {
+    channels: Vec<InputChannelHandle>,
+    requested_partitions: bool,
+    closed: bool,
+}
+
+/// Mirrors Flink's `SingleInputGate`.
+pub struct SingleInputGate {
+    gate_index: u32,
+    channels_with_data: Arc<InputChannelsWithData>,
+    buffer_pool: Arc<LocalBufferPool>,
+    /// Flink's `requestLock`.
+    request_lock: Mutex<GateChannels>,
+}
+
+impl fmt::Debug for SingleInputGate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SingleInputGate")
+            .field("snapshot", &self.snapshot())
+            .finish()
+    }
+}
+
+impl SingleInputGate {
+    /// `new SingleInputGate(..)` with its `LocalBufferPool`; channels are set afterwards.
+    pub fn new(gate_index: u32, buffer_pool: Arc<LocalBufferPool>) -> Arc<Self> {
+        Arc::new(Self {
+            gate_index,
+            channels_with_data: InputChannelsWithData::new(),
+            buffer_pool,
+            request_lock: Mutex::new(GateChannels::default()),
+        })
+    }
+
+    /// The construction context of channel `input_channel_idx` of this gate.
+    pub fn channel_context(
+        &self,
+        input_channel_idx: u32,
+        global_pool: Arc<NetworkBufferPool>,
+        writer: Arc<ChannelStateWriter>,
+        network_buffers_per_channel: usize,
+    ) -> ChannelContext {
+        ChannelContext {
+            channel_info: InputChannelInfo {
+                gate_idx: self.gate_index,
+                input_channel_idx,
+            },
+            gate: Arc::clone(&self.channels_with_data),
+            global_pool,
+            buffer_pool: Arc::clone(&self.buffer_pool),
+            writer,
+            network_buffers_per_channel,
+        }
+    }
+
+    /// `setInputChannels(channels)`: index `i` must be channel `i`.
+    pub fn set_input_channels(&self, channels: Vec<InputChannelHandle>) {
+        self.request_lock.lock().channels = channels;
+    }
+
+    /// The channel at `index` (`getChannel(channelIndex)`).
+    pub fn channel(&self, index: usize) -> Option<InputChannelHandle> {
+        self.request_lock.lock().channels.get(index).cloned()
+    }
+
+    /// The gate's `inputChannelsWithData`.
+    pub fn channels_with_data(&self) -> &Arc<InputChannelsWithData> {
+        &self.channels_with_data
+    }
+
+    /// `requestPartitions(needsRecovery)` (task thread, as a mail): converts the recovered
+    /// channels, then requests every subpartition, under `requestLock`, once.
+    pub fn request_partitions(&self, needs_recovery: bool) -> Result<()> {
+        let mut gate = self.request_lock.lock();
+        if gate.requested_partitions {
+            return Ok(());
+        }
+        if gate.closed {
+            return Err(ChannelError::released("Input gate is already closed."));
+        }
+        Self::convert_recovered_input_channels(&mut gate, needs_recovery)?;
+        for channel in &gate.channels {
+            match channel {
+                InputChannelHandle::Recovered(_) => {
+                    return Err(ChannelError::illegal_state(
+                        "Recovered channel left after conversion.",
+                    ));
+                }
+                InputChannelHandle::Local(channel) => channel.request_subpartitions()?,
+                InputChannelHandle::Remote(channel) => channel.request_subpartitions()?,
+            }
+        }
+        gate.requested_partitions = true;
+        Ok(())
+    }
+
+    /// `convertRecoveredInputChannels(needsRecovery)`: `toInputChannel`, release the recovered
+    /// channel, replace it; the first failure stops the conversion.
+    fn convert_recovered_input_channels(
+        gate: &mut GateChannels,
+        needs_recovery: bool,
+    ) -> Result<()> {
+        for slot in gate.channels.iter_mut() {
+            let InputChannelHandle::Recovered(recovered) = slot else {
+                continue;
+            };
+            let recovered = Arc::clone(recovered);
+            let physical = recovered.to_input_channel(needs_recovery)?;
+            recovered.release_all_resources()?;
+            *slot = physical;
+        }
+        Ok(())
+    }
+
+    /// `getStateConsumedFuture()` snapshot under `requestLock`: all channels' futures.
+    pub fn state_consumed_futures(&self) -> Vec<StateConsumedFuture> {
+        self.request_lock
+            .lock()
+            .channels
+            .iter()
+            .map(InputChannelHandle::state_consumed_future)
+            .collect()
+    }
+
+    /// Whether every channel's state-consumed future is done.
+    pub fn all_state_consumed(&self) -> bool {
+        self.state_consumed_futures()
+            .iter()
+            .all(StateConsumedFuture::is_done)
+    }
+
+    /// `pollNext()` (task thread): the next buffer or event of any channel, or `None` if none
+    /// is available now. The `EndOfFetchedChannelStateEvent` sentinel is consumed here.
+    pub fn poll_next(&self) -> Result<Option<BufferOrEvent>> {
+        loop {
+            let Some(index) = self.channels_with_data.poll() else {
+                return Ok(None);
+            };
+            let Some(channel) = self.channel(index) else {
+                continue;
+            };
+            let Some(next) = channel.get_next_buffer()? else {
+                continue;
+            };
+            if next.next_data_type.is_available() {
+                self.channels_with_data
+                    .queue_channel(index, next.next_data_type.has_priority());
+            }
+            if next.buffer.kind() == BufferKind::EndOfFetchedChannelState {
+                let recoverable = channel.as_recoverable().ok_or_else(|| {
+                    ChannelError::illegal_state(
+                        "EndOfFetchedChannelStateEvent from a channel that is not recoverable.",
+                    )
+                })?;
+                next.buffer.recycle_buffer()?;
+                recoverable.on_recovered_state_consumed()?;
+                continue;
+            }
+            let channel_info = InputChannelInfo {
+                gate_idx: self.gate_index,
+                input_channel_idx: index as u32,
+            };
+            return Ok(Some(BufferOrEvent {
+                channel_info,
+                buffer: next.buffer,
+                sequence_number: next.sequence_number,
+                next_data_type: next.next_data_type,
+            }));
+        }
+    }
+
+    /// `getNext()` (task thread): blocks until an element is available; `None` once closed.
+    pub fn get_next(&self) -> Result<Option<BufferOrEvent>> {
+        loop {
+            if let Some(next) = self.poll_next()? {
+                return Ok(Some(next));
+            }
+            if !self.channels_with_data.wait_for_channel() {
+                return Ok(None);
+            }
+        }
+    }
+
+    /// `close()`: releases every channel and wakes blocked pollers.
+    pub fn close(&self) -> Result<()> {
+        let channels = {
+            let mut gate = self.request_lock.lock();
+            gate.closed = true;
+            gate.channels.clone()
+        };
+        self.channels_with_data.close();
+        let mut outcome = Ok(());
+        for channel in channels {
+            outcome = outcome.and(channel.release_all_resources());
+        }
+        outcome
+    }
+
+    /// A snapshot: the channel queue, then each channel under `requestLock`.
+    pub fn snapshot(&self) -> SingleInputGateSnapshot {
+        let channels_with_data = self.channels_with_data.snapshot();
+        let gate = self.request_lock.lock();
+        SingleInputGateSnapshot {
+            channels_with_data,
+            requested_partitions: gate.requested_partitions,
+            closed: gate.closed,
+            channels: gate
+                .channels
+                .iter()
+                .map(InputChannelHandle::snapshot)
+                .collect(),
+        }
+    }
+}

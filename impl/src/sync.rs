@@ -1,0 +1,100 @@
+//! Switches the synchronisation primitives between `std` and `loom`, as tokio's `loom` module does.
+//!
+//! Production code imports `Mutex`, `Condvar` and the atomics only through this module, so that
+//! `RUSTFLAGS="--cfg loom"` lets loom explore every interleaving of the critical sections.
+//! `Arc` stays `std::sync::Arc` in both builds: it carries ownership only (no protocol state
+//! hides in a reference count), and `std`'s `Arc` supports `Arc<dyn Trait>` coercion, which
+//! loom's does not. Java monitors never poison, so a poisoned `std` lock is entered anyway: the
+//! panic that poisoned it is already reported on its own thread.
+
+pub(crate) use std::sync::Arc;
+
+#[cfg(not(loom))]
+pub(crate) use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
+#[cfg(not(loom))]
+use std::sync::{Condvar as CondvarImpl, Mutex as MutexImpl, MutexGuard};
+
+#[cfg(loom)]
+pub(crate) use loom::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
+#[cfg(loom)]
+use loom::sync::{Condvar as CondvarImpl, Mutex as MutexImpl, MutexGuard};
+
+/// A mutual-exclusion lock: Java's `synchronized (monitor)`, without poisoning.
+#[derive(Debug)]
+pub(crate) struct Mutex<T>(MutexImpl<T>);
+
+/// The guard of a [`Mutex`].
+pub(crate) type Guard<'a, T> = MutexGuard<'a, T>;
+
+impl<T> Mutex<T> {
+    pub(crate) fn new(value: T) -> Self {
+        Self(MutexImpl::new(value))
+    }
+
+    pub(crate) fn lock(&self) -> Guard<'_, T> {
+        self.0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+impl<T: Default> Default for Mutex<T> {
+    fn default() -> Self {
+        Self::new(T::default())
+    }
+}
+
+/// A condition variable: Java's `monitor.wait()` / `monitor.notifyAll()`.
+#[derive(Debug)]
+pub(crate) struct Condvar(CondvarImpl);
+
+impl Condvar {
+    pub(crate) fn new() -> Self {
+        Self(CondvarImpl::new())
+    }
+
+    pub(crate) fn wait<'a, T>(&self, guard: Guard<'a, T>) -> Guard<'a, T> {
+        self.0
+            .wait(guard)
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    pub(crate) fn notify_all(&self) {
+        self.0.notify_all();
+    }
+}
+
+/// Java's `CountDownLatch(1)`: opened once, awaited by any number of threads.
+#[derive(Debug)]
+pub(crate) struct Latch {
+    open: Mutex<bool>,
+    opened: Condvar,
+}
+
+impl Latch {
+    pub(crate) fn new() -> Self {
+        Self {
+            open: Mutex::new(false),
+            opened: Condvar::new(),
+        }
+    }
+
+    /// `countDown()`: opens the latch; idempotent.
+    pub(crate) fn count_down(&self) {
+        *self.open.lock() = true;
+        self.opened.notify_all();
+    }
+
+    /// `getCount() == 0`.
+    pub(crate) fn is_open(&self) -> bool {
+        *self.open.lock()
+    }
+
+    /// `await()`: blocks the calling thread until the latch is open. Callers hold no lock.
+    pub(crate) fn wait(&self) {
+        let mut open = self.open.lock();
+        while !*open {
+            open = self.opened.wait(open);
+        }
+    }
+}

@@ -1,0 +1,365 @@
+//! Unit tests of `RemoteInputChannel` and the producer side (subpartition + credit-based reader).
+#![cfg(not(loom))]
+
+mod common;
+
+use std::sync::Arc;
+
+use common::{Fixture, data, deliver, event};
+use recovery_impl::channel_state_persister::CheckpointStatus;
+use recovery_impl::credit_based_sequence_numbering_view_reader::{
+    CreditBasedSequenceNumberingViewReader, PartitionRequest,
+};
+use recovery_impl::recoverable_input_channel::FutureStatus;
+use recovery_impl::remote_input_channel::RemoteInputChannel;
+use recovery_impl::result_subpartition::ResultSubpartition;
+use recovery_impl::single_input_gate::InputChannelHandle;
+use recovery_impl::{
+    BufferId, BufferKind, ChannelError, DataType, DeclineReason, NetworkBuffer,
+    RecoverableInputChannel,
+};
+
+struct Remote {
+    fixture: Fixture,
+    channel: Arc<RemoteInputChannel>,
+}
+
+fn remote(needs_recovery: bool, exclusive: usize) -> Remote {
+    let fixture = Fixture::new(8, 1);
+    let channel = RemoteInputChannel::new(fixture.context(0, exclusive), needs_recovery);
+    fixture
+        .gate
+        .set_input_channels(vec![InputChannelHandle::Remote(Arc::clone(&channel))]);
+    channel.setup().unwrap();
+    Remote { fixture, channel }
+}
+
+fn kinds(channel: &RemoteInputChannel) -> Vec<BufferKind> {
+    channel
+        .snapshot()
+        .received_buffers
+        .iter()
+        .map(|b| b.buffer.kind)
+        .collect()
+}
+
+fn sentinel() -> NetworkBuffer {
+    NetworkBuffer::event(BufferKind::EndOfFetchedChannelState)
+}
+
+#[test]
+fn recovered_buffers_get_sequence_numbers_at_append() {
+    let r = remote(true, 2);
+    r.channel.on_recovered_state_buffer(data(100, 1)).unwrap();
+    r.channel.on_recovered_state_buffer(data(101, 2)).unwrap();
+    let snapshot = r.channel.snapshot();
+    let numbers: Vec<i32> = snapshot
+        .received_buffers
+        .iter()
+        .map(|b| b.sequence_number)
+        .collect();
+    assert_eq!(numbers, vec![i32::MIN, i32::MIN + 1]);
+    assert_eq!(snapshot.recovery_sequence_number, i32::MIN + 2);
+}
+
+#[test]
+fn upstream_events_are_stashed_during_recovery_and_replayed_after_the_sentinel() {
+    let r = remote(true, 2);
+    r.channel.on_recovered_state_buffer(data(100, 1)).unwrap();
+    r.channel
+        .on_buffer(event(200, BufferKind::Event), 0, 0)
+        .unwrap();
+    r.channel
+        .on_buffer(event(201, BufferKind::Event), 1, 0)
+        .unwrap();
+    r.channel.on_recovered_state_buffer(sentinel()).unwrap();
+    assert_eq!(r.channel.snapshot().recovery_event_stash.len(), 2);
+    let mut polled = Vec::new();
+    while let Some(next) = r.fixture.gate.poll_next().unwrap() {
+        polled.push(next.buffer.id());
+        next.buffer.recycle_buffer().unwrap();
+    }
+    assert_eq!(polled, vec![BufferId(100), BufferId(200), BufferId(201)]);
+    let snapshot = r.channel.snapshot();
+    assert!(!snapshot.in_recovery && snapshot.recovery_event_stash.is_empty());
+    assert_eq!(snapshot.state_consumed, FutureStatus::Completed);
+}
+
+#[test]
+fn priority_events_go_to_the_head_during_recovery() {
+    let r = remote(true, 2);
+    r.channel.on_recovered_state_buffer(data(100, 1)).unwrap();
+    r.channel
+        .on_buffer(event(200, BufferKind::CheckpointBarrier(3)), 0, 0)
+        .unwrap();
+    assert_eq!(
+        kinds(&r.channel),
+        vec![BufferKind::CheckpointBarrier(3), BufferKind::Data]
+    );
+    assert_eq!(r.channel.snapshot().num_priority_elements, 1);
+    assert_eq!(r.fixture.gate.snapshot().channels_with_data.num_priority, 1);
+}
+
+#[test]
+fn live_data_during_recovery_is_a_protocol_violation() {
+    let r = remote(true, 2);
+    let result = r.channel.on_buffer(data(200, 1), 0, 0);
+    assert!(matches!(result, Err(ChannelError::ProtocolViolation(_))));
+    assert!(r.channel.snapshot().received_buffers.is_empty());
+    assert!(matches!(
+        r.channel.get_next_buffer(),
+        Err(ChannelError::ProtocolViolation(_))
+    ));
+}
+
+#[test]
+fn out_of_order_upstream_buffer_is_a_reordering_error() {
+    let r = remote(false, 2);
+    let result = r.channel.on_buffer(event(200, BufferKind::Event), 1, 0);
+    assert_eq!(
+        result,
+        Err(ChannelError::BufferReordering {
+            expected: 0,
+            actual: 1
+        })
+    );
+}
+
+#[test]
+fn credit_is_withheld_during_recovery_and_announced_once_after_consumption() {
+    let r = remote(true, 2);
+    r.channel.on_sender_backlog(3);
+    let snapshot = r.channel.snapshot();
+    assert_eq!(snapshot.unannounced_credit, 0);
+    assert!(!snapshot.buffer_manager.notify_available);
+    r.channel.on_recovered_state_buffer(sentinel()).unwrap();
+    assert!(r.fixture.gate.poll_next().unwrap().is_none());
+    let snapshot = r.channel.snapshot();
+    // 2 exclusive + 1 floating requested for the backlog while disabled.
+    assert_eq!(snapshot.unannounced_credit, 3);
+    assert_eq!(snapshot.credit_notifications, 1);
+    assert_eq!(r.channel.get_and_reset_unannounced_credit(), 3);
+}
+
+#[test]
+fn checkpoint_in_recovery_skips_the_priority_head() {
+    let r = remote(true, 2);
+    r.channel.on_recovered_state_buffer(data(100, 1)).unwrap();
+    r.channel
+        .insert_recovery_checkpoint_barrier_if_in_recovery(4)
+        .unwrap();
+    r.channel.on_recovered_state_buffer(data(101, 2)).unwrap();
+    r.channel
+        .on_buffer(event(200, BufferKind::CheckpointBarrier(4)), 0, 0)
+        .unwrap();
+    r.channel.checkpoint_started(4).unwrap();
+    let persisted: Vec<BufferId> = r
+        .fixture
+        .writer
+        .persisted(4, r.channel.channel_info())
+        .iter()
+        .map(|b| b.id)
+        .collect();
+    assert_eq!(persisted, vec![BufferId(100)]);
+    assert_eq!(
+        kinds(&r.channel),
+        vec![
+            BufferKind::CheckpointBarrier(4),
+            BufferKind::Data,
+            BufferKind::Data
+        ]
+    );
+}
+
+#[test]
+fn checkpoint_in_recovery_without_barrier_declines() {
+    let r = remote(true, 2);
+    r.channel.on_recovered_state_buffer(data(100, 1)).unwrap();
+    let reason = DeclineReason::MissingRecoveryCheckpointBarrier;
+    assert_eq!(
+        r.channel.checkpoint_started(9),
+        Err(ChannelError::CheckpointDeclined {
+            checkpoint_id: 9,
+            reason
+        })
+    );
+}
+
+#[test]
+fn older_checkpoint_after_a_newer_barrier_is_subsumed() {
+    let r = remote(false, 2);
+    r.channel.request_subpartitions().unwrap();
+    r.channel
+        .on_buffer(event(200, BufferKind::CheckpointBarrier(5)), 0, 0)
+        .unwrap();
+    assert_eq!(
+        r.channel.checkpoint_started(4),
+        Err(ChannelError::CheckpointSubsumed {
+            checkpoint_id: 4,
+            newer_checkpoint_id: 5
+        })
+    );
+}
+
+#[test]
+fn live_data_before_the_barrier_is_persisted_after_recovery() {
+    let r = remote(false, 2);
+    r.channel.request_subpartitions().unwrap();
+    r.channel.checkpoint_started(5).unwrap();
+    let buffer = r
+        .channel
+        .request_buffer()
+        .unwrap()
+        .fill(BufferKind::Data, 7);
+    let id = buffer.id();
+    r.channel.on_buffer(buffer, 0, 0).unwrap();
+    r.channel
+        .on_buffer(event(200, BufferKind::CheckpointBarrier(5)), 1, 0)
+        .unwrap();
+    let snapshot = r.channel.snapshot();
+    assert_eq!(
+        snapshot.persister.checkpoint_status,
+        CheckpointStatus::BarrierReceived
+    );
+    let persisted: Vec<BufferId> = r
+        .fixture
+        .writer
+        .persisted(5, r.channel.channel_info())
+        .iter()
+        .map(|b| b.id)
+        .collect();
+    assert_eq!(persisted, vec![id]);
+}
+
+#[test]
+fn finish_recovered_buffer_delivery_appends_the_sentinel_after_the_first_upstream_message() {
+    let r = remote(true, 2);
+    r.channel
+        .on_buffer(event(200, BufferKind::Event), 0, 0)
+        .unwrap();
+    r.channel.finish_recovered_buffer_delivery().unwrap();
+    assert_eq!(
+        kinds(&r.channel),
+        vec![BufferKind::EndOfFetchedChannelState]
+    );
+    assert!(
+        r.channel.snapshot().in_recovery,
+        "finishing delivery neither unstashes nor leaves recovery"
+    );
+}
+
+#[test]
+fn release_drains_queue_and_stash_and_returns_every_buffer() {
+    let r = remote(true, 2);
+    r.channel
+        .on_buffer(event(200, BufferKind::Event), 0, 0)
+        .unwrap();
+    let recovery = r.channel.request_recovery_buffer_blocking().unwrap();
+    r.channel
+        .on_recovered_state_buffer(recovery.fill(BufferKind::Data, 1))
+        .unwrap();
+    r.channel.release_all_resources().unwrap();
+    let snapshot = r.channel.snapshot();
+    assert!(snapshot.received_buffers.is_empty() && snapshot.recovery_event_stash.is_empty());
+    assert_eq!(snapshot.state_consumed, FutureStatus::Cancelled);
+    r.fixture.assert_all_buffers_returned(1);
+    assert!(matches!(
+        r.channel.get_next_buffer(),
+        Err(ChannelError::Released(_))
+    ));
+}
+
+#[test]
+fn reader_for_a_recovering_consumer_starts_without_credit_and_sends_events_only() {
+    let subpartition = ResultSubpartition::new();
+    let receiver = recovery_impl::InputChannelInfo {
+        gate_idx: 0,
+        input_channel_idx: 0,
+    };
+    let request = PartitionRequest {
+        receiver,
+        credit: 2,
+        needs_recovery: true,
+    };
+    let mut reader =
+        CreditBasedSequenceNumberingViewReader::new(&request, Arc::clone(&subpartition)).unwrap();
+    assert_eq!(reader.num_credits_available(), 0);
+    subpartition.add(event(1, BufferKind::Event)).unwrap();
+    subpartition.add(data(2, 2)).unwrap();
+    let first = reader.get_next_buffer().unwrap().unwrap();
+    assert_eq!(
+        (
+            first.buffer.id(),
+            first.sequence_number,
+            first.next_data_type
+        ),
+        (BufferId(1), 0, DataType::None)
+    );
+    assert!(
+        reader.get_next_buffer().unwrap().is_none(),
+        "data needs credit"
+    );
+    reader.add_credit(1);
+    let second = reader.get_next_buffer().unwrap().unwrap();
+    assert_eq!(
+        (second.buffer.id(), second.sequence_number),
+        (BufferId(2), 1)
+    );
+    assert_eq!(reader.num_credits_available(), 0);
+}
+
+#[test]
+fn reader_without_recovery_starts_with_the_initial_credit() {
+    let subpartition = ResultSubpartition::new();
+    let receiver = recovery_impl::InputChannelInfo {
+        gate_idx: 0,
+        input_channel_idx: 0,
+    };
+    let request = PartitionRequest {
+        receiver,
+        credit: 2,
+        needs_recovery: false,
+    };
+    let reader = CreditBasedSequenceNumberingViewReader::new(&request, subpartition).unwrap();
+    assert_eq!(reader.snapshot().num_credits_available, 2);
+}
+
+#[test]
+fn remote_live_data_flows_only_after_recovery_and_in_order() {
+    let r = remote(true, 2);
+    r.channel.request_subpartitions().unwrap();
+    let request = r.channel.partition_request().unwrap();
+    assert!(request.needs_recovery);
+    let subpartition = ResultSubpartition::new();
+    let mut reader =
+        CreditBasedSequenceNumberingViewReader::new(&request, Arc::clone(&subpartition)).unwrap();
+    r.channel.on_recovered_state_buffer(data(100, 100)).unwrap();
+    subpartition.add(event(300, BufferKind::Event)).unwrap();
+    subpartition.add(data(301, 1)).unwrap();
+    subpartition.add(data(302, 2)).unwrap();
+    assert_eq!(
+        deliver(&mut reader, &r.channel).unwrap(),
+        1,
+        "only the event passes without credit"
+    );
+    r.channel.finish_recovered_buffer_delivery().unwrap();
+    let mut payloads = Vec::new();
+    loop {
+        while let Some(next) = r.fixture.gate.poll_next().unwrap() {
+            payloads.push((next.buffer.kind(), next.buffer.payload()));
+            next.buffer.recycle_buffer().unwrap();
+        }
+        if deliver(&mut reader, &r.channel).unwrap() == 0 {
+            break;
+        }
+    }
+    assert_eq!(
+        payloads,
+        vec![
+            (BufferKind::Data, 100),
+            (BufferKind::Event, 0),
+            (BufferKind::Data, 1),
+            (BufferKind::Data, 2)
+        ]
+    );
+}

@@ -1,0 +1,228 @@
+//! The model's actions: one per critical section of the Java code, plus one per call Flink
+//! makes after releasing a lock. Each names the Flink method and the channel it runs on; the
+//! thread that runs it is [`Action::thread`].
+
+use crate::state::{CheckpointId, NetBuf};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// The threads of section 1.1 of the brief.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Thread {
+    /// Task / mailbox thread.
+    Task,
+    /// `channel-state-unspilling` executor: the drainer.
+    Io,
+    /// Netty client IO thread (consumer side).
+    NettyClient,
+    /// Netty server IO thread (producer side).
+    NettyServer,
+    /// Producer task thread of the upstream.
+    Producer,
+    /// Whatever thread drops the last reference to a network buffer.
+    Recycler,
+    /// Canceler: `releaseAllResources` through gate close or cancel.
+    Canceler,
+}
+
+impl fmt::Display for Thread {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Thread::Task => "task",
+            Thread::Io => "io",
+            Thread::NettyClient => "netty-client",
+            Thread::NettyServer => "netty-server",
+            Thread::Producer => "producer",
+            Thread::Recycler => "recycler",
+            Thread::Canceler => "canceler",
+        })
+    }
+}
+
+/// One protocol step.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", tag = "action")]
+pub enum Action {
+    /// IO: `onRecoveredStateBuffer(buffer)`: push the next recovered buffer.
+    OnRecoveredStateBuffer {
+        /// Channel index.
+        channel: u8,
+    },
+    /// IO (task, during conversion, for bug B5): `finishRecoveredBufferDelivery()` after
+    /// `upstreamReady.await()`: append `EndOfFetchedChannelStateEvent`.
+    FinishRecoveredBufferDelivery {
+        /// Channel index.
+        channel: u8,
+    },
+    /// Task (mail): `convertRecoveredInputChannels(true)`: `toInputChannel(true)` per channel.
+    ConvertRecoveredInputChannels,
+    /// Task (mail): `requestPartitions`: local views created, remote `PartitionRequest` sent
+    /// with `needsRecovery` and the server's view reader created.
+    RequestPartitions,
+    /// Task: the gate polls `getNextBuffer()` of a channel and hands the result on.
+    GetNextBuffer {
+        /// Channel index.
+        channel: u8,
+    },
+    /// Task: `insertRecoveryCheckpointBarrierIfInRecovery(cp)`.
+    InsertRecoveryCheckpointBarrier {
+        /// Channel index.
+        channel: u8,
+        /// Checkpoint id.
+        cp: CheckpointId,
+    },
+    /// Task: `checkpointStarted(barrier)` with `collectPreRecoveryBarrier` in recovery.
+    CheckpointStarted {
+        /// Channel index.
+        channel: u8,
+        /// Checkpoint id.
+        cp: CheckpointId,
+    },
+    /// Task: `onRecoveredStateConsumed()` after the gate polled the sentinel.
+    OnRecoveredStateConsumed {
+        /// Channel index.
+        channel: u8,
+    },
+    /// Task: `bufferManager.enableNotify()` (remote).
+    EnableNotify {
+        /// Channel index.
+        channel: u8,
+    },
+    /// Any thread, after releasing `bufferQueue`: `notifyBufferAvailable(n)`.
+    NotifyBufferAvailable {
+        /// The thread that computed the credit.
+        thread: Thread,
+        /// Channel index.
+        channel: u8,
+        /// Credit announced.
+        n: u8,
+    },
+    /// Producer: writes its next buffer or event into the subpartition.
+    EmitBuffer {
+        /// Channel index.
+        channel: u8,
+    },
+    /// Producer: takes checkpoint `cp` and writes its priority barrier.
+    EmitCheckpointBarrier {
+        /// Channel index.
+        channel: u8,
+        /// Checkpoint id.
+        cp: CheckpointId,
+    },
+    /// Netty server: the view reader sends the head of the subpartition.
+    SendBuffer {
+        /// Channel index.
+        channel: u8,
+    },
+    /// Netty server: `addCredit(k)` from an `AddCredit` message.
+    OnAddCredit {
+        /// Channel index.
+        channel: u8,
+    },
+    /// Netty client: `onBuffer` (with `requestBuffer` and `onSenderBacklog`).
+    OnBuffer {
+        /// Channel index.
+        channel: u8,
+    },
+    /// Netty client: writes `AddCredit(getAndResetUnannouncedCredit())`.
+    SendAddCredit {
+        /// Channel index.
+        channel: u8,
+    },
+    /// Recycler: the consumer drops a network buffer (`recycle` or `LocalBufferPool.recycle`).
+    Recycle {
+        /// Channel index.
+        channel: u8,
+        /// The buffer.
+        buffer: NetBuf,
+    },
+    /// Recycler: hands the floating buffer `recycle` released back to the `LocalBufferPool`.
+    ReturnFloatingBuffer {
+        /// Channel index.
+        channel: u8,
+        /// The buffer.
+        buffer: NetBuf,
+    },
+    /// Canceler: `releaseAllResources()`.
+    ReleaseAllResources {
+        /// Channel index.
+        channel: u8,
+    },
+}
+
+impl Action {
+    /// The channel the action touches, if one.
+    pub fn channel(&self) -> Option<u8> {
+        use Action::*;
+        match *self {
+            ConvertRecoveredInputChannels | RequestPartitions => None,
+            OnRecoveredStateBuffer { channel }
+            | FinishRecoveredBufferDelivery { channel }
+            | GetNextBuffer { channel }
+            | InsertRecoveryCheckpointBarrier { channel, .. }
+            | CheckpointStarted { channel, .. }
+            | OnRecoveredStateConsumed { channel }
+            | EnableNotify { channel }
+            | NotifyBufferAvailable { channel, .. }
+            | EmitBuffer { channel }
+            | EmitCheckpointBarrier { channel, .. }
+            | SendBuffer { channel }
+            | OnAddCredit { channel }
+            | OnBuffer { channel }
+            | SendAddCredit { channel }
+            | Recycle { channel, .. }
+            | ReturnFloatingBuffer { channel, .. }
+            | ReleaseAllResources { channel } => Some(channel),
+        }
+    }
+
+    /// The Flink method name, for people.
+    pub fn method(&self) -> &'static str {
+        use Action::*;
+        match self {
+            OnRecoveredStateBuffer { .. } => "onRecoveredStateBuffer",
+            FinishRecoveredBufferDelivery { .. } => "finishRecoveredBufferDelivery",
+            ConvertRecoveredInputChannels => "convertRecoveredInputChannels",
+            RequestPartitions => "requestPartitions",
+            GetNextBuffer { .. } => "getNextBuffer",
+            InsertRecoveryCheckpointBarrier { .. } => "insertRecoveryCheckpointBarrierIfInRecovery",
+            CheckpointStarted { .. } => "checkpointStarted",
+            OnRecoveredStateConsumed { .. } => "onRecoveredStateConsumed",
+            EnableNotify { .. } => "enableNotify",
+            NotifyBufferAvailable { .. } => "notifyBufferAvailable",
+            EmitBuffer { .. } => "emitBuffer",
+            EmitCheckpointBarrier { .. } => "emitCheckpointBarrier",
+            SendBuffer { .. } => "sendBuffer",
+            OnAddCredit { .. } => "addCredit",
+            OnBuffer { .. } => "onBuffer",
+            SendAddCredit { .. } => "sendAddCredit",
+            Recycle { .. } => "recycle",
+            ReturnFloatingBuffer { .. } => "recycleFloatingBuffer",
+            ReleaseAllResources { .. } => "releaseAllResources",
+        }
+    }
+
+    /// Every action kind's method name, for coverage reports.
+    pub const KINDS: &'static [&'static str] = &[
+        "onRecoveredStateBuffer",
+        "finishRecoveredBufferDelivery",
+        "convertRecoveredInputChannels",
+        "requestPartitions",
+        "getNextBuffer",
+        "insertRecoveryCheckpointBarrierIfInRecovery",
+        "checkpointStarted",
+        "onRecoveredStateConsumed",
+        "enableNotify",
+        "notifyBufferAvailable",
+        "emitBuffer",
+        "emitCheckpointBarrier",
+        "sendBuffer",
+        "addCredit",
+        "onBuffer",
+        "sendAddCredit",
+        "recycle",
+        "recycleFloatingBuffer",
+        "releaseAllResources",
+    ];
+}

@@ -1,0 +1,175 @@
+//! `BufferManager` of a remote channel: exclusive and floating queues under the `bufferQueue`
+//! monitor, and the notification gate of PR2 (`notifyAvailable`, `enableNotify`).
+//!
+//! Every method here is one critical section of `bufferQueue`. The credit it computes is
+//! returned, and the caller announces it in a separate step, after the lock, as Flink does.
+
+use crate::state::{NetBuf, PopFront};
+use crate::variant::Variant;
+
+/// Buffer queues and the notification gate of one channel.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
+pub struct BufferManager {
+    /// `bufferQueue.exclusiveBuffers`.
+    pub exclusive: Vec<NetBuf>,
+    /// `bufferQueue.floatingBuffers`.
+    pub floating: Vec<NetBuf>,
+    /// `numRequiredBuffers` (goes negative in Flink too: `requestBuffer` decrements it).
+    pub required: i8,
+    /// `isWaitingForFloatingBuffers`: registered as a listener of the `LocalBufferPool`.
+    pub waiting_for_floating: bool,
+    /// `notifyAvailable`: credit may be announced.
+    pub notify_available: bool,
+    /// The gate's `LocalBufferPool`: floating buffers not lent to this channel.
+    pub pool: Vec<NetBuf>,
+}
+
+/// What `recycle` decided under the lock.
+pub enum Recycled {
+    /// Announce one credit after the lock.
+    Announce,
+    /// Hand this floating buffer back to the `LocalBufferPool` after the lock.
+    ReleaseFloating(NetBuf),
+    /// Nothing further (notification disabled, or the channel is released).
+    Nothing,
+}
+
+impl BufferManager {
+    /// `getAvailableBufferSize()`.
+    pub fn available(&self) -> u8 {
+        (self.exclusive.len() + self.floating.len()) as u8
+    }
+
+    /// `requestExclusiveBuffers(n)` at `setup()`: the segments are queued, never announced here.
+    pub fn request_exclusive_buffers(&mut self, n: u8) {
+        self.exclusive.extend((0..n).map(NetBuf::Exclusive));
+    }
+
+    /// `requestBuffer()`: a buffer for an arriving data buffer, floating first.
+    pub fn request_buffer(&mut self) -> Option<NetBuf> {
+        self.required -= 1;
+        if self.floating.is_empty() {
+            self.exclusive.pop_front()
+        } else {
+            self.floating.pop_front()
+        }
+    }
+
+    /// `requestBufferBlocking()` once a buffer is queued (the caller waits while none is):
+    /// lends a buffer to recovery, floating first.
+    pub fn request_buffer_blocking(&mut self) -> Option<NetBuf> {
+        if self.floating.is_empty() {
+            self.exclusive.pop_front()
+        } else {
+            self.floating.pop_front()
+        }
+    }
+
+    /// `tryRequestBuffers()`: take pool buffers while fewer than required are available.
+    fn try_request_buffers(&mut self) -> u8 {
+        let mut n = 0;
+        while (self.available() as i8) < self.required && !self.waiting_for_floating {
+            match self.pool.pop_front() {
+                Some(b) => {
+                    self.floating.push(b);
+                    n += 1;
+                }
+                None => self.waiting_for_floating = true,
+            }
+        }
+        n
+    }
+
+    /// `requestFloatingBuffers(numRequired)`: returns the credit to announce, which is 0 while
+    /// notification is disabled (the buffers are kept, and `enableNotify` counts them later).
+    pub fn request_floating_buffers(
+        &mut self,
+        released: bool,
+        required: u8,
+        variant: Variant,
+    ) -> u8 {
+        if released {
+            return 0;
+        }
+        self.required = required as i8;
+        let n = self.try_request_buffers();
+        if self.notify_available || variant == Variant::FloatingCreditDuringRecovery {
+            n
+        } else {
+            0
+        }
+    }
+
+    /// `recycle(segment)` of an exclusive buffer; on a released channel it goes to the global pool.
+    pub fn recycle(
+        &mut self,
+        released: bool,
+        buffer: NetBuf,
+        global_pool: &mut Vec<NetBuf>,
+    ) -> Recycled {
+        if released {
+            global_pool.push(buffer);
+            return Recycled::Nothing;
+        }
+        self.exclusive.push(buffer);
+        // addExclusiveBuffer: give a floating buffer back if more are available than required.
+        if self.available() as i8 > self.required {
+            if let Some(f) = self.floating.pop_front() {
+                return Recycled::ReleaseFloating(f);
+            }
+        }
+        if self.notify_available {
+            Recycled::Announce
+        } else {
+            Recycled::Nothing
+        }
+    }
+
+    /// `LocalBufferPool.recycle` of a floating buffer: hand it to this manager if it waits for
+    /// one (`notifyBufferAvailable(Buffer)`), else back to the pool. Returns the credit to announce.
+    pub fn recycle_floating(&mut self, released: bool, buffer: NetBuf, variant: Variant) -> u8 {
+        // Flink checks isReleased outside the lock (cross-manager deadlock); same effect here.
+        if !self.waiting_for_floating || released {
+            self.pool.push(buffer);
+            return 0;
+        }
+        self.waiting_for_floating = false;
+        if self.available() as i8 >= self.required {
+            self.pool.push(buffer);
+            return 0;
+        }
+        self.floating.push(buffer);
+        let n = 1 + self.try_request_buffers();
+        if self.notify_available || variant == Variant::FloatingCreditDuringRecovery {
+            n
+        } else {
+            0
+        }
+    }
+
+    /// `enableNotify()`: open the gate and count what is queued, in one critical section, so
+    /// that every buffer is announced exactly once (here or by its own recycle afterwards).
+    pub fn enable_notify(&mut self) -> u8 {
+        self.notify_available = true;
+        self.available()
+    }
+
+    /// `releaseAllBuffers(queue)`: exclusive segments to the global pool, floating to the pool.
+    pub fn release_all_buffers(
+        &mut self,
+        drained: impl IntoIterator<Item = NetBuf>,
+        global_pool: &mut Vec<NetBuf>,
+    ) {
+        let queued: Vec<NetBuf> = self
+            .exclusive
+            .drain(..)
+            .chain(self.floating.drain(..))
+            .collect();
+        for b in drained.into_iter().chain(queued) {
+            match b {
+                NetBuf::Exclusive(_) => global_pool.push(b),
+                NetBuf::Floating(_) => self.pool.push(b),
+            }
+        }
+    }
+}

@@ -1,0 +1,228 @@
+//! Running the checker: verdicts for every property, the shortest counterexample of each
+//! violated one, and the acyclicity check that makes `eventually` sound.
+
+use crate::action::Action;
+use crate::model::RecoveryModel;
+use crate::properties::PROPERTIES;
+use crate::state::State;
+use serde::Serialize;
+use stateright::{Checker, Expectation, Model};
+use std::collections::hash_map::DefaultHasher;
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::hash::{Hash, Hasher};
+use std::time::Instant;
+
+/// A property's verdict.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// An `always`/`eventually` property with no counterexample.
+    Holds,
+    /// An `always`/`eventually` property with a counterexample.
+    Violated,
+    /// A `sometimes` property with an example.
+    ExampleFound,
+    /// A `sometimes` property without an example.
+    ExampleMissing,
+}
+
+/// One property's result.
+#[derive(Clone, Debug, Serialize)]
+pub struct PropertyResult {
+    /// Its name.
+    pub name: &'static str,
+    /// `always`, `eventually` or `sometimes`.
+    pub expectation: &'static str,
+    /// The verdict.
+    pub status: Status,
+    /// The counterexample or example as readable actions (shortest for counterexamples).
+    pub trace: Option<Vec<String>>,
+    /// The same path as actions, for trace files and Explorer links.
+    #[serde(skip)]
+    pub actions: Option<Vec<Action>>,
+}
+
+impl PropertyResult {
+    /// Whether this verdict makes the check fail.
+    pub fn fails(&self) -> bool {
+        matches!(self.status, Status::Violated | Status::ExampleMissing)
+    }
+}
+
+/// The result of checking one configuration.
+#[derive(Clone, Debug, Serialize)]
+pub struct CheckReport {
+    /// Always "channel-recovery".
+    pub model: &'static str,
+    /// The preset name, or the config file.
+    pub preset: String,
+    /// The variant (kebab-case).
+    pub variant: String,
+    /// States visited, counting revisits.
+    pub states: usize,
+    /// Unique states.
+    pub unique_states: usize,
+    /// Longest path explored.
+    pub max_depth: usize,
+    /// Wall-clock seconds.
+    pub seconds: f64,
+    /// Whether the reachable state graph is acyclic (liveness soundness); None if not checked.
+    pub acyclic: Option<bool>,
+    /// Every property.
+    pub properties: Vec<PropertyResult>,
+}
+
+impl CheckReport {
+    /// Whether every property holds and every example was found.
+    pub fn passed(&self) -> bool {
+        !self.properties.iter().any(PropertyResult::fails) && self.acyclic != Some(false)
+    }
+}
+
+fn expectation_name(e: &Expectation) -> &'static str {
+    match e {
+        Expectation::Always => "always",
+        Expectation::Eventually => "eventually",
+        Expectation::Sometimes => "sometimes",
+    }
+}
+
+/// Runs stateright's BFS on `model` with `threads`, then finds the shortest counterexample of
+/// each violated property with a single-threaded BFS of its own.
+pub fn check(model: RecoveryModel, preset: &str, threads: usize, acyclic: bool) -> CheckReport {
+    let start = Instant::now();
+    let variant = serde_json::to_value(model.variant)
+        .ok()
+        .and_then(|v| v.as_str().map(String::from))
+        .unwrap_or_default();
+    let checker = model
+        .clone()
+        .checker()
+        .threads(threads.max(1))
+        .spawn_bfs()
+        .join();
+    let mut properties = Vec::new();
+    for (e, name, _) in PROPERTIES {
+        let found = checker.discovery(name);
+        let status = match (e, &found) {
+            (Expectation::Sometimes, Some(_)) => Status::ExampleFound,
+            (Expectation::Sometimes, None) => Status::ExampleMissing,
+            (_, Some(_)) => Status::Violated,
+            (_, None) => Status::Holds,
+        };
+        let actions = match status {
+            Status::Violated if *e == Expectation::Always => {
+                shortest_violation(&model, name).or_else(|| found.map(|p| p.into_actions()))
+            }
+            _ => found.map(|p| p.into_actions()),
+        };
+        let trace = actions
+            .as_ref()
+            .map(|a| a.iter().map(|a| model.format_action(a)).collect());
+        properties.push(PropertyResult {
+            name,
+            expectation: expectation_name(e),
+            status,
+            trace,
+            actions,
+        });
+    }
+    let acyclic = acyclic.then(|| graph_is_acyclic(&model));
+    CheckReport {
+        model: "channel-recovery",
+        preset: preset.to_string(),
+        variant,
+        states: checker.state_count(),
+        unique_states: checker.unique_state_count(),
+        max_depth: checker.max_depth(),
+        seconds: start.elapsed().as_secs_f64(),
+        acyclic,
+        properties,
+    }
+}
+
+fn fingerprint(s: &State) -> u64 {
+    let mut h = DefaultHasher::new();
+    s.hash(&mut h);
+    h.finish()
+}
+
+/// Single-threaded breadth-first search for the first state violating the `always` property
+/// `name`: its path is a shortest counterexample.
+pub fn shortest_violation(model: &RecoveryModel, name: &str) -> Option<Vec<Action>> {
+    let (_, _, pred) = PROPERTIES
+        .iter()
+        .find(|(e, n, _)| *n == name && *e == Expectation::Always)?;
+    let mut parent: HashMap<u64, Option<(u64, Action)>> = HashMap::new();
+    let mut queue = VecDeque::new();
+    for s in model.init_states() {
+        parent.insert(fingerprint(&s), None);
+        queue.push_back(s);
+    }
+    let mut actions = Vec::new();
+    while let Some(s) = queue.pop_front() {
+        let fp = fingerprint(&s);
+        if !pred(model, &s) {
+            let mut path = Vec::new();
+            let mut at = fp;
+            while let Some(Some((prev, a))) = parent.get(&at) {
+                path.push(*a);
+                at = *prev;
+            }
+            path.reverse();
+            return Some(path);
+        }
+        actions.clear();
+        model.actions(&s, &mut actions);
+        for a in actions.drain(..) {
+            if let Some(next) = model.next_state(&s, a) {
+                let nfp = fingerprint(&next);
+                if let std::collections::hash_map::Entry::Vacant(v) = parent.entry(nfp) {
+                    v.insert(Some((fp, a)));
+                    queue.push_back(next);
+                }
+            }
+        }
+    }
+    None
+}
+
+/// Depth-first search over the whole reachable graph looking for a back edge. `eventually`
+/// properties are checked by stateright only on terminal states, which is sound exactly when
+/// every path ends in one: when the graph has no cycle.
+pub fn graph_is_acyclic(model: &RecoveryModel) -> bool {
+    let mut done: HashSet<u64> = HashSet::new();
+    let mut on_stack: HashSet<u64> = HashSet::new();
+    let mut stack: Vec<(u64, Vec<State>)> = Vec::new();
+    let successors = |s: &State| -> Vec<State> { model.next_states(s) };
+    for init in model.init_states() {
+        let fp = fingerprint(&init);
+        if done.contains(&fp) {
+            continue;
+        }
+        on_stack.insert(fp);
+        stack.push((fp, successors(&init)));
+        while let Some((fp, succ)) = stack.last_mut() {
+            match succ.pop() {
+                Some(next) => {
+                    let nfp = fingerprint(&next);
+                    if on_stack.contains(&nfp) {
+                        return false;
+                    }
+                    if !done.contains(&nfp) {
+                        on_stack.insert(nfp);
+                        let s = successors(&next);
+                        stack.push((nfp, s));
+                    }
+                }
+                None => {
+                    let fp = *fp;
+                    on_stack.remove(&fp);
+                    done.insert(fp);
+                    stack.pop();
+                }
+            }
+        }
+    }
+    true
+}

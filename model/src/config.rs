@@ -1,0 +1,242 @@
+//! Configurations of the model: which channels exist, what they recover and receive, and
+//! which switches are on. Presets are named configurations used by the CLI, tests and CI.
+
+use serde::{Deserialize, Serialize};
+
+/// Which physical input channel class a channel stands for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ChannelKind {
+    /// `LocalInputChannel`: the consumer polls the producer's subpartition view directly.
+    Local,
+    /// `RemoteInputChannel`: credit-based network shuffle through Netty.
+    Remote,
+}
+
+/// One element the upstream producer writes into the subpartition, in order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Upstream {
+    /// A data buffer: needs credit on a remote channel.
+    Data,
+    /// An ordinary (non-priority) event such as `EndOfOutputChannelStateEvent`: flows without credit.
+    Event,
+}
+
+/// How recovered buffers reach the physical channel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum Delivery {
+    /// The channel-state drainer on the IO thread pushes recovered buffers one by one with
+    /// `onRecoveredStateBuffer`, then `finishRecoveredBufferDelivery` once upstream is ready.
+    #[default]
+    Drainer,
+    /// PR3's in-memory path: the task thread converts `RecoveredInputChannel`s with
+    /// `toInputChannel(true)`, pushing every queued buffer and then the sentinel directly.
+    Conversion,
+}
+
+/// One input channel of the gate.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChannelConfig {
+    /// Local or remote.
+    pub kind: ChannelKind,
+    /// Number of recovered data buffers read from the checkpoint for this channel.
+    pub recovered: u8,
+    /// What the upstream producer emits after recovery starts, in order. The first element of a
+    /// remote channel should be an event (`EndOfOutputChannelStateEvent`, FLINK-40668), or
+    /// `upstreamReady` never opens.
+    pub upstream: Vec<Upstream>,
+    /// Exclusive buffers of a remote channel (`networkBuffersPerChannel`, the initial credit).
+    #[serde(default)]
+    pub exclusive: u8,
+    /// Floating buffers the gate's `LocalBufferPool` can lend this remote channel.
+    #[serde(default)]
+    pub floating: u8,
+}
+
+/// A complete configuration of the model.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelConfig {
+    /// The channels of the one input gate, in channel-index order.
+    pub channels: Vec<ChannelConfig>,
+    /// Number of unaligned checkpoints (ids 1..=n) whose barriers every upstream emits.
+    pub checkpoints: u8,
+    /// How recovered buffers are delivered to the physical channels.
+    #[serde(default)]
+    pub delivery: Delivery,
+    /// Whether the recovery-checkpoint trigger inserts `RecoveryCheckpointBarrier`s (PR4). Off
+    /// is PR3, where every checkpoint during recovery is declined.
+    #[serde(default = "yes")]
+    pub insert_recovery_barriers: bool,
+    /// Whether `releaseAllResources` (cancellation) may happen at any point, per channel.
+    #[serde(default)]
+    pub release: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl ModelConfig {
+    /// Checks that the configuration is inside the bounds the model supports.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.channels.is_empty() {
+            return Err("a configuration needs at least one channel".into());
+        }
+        if self.channels.len() > 4 {
+            return Err(format!(
+                "at most 4 channels are supported, got {}",
+                self.channels.len()
+            ));
+        }
+        if self.checkpoints > 4 {
+            return Err(format!(
+                "at most 4 checkpoints are supported, got {}",
+                self.checkpoints
+            ));
+        }
+        for (i, c) in self.channels.iter().enumerate() {
+            if c.recovered > 8 || c.upstream.len() > 8 {
+                return Err(format!(
+                    "channel {i}: at most 8 recovered and 8 upstream elements"
+                ));
+            }
+            if c.exclusive > 4 || c.floating > 4 {
+                return Err(format!(
+                    "channel {i}: at most 4 exclusive and 4 floating buffers"
+                ));
+            }
+            if c.kind == ChannelKind::Local && (c.exclusive > 0 || c.floating > 0) {
+                return Err(format!(
+                    "channel {i}: a local channel has no credit; exclusive and floating must be 0"
+                ));
+            }
+            let data = c.upstream.iter().filter(|u| **u == Upstream::Data).count();
+            if c.kind == ChannelKind::Remote && data > 0 && c.exclusive + c.floating == 0 {
+                return Err(format!(
+                    "channel {i}: a remote channel that receives data needs at least one buffer"
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A named configuration.
+pub struct Preset {
+    /// Name used on the command line.
+    pub name: &'static str,
+    /// One line saying what it is for.
+    pub summary: &'static str,
+    /// Builds the configuration.
+    pub config: fn() -> ModelConfig,
+}
+
+fn local(recovered: u8, upstream: &[Upstream]) -> ChannelConfig {
+    ChannelConfig {
+        kind: ChannelKind::Local,
+        recovered,
+        upstream: upstream.to_vec(),
+        exclusive: 0,
+        floating: 0,
+    }
+}
+
+fn remote(recovered: u8, upstream: &[Upstream], exclusive: u8, floating: u8) -> ChannelConfig {
+    ChannelConfig {
+        kind: ChannelKind::Remote,
+        recovered,
+        upstream: upstream.to_vec(),
+        exclusive,
+        floating,
+    }
+}
+
+use Upstream::{Data as D, Event as E};
+
+/// All presets, smallest first.
+pub const PRESETS: &[Preset] = &[
+    Preset {
+        name: "tiny",
+        summary: "one local and one remote channel, one checkpoint: seconds in a debug build",
+        config: || ModelConfig {
+            channels: vec![local(1, &[D]), remote(1, &[E, D], 1, 0)],
+            checkpoints: 1,
+            delivery: Delivery::Drainer,
+            insert_recovery_barriers: true,
+            release: false,
+        },
+    },
+    Preset {
+        name: "ci",
+        summary: "local + remote with a floating buffer, one checkpoint, release: under 10 s in release",
+        config: || ModelConfig {
+            channels: vec![local(2, &[D]), remote(1, &[E, E, D], 1, 1)],
+            checkpoints: 1,
+            delivery: Delivery::Drainer,
+            insert_recovery_barriers: true,
+            release: true,
+        },
+    },
+    Preset {
+        name: "conversion",
+        summary: "PR3's in-memory path: toInputChannel(true) pushes everything on the task thread",
+        config: || ModelConfig {
+            channels: vec![local(2, &[D]), remote(2, &[E, D], 1, 1)],
+            checkpoints: 1,
+            delivery: Delivery::Conversion,
+            insert_recovery_barriers: true,
+            release: true,
+        },
+    },
+    Preset {
+        name: "deep",
+        summary: "more data, two checkpoints, two buffers of each kind: minutes",
+        config: || ModelConfig {
+            channels: vec![local(2, &[E, D]), remote(2, &[E, E, D, D], 1, 1)],
+            checkpoints: 2,
+            delivery: Delivery::Drainer,
+            insert_recovery_barriers: true,
+            release: true,
+        },
+    },
+];
+
+/// Looks a preset up by name.
+pub fn preset(name: &str) -> Option<ModelConfig> {
+    PRESETS
+        .iter()
+        .find(|p| p.name == name)
+        .map(|p| (p.config)())
+}
+
+/// The names of all presets, for error messages.
+pub fn preset_names() -> Vec<&'static str> {
+    PRESETS.iter().map(|p| p.name).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_preset_is_valid() {
+        for p in PRESETS {
+            (p.config)()
+                .validate()
+                .unwrap_or_else(|e| panic!("{}: {e}", p.name));
+        }
+    }
+
+    #[test]
+    fn unknown_fields_are_rejected() {
+        let err = serde_json::from_str::<ModelConfig>(
+            r#"{"channels": [], "checkpoints": 1, "bogus": 1}"#,
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("bogus"), "{err}");
+    }
+}

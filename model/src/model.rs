@@ -1,0 +1,627 @@
+//! [`RecoveryModel`]: the stateright `Model` tying the components together. `actions` lists
+//! what each thread may do next; `next_state` runs one critical section.
+
+use crate::action::{Action, Thread};
+use crate::buffer_manager::Recycled;
+use crate::config::{ChannelKind, Delivery, ModelConfig};
+use crate::local_input_channel as local;
+use crate::producer::Producer;
+use crate::recoverable_input_channel as rc;
+use crate::remote_input_channel as remote;
+use crate::state::*;
+use crate::task;
+use crate::variant::Variant;
+use stateright::{Model, Property};
+
+/// One step of the drainer's program on the IO thread.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum IoStep {
+    /// Push the next recovered buffer of a channel.
+    Push(u8),
+    /// `finishRecoveredBufferDelivery` of a channel.
+    Finish(u8),
+}
+
+/// The recovery protocol of a configured gate, with one fix possibly switched off.
+#[derive(Clone, Debug)]
+pub struct RecoveryModel {
+    /// The configuration.
+    pub cfg: ModelConfig,
+    /// Which fix is off.
+    pub variant: Variant,
+    io_program: Vec<IoStep>,
+}
+
+impl RecoveryModel {
+    /// A model of `cfg` with `variant`. The configuration must be valid.
+    pub fn new(cfg: ModelConfig, variant: Variant) -> Self {
+        let mut io_program = Vec::new();
+        if cfg.delivery == Delivery::Drainer {
+            for (c, ch) in cfg.channels.iter().enumerate() {
+                io_program.extend((0..ch.recovered).map(|_| IoStep::Push(c as u8)));
+            }
+            io_program.extend((0..cfg.channels.len()).map(|c| IoStep::Finish(c as u8)));
+        }
+        RecoveryModel {
+            cfg,
+            variant,
+            io_program,
+        }
+    }
+
+    fn kind(&self, c: u8) -> ChannelKind {
+        self.cfg.channels[c as usize].kind
+    }
+
+    /// The thread that runs `action` in this configuration.
+    pub fn thread(&self, action: &Action) -> Thread {
+        use Action::*;
+        match action {
+            OnRecoveredStateBuffer { .. } => Thread::Io,
+            FinishRecoveredBufferDelivery { .. } if self.cfg.delivery == Delivery::Conversion => {
+                Thread::Task
+            }
+            FinishRecoveredBufferDelivery { .. } => Thread::Io,
+            ConvertRecoveredInputChannels
+            | RequestPartitions
+            | GetNextBuffer { .. }
+            | InsertRecoveryCheckpointBarrier { .. }
+            | CheckpointStarted { .. }
+            | OnRecoveredStateConsumed { .. }
+            | EnableNotify { .. } => Thread::Task,
+            NotifyBufferAvailable { thread, .. } => *thread,
+            EmitBuffer { .. } | EmitCheckpointBarrier { .. } => Thread::Producer,
+            SendBuffer { .. } | OnAddCredit { .. } => Thread::NettyServer,
+            OnBuffer { .. } | SendAddCredit { .. } => Thread::NettyClient,
+            Recycle { .. } | ReturnFloatingBuffer { .. } => Thread::Recycler,
+            ReleaseAllResources { .. } => Thread::Canceler,
+        }
+    }
+
+    /// "local#0" / "remote#1".
+    pub fn channel_name(&self, c: u8) -> String {
+        match self.kind(c) {
+            ChannelKind::Local => format!("local#{c}"),
+            ChannelKind::Remote => format!("remote#{c}"),
+        }
+    }
+
+    /// Whether no action is enabled.
+    pub fn is_terminal(&self, s: &State) -> bool {
+        let mut a = Vec::new();
+        self.actions(s, &mut a);
+        a.is_empty()
+    }
+
+    fn initial_state(&self) -> State {
+        let n = self.cfg.checkpoints as usize;
+        let channels = self
+            .cfg
+            .channels
+            .iter()
+            .map(|cc| {
+                let mut bm = crate::buffer_manager::BufferManager {
+                    // Channels are created in recovery state: credit notification disabled.
+                    notify_available: false,
+                    pool: (0..cc.floating).map(NetBuf::Floating).collect(),
+                    ..Default::default()
+                };
+                // setup(): exclusive buffers are queued, not announced.
+                bm.request_exclusive_buffers(cc.exclusive);
+                Channel {
+                    queue: Vec::new(),
+                    priority_len: 0,
+                    stash: Vec::new(),
+                    in_recovery: true,
+                    recovery_seq: if self.variant == Variant::RecoverySequenceFromZero {
+                        0
+                    } else {
+                        i32::MIN
+                    },
+                    upstream_ready: false,
+                    released: false,
+                    state_consumed: false,
+                    pending_priority: false,
+                    last_barrier: (-1, -1),
+                    persister: Default::default(),
+                    bm,
+                    unannounced_credit: 0,
+                    add_credit_queued: false,
+                    add_credit_in_flight: Vec::new(),
+                    held: Vec::new(),
+                    global_pool: Vec::new(),
+                    producer: Producer::default(),
+                    ghost_pushed: 0,
+                    ghost_delivered: Vec::new(),
+                    ghost_freed: Vec::new(),
+                    ghost_persisted: Vec::new(),
+                    ghost_replayed: 0,
+                    ghost_rcb_at: vec![None; n],
+                    ghost_started_at: vec![None; n],
+                    ghost_barrier_after: vec![None; n],
+                }
+            })
+            .collect();
+        State {
+            channels,
+            task: TaskPc::Idle,
+            partitions_requested: false,
+            converted: false,
+            checkpoints: vec![CheckpointStatus::NotTriggered; n],
+            barriers_seen: vec![0; n],
+            io_pc: 0,
+            task_announce: None,
+            client_announce: None,
+            recycler: RecyclerPc::Idle,
+            violation: None,
+        }
+    }
+
+    fn task_actions(&self, s: &State, out: &mut Vec<Action>) {
+        if let Some(Announce { channel, n }) = s.task_announce {
+            out.push(Action::NotifyBufferAvailable {
+                thread: Thread::Task,
+                channel,
+                n,
+            });
+            return;
+        }
+        match s.task {
+            TaskPc::Idle => {
+                if self.cfg.delivery == Delivery::Conversion && !s.converted {
+                    out.push(Action::ConvertRecoveredInputChannels);
+                    return;
+                }
+                if !s.partitions_requested {
+                    out.push(Action::RequestPartitions);
+                }
+                for c in 0..s.channels.len() as u8 {
+                    let ch = s.ch(c);
+                    let has_next = match self.kind(c) {
+                        ChannelKind::Local => local::has_next(ch, s.partitions_requested),
+                        ChannelKind::Remote => remote::has_next(ch),
+                    };
+                    if has_next {
+                        out.push(Action::GetNextBuffer { channel: c });
+                    }
+                }
+            }
+            TaskPc::Trigger {
+                cp,
+                channel,
+                inserted: false,
+            } => out.push(Action::InsertRecoveryCheckpointBarrier { channel, cp }),
+            TaskPc::Trigger {
+                cp,
+                channel,
+                inserted: true,
+            } => out.push(Action::CheckpointStarted { channel, cp }),
+            TaskPc::Consume { channel } => out.push(Action::OnRecoveredStateConsumed { channel }),
+            TaskPc::EnableNotify { channel } | TaskPc::EnableNotifyRest { channel, .. } => {
+                out.push(Action::EnableNotify { channel })
+            }
+            TaskPc::AwaitUpstreamReady { channel } => {
+                if s.ch(channel).upstream_ready {
+                    out.push(Action::FinishRecoveredBufferDelivery { channel });
+                }
+            }
+        }
+    }
+
+    fn io_actions(&self, s: &State, out: &mut Vec<Action>) {
+        match self.io_program.get(s.io_pc as usize) {
+            Some(&IoStep::Push(c)) => {
+                let ch = s.ch(c);
+                // Remote: requestRecoveryBufferBlocking() awaits upstreamReady, then a buffer.
+                let ready = self.kind(c) == ChannelKind::Local
+                    || ch.released
+                    || (ch.upstream_ready && ch.bm.available() > 0);
+                if ready {
+                    out.push(Action::OnRecoveredStateBuffer { channel: c });
+                }
+            }
+            Some(&IoStep::Finish(c)) => {
+                if s.ch(c).upstream_ready {
+                    out.push(Action::FinishRecoveredBufferDelivery { channel: c });
+                }
+            }
+            None => {}
+        }
+    }
+
+    fn producer_actions(&self, s: &State, out: &mut Vec<Action>) {
+        for (c, ch) in s.channels.iter().enumerate() {
+            let c = c as u8;
+            let p = &ch.producer;
+            if (p.emitted as usize) < self.cfg.channels[c as usize].upstream.len() {
+                out.push(Action::EmitBuffer { channel: c });
+            }
+            if p.barriers < self.cfg.checkpoints {
+                out.push(Action::EmitCheckpointBarrier {
+                    channel: c,
+                    cp: p.barriers + 1,
+                });
+            }
+        }
+    }
+
+    fn netty_actions(&self, s: &State, out: &mut Vec<Action>) {
+        for (c, ch) in s.channels.iter().enumerate() {
+            let c = c as u8;
+            if self.kind(c) != ChannelKind::Remote {
+                continue;
+            }
+            if ch.producer.can_send() {
+                out.push(Action::SendBuffer { channel: c });
+            }
+            if !ch.add_credit_in_flight.is_empty() {
+                out.push(Action::OnAddCredit { channel: c });
+            }
+        }
+        if let Some(Announce { channel, n }) = s.client_announce {
+            out.push(Action::NotifyBufferAvailable {
+                thread: Thread::NettyClient,
+                channel,
+                n,
+            });
+            return;
+        }
+        for (c, ch) in s.channels.iter().enumerate() {
+            let c = c as u8;
+            if !ch.producer.wire.is_empty() {
+                out.push(Action::OnBuffer { channel: c });
+            }
+            if ch.add_credit_queued {
+                out.push(Action::SendAddCredit { channel: c });
+            }
+        }
+    }
+
+    fn recycler_actions(&self, s: &State, out: &mut Vec<Action>) {
+        match s.recycler {
+            RecyclerPc::Announce(Announce { channel, n }) => {
+                out.push(Action::NotifyBufferAvailable {
+                    thread: Thread::Recycler,
+                    channel,
+                    n,
+                })
+            }
+            RecyclerPc::ReturnFloating { channel, buffer } => {
+                out.push(Action::ReturnFloatingBuffer { channel, buffer })
+            }
+            RecyclerPc::Idle => {
+                for (c, ch) in s.channels.iter().enumerate() {
+                    for &buffer in &ch.held {
+                        out.push(Action::Recycle {
+                            channel: c as u8,
+                            buffer,
+                        });
+                    }
+                }
+            }
+        }
+    }
+
+    /// `toInputChannel(true)` for channels `from..`, then `internalRequestPartitions()`; all on
+    /// the task thread inside one `requestPartitions(true)` mail.
+    fn convert_from(&self, s: &mut State, from: u8) {
+        for c in from..s.channels.len() as u8 {
+            let kind = self.kind(c);
+            let recovered = self.cfg.channels[c as usize].recovered;
+            for i in s.ch(c).ghost_pushed..recovered {
+                if let Some(v) =
+                    rc::on_recovered_state_buffer(s.ch_mut(c), kind, Payload::Recovered(i))
+                {
+                    s.violate(c, v);
+                }
+                s.ch_mut(c).ghost_pushed = i + 1;
+            }
+            if self.variant == Variant::FinishDeliveryDuringConversion {
+                // finishRecoveredBufferDelivery(): upstreamReady.await() on the task thread.
+                if !s.ch(c).upstream_ready {
+                    s.task = TaskPc::AwaitUpstreamReady { channel: c };
+                    return;
+                }
+                if let Some(v) = rc::finish_recovered_buffer_delivery(s.ch_mut(c), kind) {
+                    s.violate(c, v);
+                }
+            } else if let Some(v) =
+                rc::on_recovered_state_buffer(s.ch_mut(c), kind, Payload::EndOfRecovery)
+            {
+                s.violate(c, v);
+            }
+        }
+        s.converted = true;
+        s.task = TaskPc::Idle;
+        self.request_partitions(s);
+    }
+
+    /// `internalRequestPartitions()`: local views (opening `upstreamReady`), remote partition
+    /// requests; the server creates a view reader with zero credit when `needsRecovery`.
+    fn request_partitions(&self, s: &mut State) {
+        s.partitions_requested = true;
+        for c in 0..s.channels.len() as u8 {
+            let exclusive = self.cfg.channels[c as usize].exclusive;
+            let ch = s.ch_mut(c);
+            match self.kind(c) {
+                ChannelKind::Local => {
+                    if !ch.released {
+                        ch.upstream_ready = true;
+                    }
+                }
+                ChannelKind::Remote => {
+                    let needs_recovery = true;
+                    let ignore = self.variant == Variant::ProducerIgnoresNeedsRecovery;
+                    ch.producer.reader_credit = Some(if needs_recovery && !ignore {
+                        0
+                    } else {
+                        exclusive
+                    });
+                }
+            }
+        }
+    }
+
+    fn get_next_buffer(&self, s: &mut State, c: u8) {
+        let (payload, seq) = match self.kind(c) {
+            ChannelKind::Local => match local::get_next_buffer(s.ch_mut(c), self.variant) {
+                Ok(p) => (p.payload, p.seq),
+                Err(v) => return s.violate(c, v),
+            },
+            ChannelKind::Remote => {
+                let e = remote::get_next_buffer(s.ch_mut(c));
+                // The operator holds the network buffer until it recycles it.
+                s.ch_mut(c).held.extend(e.buffer);
+                (e.payload, e.seq)
+            }
+        };
+        task::handle_polled(s, &self.cfg, c, payload, seq);
+    }
+
+    fn on_recovered_state_consumed(&self, s: &mut State, c: u8) {
+        let violation = match self.kind(c) {
+            ChannelKind::Local => {
+                s.task = TaskPc::Idle;
+                local::on_recovered_state_consumed(s.ch_mut(c))
+            }
+            ChannelKind::Remote => {
+                s.task = TaskPc::EnableNotify { channel: c };
+                remote::on_recovered_state_consumed(s.ch_mut(c), self.variant)
+            }
+        };
+        if let Some(v) = violation {
+            s.violate(c, v);
+        }
+    }
+
+    /// `bufferManager.enableNotify()` then `stateConsumedFuture.complete`. The two B6 variants
+    /// split the critical section in two task steps.
+    fn enable_notify(&self, s: &mut State, c: u8) {
+        let pc = s.task;
+        let ch = s.ch_mut(c);
+        let avail = match (self.variant, pc) {
+            (Variant::EnableNotifyFlagAfterCount, TaskPc::EnableNotify { .. }) => {
+                let avail = ch.bm.available();
+                s.task = TaskPc::EnableNotifyRest { channel: c, avail };
+                return;
+            }
+            (Variant::EnableNotifyFlagBeforeCount, TaskPc::EnableNotify { .. }) => {
+                ch.bm.notify_available = true;
+                s.task = TaskPc::EnableNotifyRest {
+                    channel: c,
+                    avail: 0,
+                };
+                return;
+            }
+            (Variant::EnableNotifyFlagAfterCount, TaskPc::EnableNotifyRest { avail, .. }) => {
+                ch.bm.notify_available = true;
+                avail
+            }
+            (Variant::EnableNotifyFlagBeforeCount, TaskPc::EnableNotifyRest { .. }) => {
+                ch.bm.available()
+            }
+            _ => ch.bm.enable_notify(),
+        };
+        if !ch.released {
+            ch.state_consumed = true;
+        }
+        s.task = TaskPc::Idle;
+        if avail > 0 {
+            s.task_announce = Some(Announce {
+                channel: c,
+                n: avail,
+            });
+        }
+    }
+
+    /// `notifyBufferAvailable(n)`: add to `unannouncedCredit`; the first credit queues an
+    /// `AddCredit` write on the Netty client (`notifyCreditAvailable`).
+    fn notify_buffer_available(&self, s: &mut State, thread: Thread, c: u8, n: u8) {
+        match thread {
+            Thread::Task => s.task_announce = None,
+            Thread::NettyClient => s.client_announce = None,
+            _ => s.recycler = RecyclerPc::Idle,
+        }
+        let ch = s.ch_mut(c);
+        let before = ch.unannounced_credit;
+        ch.unannounced_credit += n;
+        if n > 0 && before == 0 && !ch.released {
+            ch.add_credit_queued = true;
+        }
+    }
+
+    fn recycle(&self, s: &mut State, c: u8, buffer: NetBuf) {
+        let ch = s.ch_mut(c);
+        let at = ch.held.iter().position(|b| *b == buffer).expect("guarded");
+        ch.held.remove(at);
+        let released = ch.released;
+        s.recycler = match buffer {
+            NetBuf::Exclusive(_) => match ch.bm.recycle(released, buffer, &mut ch.global_pool) {
+                Recycled::Announce => RecyclerPc::Announce(Announce { channel: c, n: 1 }),
+                Recycled::ReleaseFloating(f) => RecyclerPc::ReturnFloating {
+                    channel: c,
+                    buffer: f,
+                },
+                Recycled::Nothing => RecyclerPc::Idle,
+            },
+            NetBuf::Floating(_) => self.recycle_floating(ch, c, buffer),
+        };
+    }
+
+    fn recycle_floating(&self, ch: &mut Channel, c: u8, buffer: NetBuf) -> RecyclerPc {
+        match ch.bm.recycle_floating(ch.released, buffer, self.variant) {
+            0 => RecyclerPc::Idle,
+            n => RecyclerPc::Announce(Announce { channel: c, n }),
+        }
+    }
+
+    fn release_all_resources(&self, s: &mut State, c: u8) {
+        let ch = s.ch_mut(c);
+        let drained = rc::release_all_resources(ch);
+        ch.bm.release_all_buffers(drained, &mut ch.global_pool);
+    }
+}
+
+impl Model for RecoveryModel {
+    type State = State;
+    type Action = Action;
+
+    fn init_states(&self) -> Vec<State> {
+        vec![self.initial_state()]
+    }
+
+    fn actions(&self, s: &State, out: &mut Vec<Action>) {
+        if s.violation.is_some() {
+            // An assertion fired: the task fails here.
+            return;
+        }
+        self.task_actions(s, out);
+        self.io_actions(s, out);
+        self.producer_actions(s, out);
+        self.netty_actions(s, out);
+        self.recycler_actions(s, out);
+        if self.cfg.release {
+            for (c, ch) in s.channels.iter().enumerate() {
+                if !ch.released {
+                    out.push(Action::ReleaseAllResources { channel: c as u8 });
+                }
+            }
+        }
+    }
+
+    fn next_state(&self, last: &State, action: Action) -> Option<State> {
+        let mut s = last.clone();
+        match action {
+            Action::OnRecoveredStateBuffer { channel: c } => {
+                let kind = self.kind(c);
+                s.io_pc += 1;
+                let ch = s.ch_mut(c);
+                let i = ch.ghost_pushed;
+                ch.ghost_pushed += 1;
+                let buffer = if kind == ChannelKind::Remote && !ch.released {
+                    ch.bm.request_buffer_blocking()
+                } else {
+                    None
+                };
+                let v = rc::on_recovered_state_buffer(ch, kind, Payload::Recovered(i));
+                if let Some(b) = buffer {
+                    // The recovered data sits in a buffer lent by the channel's own manager.
+                    match ch.queue.last_mut() {
+                        Some(e) if e.payload == Payload::Recovered(i) => e.buffer = Some(b),
+                        _ => ch.held.push(b),
+                    }
+                }
+                if let Some(v) = v {
+                    s.violate(c, v);
+                }
+            }
+            Action::FinishRecoveredBufferDelivery { channel: c } => {
+                let v = rc::finish_recovered_buffer_delivery(s.ch_mut(c), self.kind(c));
+                if let Some(v) = v {
+                    s.violate(c, v);
+                }
+                if let TaskPc::AwaitUpstreamReady { .. } = s.task {
+                    self.convert_from(&mut s, c + 1);
+                } else {
+                    s.io_pc += 1;
+                }
+            }
+            Action::ConvertRecoveredInputChannels => self.convert_from(&mut s, 0),
+            Action::RequestPartitions => self.request_partitions(&mut s),
+            Action::GetNextBuffer { channel: c } => self.get_next_buffer(&mut s, c),
+            Action::InsertRecoveryCheckpointBarrier { channel: c, cp } => {
+                task::insert_recovery_checkpoint_barrier(&mut s, &self.cfg, c, cp)
+            }
+            Action::CheckpointStarted { channel: c, cp } => {
+                task::checkpoint_started(&mut s, &self.cfg, self.variant, c, cp)
+            }
+            Action::OnRecoveredStateConsumed { channel: c } => {
+                self.on_recovered_state_consumed(&mut s, c)
+            }
+            Action::EnableNotify { channel: c } => self.enable_notify(&mut s, c),
+            Action::NotifyBufferAvailable {
+                thread,
+                channel: c,
+                n,
+            } => self.notify_buffer_available(&mut s, thread, c, n),
+            Action::EmitBuffer { channel: c } => {
+                s.ch_mut(c).producer.emit(&self.cfg.channels[c as usize])
+            }
+            Action::EmitCheckpointBarrier { channel: c, cp } => {
+                let requested = s.partitions_requested;
+                let ch = s.ch_mut(c);
+                ch.producer.emit_barrier(cp);
+                if self.kind(c) == ChannelKind::Local {
+                    local::notify_priority_event(ch, requested);
+                }
+            }
+            Action::SendBuffer { channel: c } => {
+                let ch = s.ch_mut(c);
+                if let Some(Payload::Barrier(cp)) = ch.producer.subpartition.first().copied() {
+                    ch.ghost_barrier_after[cp as usize - 1] = Some(ch.producer.dequeued());
+                }
+                if !ch.producer.send() {
+                    s.violate(c, Violation::SendWithoutCredit);
+                }
+            }
+            Action::OnAddCredit { channel: c } => {
+                let ch = s.ch_mut(c);
+                let credit = ch.add_credit_in_flight.remove(0);
+                *ch.producer.reader_credit.as_mut().expect("reader exists") += credit;
+            }
+            Action::OnBuffer { channel: c } => {
+                match remote::on_buffer(
+                    s.ch_mut(c),
+                    &self.cfg.channels[c as usize],
+                    c,
+                    self.variant,
+                ) {
+                    Ok(announce) => s.client_announce = announce,
+                    Err(v) => s.violate(c, v),
+                }
+            }
+            Action::SendAddCredit { channel: c } => {
+                let ch = s.ch_mut(c);
+                ch.add_credit_queued = false;
+                let credit = std::mem::take(&mut ch.unannounced_credit);
+                if credit > 0 && !ch.released {
+                    ch.add_credit_in_flight.push(credit);
+                }
+            }
+            Action::Recycle { channel: c, buffer } => self.recycle(&mut s, c, buffer),
+            Action::ReturnFloatingBuffer { channel: c, buffer } => {
+                s.recycler = self.recycle_floating(s.ch_mut(c), c, buffer);
+            }
+            Action::ReleaseAllResources { channel: c } => self.release_all_resources(&mut s, c),
+        }
+        Some(s)
+    }
+
+    fn properties(&self) -> Vec<Property<Self>> {
+        crate::properties::all()
+    }
+
+    fn format_action(&self, action: &Action) -> String {
+        crate::format::action(self, action)
+    }
+}

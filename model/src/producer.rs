@@ -1,0 +1,105 @@
+//! The producer side of one channel: the upstream task writing into its result subpartition,
+//! and for a remote channel the `CreditBasedSequenceNumberingViewReader` on the Netty server
+//! and the wire to the consumer's Netty client.
+
+use crate::config::{ChannelConfig, Upstream};
+use crate::state::{CheckpointId, Payload, PopFront};
+
+/// A `BufferResponse` on the wire.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Wire {
+    /// Buffer or event.
+    pub payload: Payload,
+    /// Upstream sequence number (from 0).
+    pub seq: i32,
+    /// Sender backlog: data buffers still in the subpartition.
+    pub backlog: u8,
+}
+
+/// Subpartition, reader and wire of one channel.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
+pub struct Producer {
+    /// Upstream elements written so far (index of the next one).
+    pub emitted: u8,
+    /// Checkpoint barriers written so far.
+    pub barriers: u8,
+    /// The subpartition's buffers; priority events at the head.
+    pub subpartition: Vec<Payload>,
+    /// Remote: the view reader's `numCreditsAvailable`, once the partition request created it.
+    pub reader_credit: Option<u8>,
+    /// Next upstream sequence number.
+    pub next_seq: i32,
+    /// `BufferResponse`s on the wire, server to client.
+    pub wire: Vec<Wire>,
+}
+
+impl Producer {
+    /// The payload of upstream element `i`.
+    pub fn element(cfg: &ChannelConfig, i: u8) -> Payload {
+        match cfg.upstream[i as usize] {
+            Upstream::Data => Payload::Data(i),
+            Upstream::Event => Payload::Event(i),
+        }
+    }
+
+    /// The producer task writes its next element into the subpartition.
+    pub fn emit(&mut self, cfg: &ChannelConfig) {
+        self.subpartition.push(Self::element(cfg, self.emitted));
+        self.emitted += 1;
+    }
+
+    /// The producer takes checkpoint `cp`: its barrier overtakes queued buffers (unaligned)
+    /// and goes behind the priority events already at the head.
+    pub fn emit_barrier(&mut self, cp: CheckpointId) {
+        let at = self
+            .subpartition
+            .iter()
+            .take_while(|p| matches!(p, Payload::Barrier(_)))
+            .count();
+        self.subpartition.insert(at, Payload::Barrier(cp));
+        self.barriers += 1;
+    }
+
+    /// Data buffers still in the subpartition (the backlog).
+    pub fn backlog(&self) -> u8 {
+        self.subpartition.iter().filter(|p| p.is_data()).count() as u8
+    }
+
+    /// Upstream (non-barrier) elements that have left the subpartition.
+    pub fn dequeued(&self) -> u8 {
+        self.emitted
+            - self
+                .subpartition
+                .iter()
+                .filter(|p| !matches!(p, Payload::Barrier(_)))
+                .count() as u8
+    }
+
+    /// Whether the reader may send the head: events always, data only with credit.
+    pub fn can_send(&self) -> bool {
+        match (self.reader_credit, self.subpartition.first()) {
+            (Some(credit), Some(head)) => !head.is_data() || credit > 0,
+            _ => false,
+        }
+    }
+
+    /// `getNextBuffer` on the reader, then write the `BufferResponse`. Returns false when a
+    /// data buffer went out without credit.
+    pub fn send(&mut self) -> bool {
+        let payload = self.subpartition.pop_front().expect("guarded by can_send");
+        let mut ok = true;
+        if payload.is_data() {
+            let credit = self.reader_credit.as_mut().expect("reader exists");
+            ok = *credit > 0;
+            *credit = credit.saturating_sub(1);
+        }
+        let backlog = self.backlog();
+        self.wire.push(Wire {
+            payload,
+            seq: self.next_seq,
+            backlog,
+        });
+        self.next_seq += 1;
+        ok
+    }
+}

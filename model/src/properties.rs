@@ -1,0 +1,619 @@
+//! Properties, each named after what it protects. `always` properties are safety, checked in
+//! every reachable state; `eventually` properties are liveness, sound here because the state
+//! graph is acyclic and each predicate is stable (see docs/model.md); `sometimes` properties
+//! prove that the interesting situations are reachable, so the safety checks are not vacuous.
+
+use crate::config::ChannelKind;
+use crate::model::RecoveryModel;
+use crate::state::*;
+use stateright::{Expectation, Property};
+
+type Pred = fn(&RecoveryModel, &State) -> bool;
+
+/// Every property: (expectation, name, predicate).
+pub const PROPERTIES: &[(Expectation, &str, Pred)] = &[
+    // --- safety ---
+    (
+        Expectation::Always,
+        "recovered data precedes live data",
+        recovered_data_precedes_live_data,
+    ),
+    (
+        Expectation::Always,
+        "live data stays hidden during recovery",
+        live_data_hidden_during_recovery,
+    ),
+    (
+        Expectation::Always,
+        "exactly-once delivery",
+        exactly_once_delivery,
+    ),
+    (
+        Expectation::Always,
+        "sentinel discipline",
+        sentinel_discipline,
+    ),
+    (
+        Expectation::Always,
+        "recovery sequence numbers",
+        recovery_sequence_numbers,
+    ),
+    (
+        Expectation::Always,
+        "no credit during recovery",
+        no_credit_during_recovery,
+    ),
+    (
+        Expectation::Always,
+        "credit conservation",
+        credit_conservation,
+    ),
+    (Expectation::Always, "buffer ownership", buffer_ownership),
+    (
+        Expectation::Always,
+        "persisted at most once",
+        persisted_at_most_once,
+    ),
+    (
+        Expectation::Always,
+        "persisted content is exact",
+        persisted_content_is_exact,
+    ),
+    (
+        Expectation::Always,
+        "stash holds only events in order",
+        stash_holds_only_events_in_order,
+    ),
+    (
+        Expectation::Always,
+        "priority events first",
+        priority_events_first,
+    ),
+    (
+        Expectation::Always,
+        "no protocol violation",
+        no_protocol_violation,
+    ),
+    // --- liveness ---
+    (
+        Expectation::Eventually,
+        "recovery completes unless released",
+        recovery_completes,
+    ),
+    (
+        Expectation::Eventually,
+        "all live data is delivered",
+        all_live_data_delivered,
+    ),
+    (
+        Expectation::Eventually,
+        "every checkpoint ends",
+        every_checkpoint_ends,
+    ),
+    (
+        Expectation::Eventually,
+        "every buffer returns home",
+        every_buffer_returns_home,
+    ),
+    // --- reachability ---
+    (
+        Expectation::Sometimes,
+        "checkpoint persists recovered data",
+        checkpoint_persists_recovered_data,
+    ),
+    (
+        Expectation::Sometimes,
+        "checkpoint persists in-window live data",
+        checkpoint_persists_live_data,
+    ),
+    (
+        Expectation::Sometimes,
+        "event stashed and replayed",
+        event_stashed_and_replayed,
+    ),
+    (
+        Expectation::Sometimes,
+        "recycle races enableNotify",
+        recycle_races_enable_notify,
+    ),
+    (
+        Expectation::Sometimes,
+        "checkpoint declined for missing barrier",
+        declined_for_missing_barrier,
+    ),
+    (
+        Expectation::Sometimes,
+        "checkpoint completes during recovery",
+        checkpoint_completes_during_recovery,
+    ),
+    (
+        Expectation::Sometimes,
+        "recovery barrier queued behind the sentinel",
+        barrier_behind_sentinel,
+    ),
+    (
+        Expectation::Sometimes,
+        "everything delivered",
+        everything_delivered,
+    ),
+];
+
+/// The properties as stateright wants them.
+pub fn all() -> Vec<Property<RecoveryModel>> {
+    PROPERTIES
+        .iter()
+        .map(|(e, name, f)| match e {
+            Expectation::Always => Property::always(name, *f),
+            Expectation::Eventually => Property::eventually(name, *f),
+            Expectation::Sometimes => Property::sometimes(name, *f),
+        })
+        .collect()
+}
+
+fn channels(s: &State) -> impl Iterator<Item = (u8, &Channel)> {
+    s.channels.iter().enumerate().map(|(c, ch)| (c as u8, ch))
+}
+
+/// S1: on each channel the operator sees all recovered data before any live buffer or
+/// ordinary event (priority barriers may overtake, as in master).
+fn recovered_data_precedes_live_data(_: &RecoveryModel, s: &State) -> bool {
+    s.channels.iter().all(|ch| {
+        let first_live = ch
+            .ghost_delivered
+            .iter()
+            .position(|d| d.payload.is_live_ordinary());
+        match first_live {
+            None => true,
+            Some(i) => !ch.ghost_delivered[i..]
+                .iter()
+                .any(|d| matches!(d.payload, Payload::Recovered(_))),
+        }
+    })
+}
+
+/// S1's mechanism: `getNextBuffer` hides upstream while `inRecovery` (local: the predicate in
+/// L6; remote: zero credit, the stash and the `onBuffer` assertion).
+fn live_data_hidden_during_recovery(_: &RecoveryModel, s: &State) -> bool {
+    s.channels.iter().all(|ch| {
+        !ch.in_recovery
+            || !ch
+                .ghost_delivered
+                .iter()
+                .any(|d| d.payload.is_live_ordinary())
+    })
+}
+
+/// S2: nothing delivered twice, recovered data in push order, live elements in upstream order.
+fn exactly_once_delivery(_: &RecoveryModel, s: &State) -> bool {
+    s.channels.iter().all(|ch| {
+        let recovered: Vec<u8> = ch
+            .ghost_delivered
+            .iter()
+            .filter_map(|d| {
+                if let Payload::Recovered(i) = d.payload {
+                    Some(i)
+                } else {
+                    None
+                }
+            })
+            .collect();
+        let live: Vec<u8> = ch
+            .ghost_delivered
+            .iter()
+            .filter_map(|d| match d.payload {
+                Payload::Data(i) | Payload::Event(i) => Some(i),
+                _ => None,
+            })
+            .collect();
+        let barriers: Vec<u8> = ch
+            .ghost_delivered
+            .iter()
+            .filter_map(|d| {
+                if let Payload::Barrier(cp) = d.payload {
+                    Some(cp)
+                } else {
+                    None
+                }
+            })
+            .collect();
+        recovered.iter().enumerate().all(|(k, &i)| k as u8 == i)
+            && live.windows(2).all(|w| w[0] < w[1])
+            && barriers.windows(2).all(|w| w[0] < w[1])
+    })
+}
+
+/// S3/S4: at most one `EndOfFetchedChannelStateEvent`, nothing but recovery barriers behind it,
+/// and neither sentinel ever reaches the operator.
+fn sentinel_discipline(_: &RecoveryModel, s: &State) -> bool {
+    s.channels.iter().all(|ch| {
+        let eor = ch
+            .queue
+            .iter()
+            .filter(|e| e.payload == Payload::EndOfRecovery)
+            .count();
+        let after_eor_ok = match ch
+            .queue
+            .iter()
+            .position(|e| e.payload == Payload::EndOfRecovery)
+        {
+            None => true,
+            Some(i) => ch.queue[i + 1..].iter().all(|e| {
+                !e.payload.is_recovery_element() || matches!(e.payload, Payload::RecoveryBarrier(_))
+            }),
+        };
+        eor <= 1
+            && after_eor_ok
+            && (eor == 0 || ch.in_recovery)
+            && !ch.ghost_delivered.iter().any(|d| {
+                matches!(
+                    d.payload,
+                    Payload::EndOfRecovery | Payload::RecoveryBarrier(_)
+                )
+            })
+    })
+}
+
+/// S5: recovered elements are numbered from `i32::MIN` (contiguously in consumption order on a
+/// local channel, increasing in append order on a remote one) and never collide with live
+/// sequence numbers, which start at 0.
+fn recovery_sequence_numbers(m: &RecoveryModel, s: &State) -> bool {
+    channels(s).all(|(c, ch)| {
+        let rec: Vec<i32> = ch
+            .ghost_delivered
+            .iter()
+            .filter(|d| d.payload.is_recovery_element())
+            .map(|d| d.seq)
+            .collect();
+        let live_ok = ch
+            .ghost_delivered
+            .iter()
+            .filter(|d| !d.payload.is_recovery_element())
+            .all(|d| d.seq >= 0);
+        let numbered = match m.cfg.channels[c as usize].kind {
+            ChannelKind::Local => rec
+                .iter()
+                .enumerate()
+                .all(|(k, &q)| q == i32::MIN + k as i32),
+            ChannelKind::Remote => {
+                rec.windows(2).all(|w| w[0] < w[1]) && rec.first().is_none_or(|&q| q >= i32::MIN)
+            }
+        };
+        numbered && rec.iter().all(|&q| q < 0) && live_ok
+    })
+}
+
+/// S6: while a remote channel is in recovery no credit exists anywhere: the gate is closed, no
+/// credit is unannounced, pending or in flight, and the producer's reader has none.
+fn no_credit_during_recovery(_: &RecoveryModel, s: &State) -> bool {
+    let pending = |c: u8| {
+        let mine = |a: Option<Announce>| a.is_some_and(|a| a.channel == c && a.n > 0);
+        mine(s.task_announce)
+            || mine(s.client_announce)
+            || matches!(s.recycler, RecyclerPc::Announce(a) if a.channel == c && a.n > 0)
+    };
+    channels(s).all(|(c, ch)| {
+        !ch.in_recovery
+            || ch.released
+            || (!ch.bm.notify_available
+                && ch.unannounced_credit == 0
+                && ch.add_credit_in_flight.is_empty()
+                && ch.producer.reader_credit.unwrap_or(0) == 0
+                && !pending(c))
+    })
+}
+
+/// S7: credit never exceeds buffers: unannounced + pending + in-flight AddCredit + producer
+/// credit + data on the wire <= buffers available, so `requestBuffer()` never returns null for
+/// arriving data.
+fn credit_conservation(_: &RecoveryModel, s: &State) -> bool {
+    let pending = |c: u8| -> u8 {
+        let mine = |a: Option<Announce>| a.filter(|a| a.channel == c).map_or(0, |a| a.n);
+        let r = match s.recycler {
+            RecyclerPc::Announce(a) if a.channel == c => a.n,
+            _ => 0,
+        };
+        mine(s.task_announce) + mine(s.client_announce) + r
+    };
+    !matches!(s.violation, Some((_, Violation::NoBufferForData)))
+        && channels(s).all(|(c, ch)| {
+            if ch.released {
+                return true;
+            }
+            let on_wire = ch
+                .producer
+                .wire
+                .iter()
+                .filter(|w| w.payload.is_data())
+                .count() as u32;
+            let credit = ch.unannounced_credit as u32
+                + pending(c) as u32
+                + ch.add_credit_in_flight
+                    .iter()
+                    .map(|&k| k as u32)
+                    .sum::<u32>()
+                + ch.producer.reader_credit.unwrap_or(0) as u32
+                + on_wire;
+            credit <= ch.bm.available() as u32
+        })
+}
+
+/// Where every buffer of channel `c` is, one entry per occurrence.
+fn buffer_places(s: &State, c: u8) -> Vec<NetBuf> {
+    let ch = s.ch(c);
+    let mut v: Vec<NetBuf> = Vec::new();
+    v.extend(&ch.bm.exclusive);
+    v.extend(&ch.bm.floating);
+    v.extend(&ch.bm.pool);
+    v.extend(&ch.global_pool);
+    v.extend(&ch.held);
+    v.extend(ch.queue.iter().chain(&ch.stash).filter_map(|e| e.buffer));
+    if let RecyclerPc::ReturnFloating { channel, buffer } = s.recycler {
+        if channel == c {
+            v.push(buffer);
+        }
+    }
+    v
+}
+
+/// S8: every network buffer is in exactly one place (manager queue, pool, channel queue, held
+/// by the consumer, in the recycler's hands), and every recovered buffer pushed is in exactly
+/// one of: the queue, delivered, recycled.
+fn buffer_ownership(m: &RecoveryModel, s: &State) -> bool {
+    channels(s).all(|(c, ch)| {
+        let cc = &m.cfg.channels[c as usize];
+        let mut places = buffer_places(s, c);
+        places.sort();
+        let mut expected: Vec<NetBuf> = (0..cc.exclusive)
+            .map(NetBuf::Exclusive)
+            .chain((0..cc.floating).map(NetBuf::Floating))
+            .collect();
+        expected.sort();
+        let recovered_ok = (0..ch.ghost_pushed).all(|i| {
+            let p = Payload::Recovered(i);
+            let n = ch.queue.iter().filter(|e| e.payload == p).count()
+                + ch.ghost_delivered.iter().filter(|d| d.payload == p).count()
+                + ch.ghost_freed.iter().filter(|&&f| f == i).count();
+            n == 1
+        });
+        places == expected && recovered_ok
+    })
+}
+
+/// S9, first half: each buffer is written at most once per checkpoint (FLINK-40016 wrote
+/// recovered buffers twice and corrupted the channel state).
+fn persisted_at_most_once(_: &RecoveryModel, s: &State) -> bool {
+    s.channels.iter().all(|ch| {
+        let mut p = ch.ghost_persisted.clone();
+        p.sort();
+        p.windows(2).all(|w| w[0] != w[1])
+    })
+}
+
+/// What checkpoint `cp` must hold for channel `ch`: the data the operator had not consumed at
+/// the snapshot and that precedes the checkpoint's barrier: recovered data pushed before its
+/// `RecoveryCheckpointBarrier`, and live data that left the subpartition before its barrier.
+pub fn expected_persisted(ch: &Channel, cp: CheckpointId) -> Option<Vec<Payload>> {
+    let i = cp as usize - 1;
+    let started = ch.ghost_started_at[i]? as usize;
+    let consumed_after = |p: Payload| {
+        ch.ghost_delivered
+            .iter()
+            .position(|d| d.payload == p)
+            .is_none_or(|k| k >= started)
+    };
+    let mut out = Vec::new();
+    if let Some(pushed) = ch.ghost_rcb_at[i] {
+        out.extend(
+            (0..pushed)
+                .map(Payload::Recovered)
+                .filter(|&p| consumed_after(p)),
+        );
+    }
+    let before_barrier = ch.ghost_barrier_after[i]?;
+    out.extend(
+        ch.ghost_delivered
+            .iter()
+            .skip(started)
+            .filter(|d| matches!(d.payload, Payload::Data(j) if j < before_barrier))
+            .map(|d| d.payload),
+    );
+    out.sort();
+    Some(out)
+}
+
+/// Whether everything of channel `ch` has been delivered and nothing can change its persisted
+/// content any more.
+fn drained(m: &RecoveryModel, s: &State, c: u8) -> bool {
+    let ch = s.ch(c);
+    let cc = &m.cfg.channels[c as usize];
+    s.task == TaskPc::Idle
+        && !ch.in_recovery
+        && ch.ghost_pushed == cc.recovered
+        && ch.producer.emitted as usize == cc.upstream.len()
+        && ch.producer.barriers == m.cfg.checkpoints
+        && ch.producer.subpartition.is_empty()
+        && ch.producer.wire.is_empty()
+        && ch.queue.is_empty()
+        && ch.stash.is_empty()
+}
+
+/// S9, second half: once a channel is drained, what each completed checkpoint persisted for it
+/// is exactly [`expected_persisted`]: the unaligned-checkpoint contract that operator state
+/// plus channel state plus post-barrier upstream data covers every buffer exactly once.
+fn persisted_content_is_exact(m: &RecoveryModel, s: &State) -> bool {
+    channels(s).all(|(c, ch)| {
+        if ch.released || !drained(m, s, c) {
+            return true;
+        }
+        (1..=m.cfg.checkpoints)
+            .filter(|&cp| s.checkpoints[cp as usize - 1] == CheckpointStatus::Completed)
+            .all(|cp| {
+                let mut actual: Vec<Payload> = ch
+                    .ghost_persisted
+                    .iter()
+                    .filter(|(k, _)| *k == cp)
+                    .map(|(_, p)| *p)
+                    .collect();
+                actual.sort();
+                expected_persisted(ch, cp).is_some_and(|e| e == actual)
+            })
+    })
+}
+
+/// S10: the stash holds only ordinary events, in upstream order, and only during recovery.
+fn stash_holds_only_events_in_order(_: &RecoveryModel, s: &State) -> bool {
+    s.channels.iter().all(|ch| {
+        let events: Option<Vec<u8>> = ch
+            .stash
+            .iter()
+            .map(|e| {
+                if let Payload::Event(i) = e.payload {
+                    Some(i)
+                } else {
+                    None
+                }
+            })
+            .collect();
+        events.is_some_and(|ev| ev.windows(2).all(|w| w[0] < w[1]))
+            && (ch.stash.is_empty() || ch.in_recovery)
+    })
+}
+
+/// `PrioritizedDeque`: the priority elements (barriers) are exactly the head of the queue.
+fn priority_events_first(_: &RecoveryModel, s: &State) -> bool {
+    s.channels.iter().all(|ch| {
+        let p = ch.priority_len as usize;
+        p <= ch.queue.len()
+            && ch.queue[..p]
+                .iter()
+                .all(|e| matches!(e.payload, Payload::Barrier(_)))
+            && !ch.queue[p..]
+                .iter()
+                .any(|e| matches!(e.payload, Payload::Barrier(_)))
+    })
+}
+
+/// No `checkState` of the protocol fired (data during recovery, no buffer for data, push after
+/// recovery, double consumption, send without credit, missing priority event).
+fn no_protocol_violation(_: &RecoveryModel, s: &State) -> bool {
+    s.violation.is_none()
+}
+
+/// L1: every channel's `stateConsumedFuture` completes (normally, or exceptionally on release).
+fn recovery_completes(_: &RecoveryModel, s: &State) -> bool {
+    s.channels
+        .iter()
+        .all(|ch| ch.state_consumed && (!ch.in_recovery || ch.released))
+}
+
+/// L2: every upstream element reaches the operator unless the channel is released.
+fn all_live_data_delivered(m: &RecoveryModel, s: &State) -> bool {
+    channels(s).all(|(c, ch)| {
+        let n = m.cfg.channels[c as usize].upstream.len();
+        ch.released
+            || ch
+                .ghost_delivered
+                .iter()
+                .filter(|d| d.payload.is_live_ordinary())
+                .count()
+                == n
+    })
+}
+
+/// Every checkpoint is completed, declined or subsumed: none hangs.
+fn every_checkpoint_ends(_: &RecoveryModel, s: &State) -> bool {
+    s.channels.iter().any(|ch| ch.released)
+        || s.checkpoints.iter().all(|c| {
+            !matches!(
+                c,
+                CheckpointStatus::NotTriggered | CheckpointStatus::Triggered
+            )
+        })
+}
+
+/// L6: when nothing can move any more, every buffer is home: network buffers in their manager
+/// or pool, recovered buffers delivered or recycled, no queue holds anything.
+fn every_buffer_returns_home(m: &RecoveryModel, s: &State) -> bool {
+    let home = channels(s).all(|(c, ch)| {
+        let cc = &m.cfg.channels[c as usize];
+        let recovered_home = (0..cc.recovered).all(|i| {
+            ch.ghost_freed.contains(&i)
+                || ch
+                    .ghost_delivered
+                    .iter()
+                    .any(|d| d.payload == Payload::Recovered(i))
+        });
+        ch.queue.is_empty() && ch.stash.is_empty() && ch.held.is_empty() && recovered_home
+    });
+    home && s.recycler == RecyclerPc::Idle && m.is_terminal(s)
+}
+
+fn checkpoint_persists_recovered_data(_: &RecoveryModel, s: &State) -> bool {
+    s.channels.iter().any(|ch| {
+        ch.ghost_persisted
+            .iter()
+            .any(|(_, p)| matches!(p, Payload::Recovered(_)))
+    })
+}
+
+fn checkpoint_persists_live_data(_: &RecoveryModel, s: &State) -> bool {
+    s.channels.iter().any(|ch| {
+        ch.ghost_persisted
+            .iter()
+            .any(|(_, p)| matches!(p, Payload::Data(_)))
+    })
+}
+
+fn event_stashed_and_replayed(_: &RecoveryModel, s: &State) -> bool {
+    s.channels.iter().any(|ch| {
+        ch.ghost_replayed > 0
+            && ch
+                .ghost_delivered
+                .iter()
+                .any(|d| matches!(d.payload, Payload::Event(_)))
+    })
+}
+
+/// The task announces what `enableNotify` counted while the recycler announces a buffer it
+/// returned after the gate opened: the window bug B6 lives in.
+fn recycle_races_enable_notify(_: &RecoveryModel, s: &State) -> bool {
+    matches!((s.task_announce, s.recycler), (Some(t), RecyclerPc::Announce(r)) if t.channel == r.channel)
+}
+
+fn declined_for_missing_barrier(_: &RecoveryModel, s: &State) -> bool {
+    s.checkpoints
+        .contains(&CheckpointStatus::DeclinedMissingBarrier)
+}
+
+fn checkpoint_completes_during_recovery(_: &RecoveryModel, s: &State) -> bool {
+    s.checkpoints.contains(&CheckpointStatus::Completed)
+        && s.channels.iter().any(|ch| ch.in_recovery)
+}
+
+fn barrier_behind_sentinel(_: &RecoveryModel, s: &State) -> bool {
+    s.channels.iter().any(|ch| {
+        ch.queue.windows(2).any(|w| {
+            w[0].payload == Payload::EndOfRecovery
+                && matches!(w[1].payload, Payload::RecoveryBarrier(_))
+        })
+    })
+}
+
+fn everything_delivered(m: &RecoveryModel, s: &State) -> bool {
+    channels(s).all(|(c, ch)| {
+        let cc = &m.cfg.channels[c as usize];
+        !ch.released
+            && ch
+                .ghost_delivered
+                .iter()
+                .filter(|d| matches!(d.payload, Payload::Recovered(_)))
+                .count()
+                == cc.recovered as usize
+            && ch
+                .ghost_delivered
+                .iter()
+                .filter(|d| d.payload.is_live_ordinary())
+                .count()
+                == cc.upstream.len()
+    })
+}

@@ -1,0 +1,116 @@
+//! `RemoteInputChannel` in recovery: `onBuffer` stashes ordinary events and rejects data while
+//! in recovery, `onRecoveredStateConsumed` replays the stash at the tail and reopens credit.
+//! Recovery sequence numbers are assigned at append (see `recoverable_input_channel`).
+
+use crate::config::ChannelConfig;
+use crate::producer::Wire;
+use crate::state::{Announce, Channel, Entry, NetBuf, Payload, PopFront, Violation};
+use crate::variant::Variant;
+
+/// `PrioritizedDeque.addPriorityElement`: behind the priority elements already at the head.
+fn add_priority(ch: &mut Channel, e: Entry) {
+    ch.queue.insert(ch.priority_len as usize, e);
+    ch.priority_len += 1;
+}
+
+/// `onBuffer(buffer, seq, backlog)` on the Netty client, with the `requestBuffer()` that
+/// decoding a data buffer needs and the `onSenderBacklog(backlog)` that follows. Returns the
+/// credit `requestFloatingBuffers` wants announced after the lock.
+pub fn on_buffer(
+    ch: &mut Channel,
+    cfg: &ChannelConfig,
+    index: u8,
+    variant: Variant,
+) -> Result<Option<Announce>, Violation> {
+    let Wire {
+        payload,
+        seq,
+        backlog,
+    } = ch.producer.wire.pop_front().expect("guarded");
+    // The first buffer from upstream proves the partition request went through.
+    ch.upstream_ready = true;
+    if ch.released {
+        return Ok(None);
+    }
+    let mut buffer: Option<NetBuf> = None;
+    if payload.is_data() {
+        buffer = ch.bm.request_buffer();
+        if buffer.is_none() {
+            return Err(Violation::NoBufferForData);
+        }
+    }
+    let entry = Entry {
+        payload,
+        seq,
+        buffer,
+    };
+    let mut violation = None;
+    match payload {
+        Payload::Barrier(_) => add_priority(ch, entry),
+        Payload::Event(_) if ch.in_recovery && variant != Variant::NoEventStash => {
+            ch.stash.push(entry)
+        }
+        Payload::Data(_) if ch.in_recovery => {
+            violation = Some(Violation::DataDuringRecovery);
+            ch.queue.push(entry);
+        }
+        _ => ch.queue.push(entry),
+    }
+    if let Some(cp) = ch.persister.check_for_barrier(payload) {
+        ch.last_barrier = (cp as i8, seq);
+    }
+    ch.persister.maybe_persist(payload, &mut ch.ghost_persisted);
+    if let Some(v) = violation {
+        return Err(v);
+    }
+    let n = ch
+        .bm
+        .request_floating_buffers(ch.released, backlog + cfg.exclusive, variant);
+    Ok((n > 0).then_some(Announce { channel: index, n }))
+}
+
+/// `getNextBuffer()`: the head of `receivedBuffers`, priority elements first, with the
+/// element's own sequence number. The consume path is master's.
+pub fn get_next_buffer(ch: &mut Channel) -> Entry {
+    let e = ch.queue.pop_front().expect("guarded by has_next");
+    if ch.priority_len > 0 {
+        ch.priority_len -= 1;
+    }
+    e
+}
+
+/// Whether `getNextBuffer()` returns something now.
+pub fn has_next(ch: &Channel) -> bool {
+    !ch.released && !ch.queue.is_empty()
+}
+
+/// `onRecoveredStateConsumed()`, the `receivedBuffers` critical section: recovery off and the
+/// stash replayed at the tail in FIFO order, so that stashed events stay behind everything the
+/// recovered stream queued and ahead of everything credit lets in later.
+pub fn on_recovered_state_consumed(ch: &mut Channel, variant: Variant) -> Option<Violation> {
+    if !ch.in_recovery {
+        return Some(Violation::RecoveryAlreadyFinished);
+    }
+    ch.in_recovery = false;
+    ch.ghost_replayed += ch.stash.len() as u8;
+    let stash: Vec<Entry> = ch.stash.drain(..).collect();
+    if variant == Variant::StashReplayedAtHead {
+        for (k, e) in stash.into_iter().enumerate() {
+            ch.queue.insert(k, e);
+        }
+    } else {
+        ch.queue.extend(stash);
+    }
+    None
+}
+
+/// `getInflightBuffersUnsafe(cp)` of master's `checkpointStarted`: the queued data buffers
+/// received before this channel's barrier (all of them when no barrier was seen).
+pub fn inflight_buffers(ch: &Channel) -> Vec<Payload> {
+    let (_, barrier_seq) = ch.last_barrier;
+    ch.queue[ch.priority_len as usize..]
+        .iter()
+        .filter(|e| e.payload.is_data() && (ch.last_barrier.0 < 0 || e.seq < barrier_seq))
+        .map(|e| e.payload)
+        .collect()
+}

@@ -1,0 +1,328 @@
+//! The model's state: one [`Channel`] per input channel (consumer, buffer manager, producer and
+//! network link of that channel) plus the threads' program counters and the checkpoints.
+//!
+//! Buffers carry ids so that ownership, order, loss and duplication are checkable. Fields named
+//! `ghost_*` are not in Flink: they record history the properties need.
+
+use crate::buffer_manager::BufferManager;
+use crate::channel_state_persister::ChannelStatePersister;
+use crate::producer::Producer;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// A checkpoint id, 1-based.
+pub type CheckpointId = u8;
+
+/// What an element of a channel queue, stash, subpartition or the wire is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", tag = "kind", content = "id")]
+pub enum Payload {
+    /// Recovered data buffer number `i` of this channel, read from the checkpoint.
+    Recovered(u8),
+    /// Live data buffer: element `i` of the channel's upstream sequence.
+    Data(u8),
+    /// Live ordinary event: element `i` of the channel's upstream sequence.
+    Event(u8),
+    /// The upstream's unaligned checkpoint barrier (a priority event).
+    Barrier(CheckpointId),
+    /// `RecoveryCheckpointBarrier`: sentinel inside the recovery queue.
+    RecoveryBarrier(CheckpointId),
+    /// `EndOfFetchedChannelStateEvent`: the tail sentinel of the recovered stream.
+    EndOfRecovery,
+}
+
+impl Payload {
+    /// `Buffer.isBuffer()`: data, as opposed to an event.
+    pub fn is_data(self) -> bool {
+        matches!(self, Payload::Recovered(_) | Payload::Data(_))
+    }
+    /// Element of the recovered stream (data or one of the two sentinels).
+    pub fn is_recovery_element(self) -> bool {
+        matches!(
+            self,
+            Payload::Recovered(_) | Payload::RecoveryBarrier(_) | Payload::EndOfRecovery
+        )
+    }
+    /// Live element from upstream that is not a priority event.
+    pub fn is_live_ordinary(self) -> bool {
+        matches!(self, Payload::Data(_) | Payload::Event(_))
+    }
+}
+
+impl fmt::Display for Payload {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Payload::Recovered(i) => write!(f, "r{i}"),
+            Payload::Data(i) => write!(f, "d{i}"),
+            Payload::Event(i) => write!(f, "e{i}"),
+            Payload::Barrier(cp) => write!(f, "barrier{cp}"),
+            Payload::RecoveryBarrier(cp) => write!(f, "RCB{cp}"),
+            Payload::EndOfRecovery => write!(f, "EOR"),
+        }
+    }
+}
+
+/// A network buffer of a remote channel's `BufferManager`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", tag = "kind", content = "id")]
+pub enum NetBuf {
+    /// Exclusive segment `i` from the global `NetworkBufferPool`.
+    Exclusive(u8),
+    /// Floating buffer `i` from the gate's `LocalBufferPool`.
+    Floating(u8),
+}
+
+impl fmt::Display for NetBuf {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            NetBuf::Exclusive(i) => write!(f, "x{i}"),
+            NetBuf::Floating(i) => write!(f, "f{i}"),
+        }
+    }
+}
+
+/// One element of `recoveredBuffers` (local) or `receivedBuffers` (remote).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Entry {
+    /// What the element is.
+    pub payload: Payload,
+    /// Sequence number given at append (remote); 0 and unused on a local channel, which
+    /// numbers recovered elements when they are consumed.
+    pub seq: i32,
+    /// The network buffer holding a live data buffer on a remote channel.
+    pub buffer: Option<NetBuf>,
+}
+
+/// What the consumer saw: one element returned by `getNextBuffer` to the gate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Delivered {
+    /// What was polled.
+    pub payload: Payload,
+    /// The sequence number returned with it.
+    pub seq: i32,
+}
+
+/// Why a protocol assertion fired; any of these is a safety violation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Violation {
+    /// `onBuffer` got a live data buffer while the channel is in recovery (bug B10's assertion).
+    DataDuringRecovery,
+    /// `requestBuffer()` returned null for an arriving data buffer: credit was over-announced.
+    NoBufferForData,
+    /// `offerRecoveredBuffer`: push into recovered buffers after recovery finished.
+    PushAfterRecovery,
+    /// `onRecoveredStateConsumed`: recovery already finished.
+    RecoveryAlreadyFinished,
+    /// The producer sent a data buffer without credit (`no credit available`).
+    SendWithoutCredit,
+    /// `pullPriorityFromSubpartitionView`: expected a priority event at the head of the view.
+    ExpectedPriorityEvent,
+}
+
+/// One input channel: its consumer side, buffer manager, persister, producer and wire.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Channel {
+    // --- consumer channel, guarded by the queue monitor ---
+    /// `recoveredBuffers` (local) or `receivedBuffers` (remote); priority elements at the head.
+    pub queue: Vec<Entry>,
+    /// Number of priority elements at the head of `queue` (remote `PrioritizedDeque`).
+    pub priority_len: u8,
+    /// `recoveryEventStash` (remote): ordinary upstream events held back during recovery.
+    pub stash: Vec<Entry>,
+    /// `inRecovery`.
+    pub in_recovery: bool,
+    /// `recoverySequenceNumber`: the next number to hand out.
+    pub recovery_seq: i32,
+    /// `upstreamReady` latch is open.
+    pub upstream_ready: bool,
+    /// `isReleased`.
+    pub released: bool,
+    /// `stateConsumedFuture` is complete (normally or, on release, exceptionally).
+    pub state_consumed: bool,
+    /// Local: `hasPendingPriorityEvent`.
+    pub pending_priority: bool,
+    /// Remote: `lastBarrierId` / `lastBarrierSequenceNumber` (-1 = NONE).
+    pub last_barrier: (i8, i32),
+    /// `channelStatePersister`.
+    pub persister: ChannelStatePersister,
+    // --- remote only ---
+    /// `bufferManager`.
+    pub bm: BufferManager,
+    /// `unannouncedCredit`.
+    pub unannounced_credit: u8,
+    /// `notifyCreditAvailable` queued an `AddCredit` write on the Netty client.
+    pub add_credit_queued: bool,
+    /// `AddCredit(k)` messages on the wire, client to server.
+    pub add_credit_in_flight: Vec<u8>,
+    /// Network buffers the consumer holds after `getNextBuffer` until it recycles them.
+    pub held: Vec<NetBuf>,
+    /// Exclusive segments handed back to the global pool by a released manager.
+    pub global_pool: Vec<NetBuf>,
+    /// Producer side: subpartition, view reader and the wire server to client.
+    pub producer: Producer,
+    // --- ghosts ---
+    /// Recovered buffers pushed so far (the drainer's or conversion's cursor).
+    pub ghost_pushed: u8,
+    /// What the gate handed to the operator, in order.
+    pub ghost_delivered: Vec<Delivered>,
+    /// Recovered buffers recycled without being delivered (pushed into or drained from a
+    /// released channel).
+    pub ghost_freed: Vec<u8>,
+    /// What the `ChannelStateWriter` received: (checkpoint, payload), in order.
+    pub ghost_persisted: Vec<(CheckpointId, Payload)>,
+    /// Stashed events moved back into the queue by `onRecoveredStateConsumed`.
+    pub ghost_replayed: u8,
+    /// Per checkpoint (index cp-1): recovered buffers pushed when its RCB was inserted.
+    pub ghost_rcb_at: Vec<Option<u8>>,
+    /// Per checkpoint: length of `ghost_delivered` when the operator snapshot was taken.
+    pub ghost_started_at: Vec<Option<u8>>,
+    /// Per checkpoint: upstream elements that had left the subpartition when its barrier did.
+    pub ghost_barrier_after: Vec<Option<u8>>,
+}
+
+/// How a checkpoint ended, if it did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CheckpointStatus {
+    /// No barrier of it has reached the task yet.
+    NotTriggered,
+    /// Triggered by its first barrier; waiting for barriers from the other channels.
+    Triggered,
+    /// Barriers from every live channel processed.
+    Completed,
+    /// `CHECKPOINT_DECLINED`: a channel in recovery had no `RecoveryCheckpointBarrier` for it.
+    DeclinedMissingBarrier,
+    /// `CHECKPOINT_DECLINED`: a later `RecoveryCheckpointBarrier` came first.
+    DeclinedLaterBarrier,
+    /// `CHECKPOINT_SUBSUMED` from the persister.
+    Subsumed,
+}
+
+/// What the task (mailbox) thread is in the middle of; it runs one thing at a time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TaskPc {
+    /// Free to run the default action (poll the gate) or a mail.
+    Idle,
+    /// Triggering a checkpoint: next `insertRecoveryCheckpointBarrierIfInRecovery` then
+    /// `checkpointStarted` on `channel`, then the following channels.
+    Trigger {
+        /// The checkpoint being triggered.
+        cp: CheckpointId,
+        /// The channel whose turn it is.
+        channel: u8,
+        /// Whether the barrier insertion on `channel` is done.
+        inserted: bool,
+    },
+    /// Polled the sentinel of `channel`: next `onRecoveredStateConsumed`.
+    Consume {
+        /// The channel whose sentinel was polled.
+        channel: u8,
+    },
+    /// Remote `onRecoveredStateConsumed` unstashed: next `bufferManager.enableNotify()`.
+    EnableNotify {
+        /// The channel.
+        channel: u8,
+    },
+    /// Second half of a non-atomic `enableNotify` (bug B6 variants only): flip the flag after
+    /// counting `avail`, or count after the flag was flipped.
+    EnableNotifyRest {
+        /// The channel.
+        channel: u8,
+        /// What the first half counted (flag-after-count only).
+        avail: u8,
+    },
+    /// Blocked in `finishRecoveredBufferDelivery` during conversion (bug B5 only).
+    AwaitUpstreamReady {
+        /// The channel whose latch it waits on.
+        channel: u8,
+    },
+}
+
+/// A credit announcement computed under the `bufferQueue` lock and made after releasing it:
+/// `inputChannel.notifyBufferAvailable(n)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Announce {
+    /// The channel.
+    pub channel: u8,
+    /// The number of buffers to announce.
+    pub n: u8,
+}
+
+/// The recycler's post-lock work.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RecyclerPc {
+    /// Nothing pending.
+    Idle,
+    /// `notifyBufferAvailable(n)` after `recycle` or the floating-buffer callback.
+    Announce(Announce),
+    /// A floating buffer that `recycle` released to be handed back to the `LocalBufferPool`.
+    ReturnFloating {
+        /// The channel.
+        channel: u8,
+        /// The floating buffer.
+        buffer: NetBuf,
+    },
+}
+
+/// The whole model state.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct State {
+    /// One entry per configured channel.
+    pub channels: Vec<Channel>,
+    /// Task thread.
+    pub task: TaskPc,
+    /// `requestPartitions` ran (mail on the task thread).
+    pub partitions_requested: bool,
+    /// Conversion ran (`Delivery::Conversion` only).
+    pub converted: bool,
+    /// Per checkpoint (index cp-1).
+    pub checkpoints: Vec<CheckpointStatus>,
+    /// Per checkpoint: bitmask of channels whose barrier the task processed.
+    pub barriers_seen: Vec<u8>,
+    /// Drainer (IO thread) program counter: index into its program.
+    pub io_pc: u8,
+    /// Task thread's pending credit announcement (after `enableNotify`).
+    pub task_announce: Option<Announce>,
+    /// Netty client thread's pending credit announcement (after `onSenderBacklog`).
+    pub client_announce: Option<Announce>,
+    /// Recycler thread.
+    pub recycler: RecyclerPc,
+    /// The first protocol violation seen, with its channel.
+    pub violation: Option<(u8, Violation)>,
+}
+
+impl State {
+    /// Channel `c`.
+    pub fn ch(&self, c: u8) -> &Channel {
+        &self.channels[c as usize]
+    }
+    /// Channel `c`, mutably.
+    pub fn ch_mut(&mut self, c: u8) -> &mut Channel {
+        &mut self.channels[c as usize]
+    }
+    /// Records a violation; the first one wins.
+    pub fn violate(&mut self, c: u8, v: Violation) {
+        if self.violation.is_none() {
+            self.violation = Some((c, v));
+        }
+    }
+}
+
+/// `Deque.poll()` on the `Vec`s that stand for Java deques.
+pub trait PopFront<T> {
+    /// Removes and returns the head.
+    fn pop_front(&mut self) -> Option<T>;
+}
+
+impl<T> PopFront<T> for Vec<T> {
+    fn pop_front(&mut self) -> Option<T> {
+        if self.is_empty() {
+            None
+        } else {
+            Some(self.remove(0))
+        }
+    }
+}
