@@ -23,6 +23,10 @@ struct Cli {
 enum Command {
     /// Check every property of a configuration exhaustively (breadth-first).
     Check(CheckArgs),
+    /// Replay model traces against the implementation and report the first divergence.
+    Conform(conformance::cli::ConformArgs),
+    /// Replay one trace file against the implementation.
+    Replay(conformance::cli::ReplayArgs),
     /// List the named configurations.
     Presets {
         /// Print JSON instead of a table.
@@ -169,6 +173,8 @@ fn main() -> ExitCode {
     };
     match cli.command {
         Command::Check(args) => run_check(args),
+        Command::Conform(args) => conformance::cli::conform(args),
+        Command::Replay(args) => conformance::cli::replay(args),
         Command::Presets { json } => {
             if json {
                 let list: Vec<_> = PRESETS

@@ -98,11 +98,6 @@ pub enum Action {
         /// Credit announced.
         n: u8,
     },
-    /// Producer: writes its next buffer or event into the subpartition.
-    EmitBuffer {
-        /// Channel index.
-        channel: u8,
-    },
     /// Producer: takes checkpoint `cp` and writes its priority barrier.
     EmitCheckpointBarrier {
         /// Channel index.
@@ -165,7 +160,6 @@ impl Action {
             | OnRecoveredStateConsumed { channel }
             | EnableNotify { channel }
             | NotifyBufferAvailable { channel, .. }
-            | EmitBuffer { channel }
             | EmitCheckpointBarrier { channel, .. }
             | SendBuffer { channel }
             | OnAddCredit { channel }
@@ -191,7 +185,6 @@ impl Action {
             OnRecoveredStateConsumed { .. } => "onRecoveredStateConsumed",
             EnableNotify { .. } => "enableNotify",
             NotifyBufferAvailable { .. } => "notifyBufferAvailable",
-            EmitBuffer { .. } => "emitBuffer",
             EmitCheckpointBarrier { .. } => "emitCheckpointBarrier",
             SendBuffer { .. } => "sendBuffer",
             OnAddCredit { .. } => "addCredit",
@@ -215,7 +208,6 @@ impl Action {
         "onRecoveredStateConsumed",
         "enableNotify",
         "notifyBufferAvailable",
-        "emitBuffer",
         "emitCheckpointBarrier",
         "sendBuffer",
         "addCredit",

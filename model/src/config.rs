@@ -161,7 +161,7 @@ use Upstream::{Data as D, Event as E};
 pub const PRESETS: &[Preset] = &[
     Preset {
         name: "tiny",
-        summary: "one local and one remote channel, one checkpoint: seconds in a debug build",
+        summary: "local + remote, one checkpoint, no release: every safety and liveness verdict in seconds (debug)",
         config: || ModelConfig {
             channels: vec![local(1, &[D]), remote(1, &[E, D], 1, 0)],
             checkpoints: 1,
@@ -172,9 +172,9 @@ pub const PRESETS: &[Preset] = &[
     },
     Preset {
         name: "ci",
-        summary: "local + remote with a floating buffer, one checkpoint, release: under 10 s in release",
+        summary: "local + remote with a floating buffer, one checkpoint, release at any point: every example",
         config: || ModelConfig {
-            channels: vec![local(2, &[D]), remote(1, &[E, E, D], 1, 1)],
+            channels: vec![local(1, &[D]), remote(1, &[E, D], 1, 1)],
             checkpoints: 1,
             delivery: Delivery::Drainer,
             insert_recovery_barriers: true,
@@ -185,7 +185,7 @@ pub const PRESETS: &[Preset] = &[
         name: "conversion",
         summary: "PR3's in-memory path: toInputChannel(true) pushes everything on the task thread",
         config: || ModelConfig {
-            channels: vec![local(2, &[D]), remote(2, &[E, D], 1, 1)],
+            channels: vec![local(1, &[D]), remote(1, &[E, D], 1, 1)],
             checkpoints: 1,
             delivery: Delivery::Conversion,
             insert_recovery_barriers: true,
@@ -194,13 +194,13 @@ pub const PRESETS: &[Preset] = &[
     },
     Preset {
         name: "deep",
-        summary: "more data, two checkpoints, two buffers of each kind: minutes",
+        summary: "two recovered buffers and two exclusive buffers per channel, two checkpoints: minutes",
         config: || ModelConfig {
-            channels: vec![local(2, &[E, D]), remote(2, &[E, E, D, D], 1, 1)],
+            channels: vec![local(2, &[E, D]), remote(2, &[E, D], 2, 1)],
             checkpoints: 2,
             delivery: Delivery::Drainer,
             insert_recovery_barriers: true,
-            release: true,
+            release: false,
         },
     },
 ];

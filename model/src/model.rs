@@ -70,7 +70,7 @@ impl RecoveryModel {
             | OnRecoveredStateConsumed { .. }
             | EnableNotify { .. } => Thread::Task,
             NotifyBufferAvailable { thread, .. } => *thread,
-            EmitBuffer { .. } | EmitCheckpointBarrier { .. } => Thread::Producer,
+            EmitCheckpointBarrier { .. } => Thread::Producer,
             SendBuffer { .. } | OnAddCredit { .. } => Thread::NettyServer,
             OnBuffer { .. } | SendAddCredit { .. } => Thread::NettyClient,
             Recycle { .. } | ReturnFloatingBuffer { .. } => Thread::Recycler,
@@ -130,7 +130,9 @@ impl RecoveryModel {
                     add_credit_in_flight: Vec::new(),
                     held: Vec::new(),
                     global_pool: Vec::new(),
-                    producer: Producer::default(),
+                    // The upstream has already written its output; what matters is when the
+                    // consumer side lets it through (credit, recovery), not when it was written.
+                    producer: Producer::with_output(cc),
                     ghost_pushed: 0,
                     ghost_delivered: Vec::new(),
                     ghost_freed: Vec::new(),
@@ -233,9 +235,6 @@ impl RecoveryModel {
         for (c, ch) in s.channels.iter().enumerate() {
             let c = c as u8;
             let p = &ch.producer;
-            if (p.emitted as usize) < self.cfg.channels[c as usize].upstream.len() {
-                out.push(Action::EmitBuffer { channel: c });
-            }
             if p.barriers < self.cfg.checkpoints {
                 out.push(Action::EmitCheckpointBarrier {
                     channel: c,
@@ -564,9 +563,6 @@ impl Model for RecoveryModel {
                 channel: c,
                 n,
             } => self.notify_buffer_available(&mut s, thread, c, n),
-            Action::EmitBuffer { channel: c } => {
-                s.ch_mut(c).producer.emit(&self.cfg.channels[c as usize])
-            }
             Action::EmitCheckpointBarrier { channel: c, cp } => {
                 let requested = s.partitions_requested;
                 let ch = s.ch_mut(c);

@@ -42,10 +42,10 @@ impl Producer {
         }
     }
 
-    /// The producer task writes its next element into the subpartition.
-    pub fn emit(&mut self, cfg: &ChannelConfig) {
-        self.subpartition.push(Self::element(cfg, self.emitted));
-        self.emitted += 1;
+    /// A subpartition holding everything the upstream will send, in order.
+    pub fn with_output(cfg: &ChannelConfig) -> Self {
+        let n = cfg.upstream.len() as u8;
+        Producer { emitted: n, subpartition: (0..n).map(|i| Self::element(cfg, i)).collect(), ..Default::default() }
     }
 
     /// The producer takes checkpoint `cp`: its barrier overtakes queued buffers (unaligned)
