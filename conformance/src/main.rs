@@ -2,7 +2,9 @@
 
 use clap::{Args, Parser, Subcommand};
 use recovery_model::check::{CheckReport, Status, check};
+use recovery_model::config::find_preset;
 use recovery_model::config::{PRESETS, preset_names};
+use recovery_model::variant::VARIANTS;
 use recovery_model::{ModelConfig, RecoveryModel, Variant};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -27,6 +29,12 @@ enum Command {
     Conform(conformance::cli::ConformArgs),
     /// Replay one trace file against the implementation.
     Replay(conformance::cli::ReplayArgs),
+    /// List the bug-zoo variants: the fix each switches off, the property that catches it.
+    Variants {
+        /// Print JSON: [{"name", "bug", "property", "preset"}].
+        #[arg(long)]
+        json: bool,
+    },
     /// List the named configurations.
     Presets {
         /// Print JSON instead of a table.
@@ -37,9 +45,10 @@ enum Command {
 
 #[derive(Args)]
 struct CheckArgs {
-    /// Named configuration to check (see `cdr presets`).
-    #[arg(long, conflicts_with = "config", default_value = "ci")]
-    preset: String,
+    /// Named configuration to check (see `cdr presets`). Default: `ci`, or for a variant the
+    /// preset its bug-zoo row names.
+    #[arg(long, conflicts_with = "config")]
+    preset: Option<String>,
     /// JSON file with a full ModelConfig instead of a preset.
     #[arg(long)]
     config: Option<PathBuf>,
@@ -63,39 +72,38 @@ fn usage_error(msg: String) -> ExitCode {
 }
 
 fn parse_variant(name: &str) -> Result<Variant, String> {
-    serde_json::from_value(serde_json::Value::String(name.to_string()))
-        .map_err(|_| format!("unknown variant `{name}`"))
+    Variant::from_name(name).ok_or_else(|| {
+        let known: Vec<&str> = VARIANTS.iter().map(|v| v.name).collect();
+        format!("unknown variant `{name}`; known variants: fixed, {}", known.join(", "))
+    })
 }
 
-fn load_config(args: &CheckArgs) -> Result<(String, ModelConfig), String> {
-    let (label, cfg) = match &args.config {
+/// The configuration to check: (label, config, sometimes-properties unreachable by design).
+fn load_config(args: &CheckArgs, variant: Variant) -> Result<(String, ModelConfig, &'static [&'static str]), String> {
+    let (label, cfg, unreachable) = match &args.config {
         Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+            let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
             let cfg: ModelConfig = serde_json::from_str(&text)
                 .map_err(|e| format!("{} is not a valid ModelConfig: {e}", path.display()))?;
-            (path.display().to_string(), cfg)
+            (path.display().to_string(), cfg, &[][..])
         }
         None => {
-            let cfg = recovery_model::preset(&args.preset).ok_or_else(|| {
-                format!(
-                    "unknown preset `{}`; known presets: {}",
-                    args.preset,
-                    preset_names().join(", ")
-                )
-            })?;
-            (args.preset.clone(), cfg)
+            let name = match (&args.preset, variant.info()) {
+                (Some(p), _) => p.as_str(),
+                (None, Some(info)) => info.preset,
+                (None, None) => "ci",
+            };
+            let p = find_preset(name)
+                .ok_or_else(|| format!("unknown preset `{name}`; known presets: {}", preset_names().join(", ")))?;
+            (name.to_string(), (p.config)(), p.unreachable)
         }
     };
     cfg.validate().map_err(|e| format!("{label}: {e}"))?;
-    Ok((label, cfg))
+    Ok((label, cfg, unreachable))
 }
 
 fn print_report(r: &CheckReport) {
-    println!(
-        "model {} / preset {} / variant {}",
-        r.model, r.preset, r.variant
-    );
+    println!("model {} / preset {} / variant {}", r.model, r.preset, r.variant);
     println!(
         "states {}  unique {}  max depth {}  {:.2} s  ({:.0} states/s)",
         r.states,
@@ -115,6 +123,7 @@ fn print_report(r: &CheckReport) {
             Status::Holds => "holds",
             Status::Violated => "VIOLATED",
             Status::ExampleFound => "example found",
+            Status::ExampleMissing if p.unreachable_by_design => "example missing (unreachable by design)",
             Status::ExampleMissing => "EXAMPLE MISSING",
         };
         println!("  {:<10} {:<45} {}", p.expectation, p.name, mark);
@@ -133,25 +142,18 @@ fn print_report(r: &CheckReport) {
 }
 
 fn run_check(args: CheckArgs) -> ExitCode {
-    let (label, cfg) = match load_config(&args) {
-        Ok(x) => x,
-        Err(e) => return usage_error(e),
-    };
     let variant = match parse_variant(&args.variant) {
         Ok(v) => v,
         Err(e) => return usage_error(e),
     };
-    let report = check(
-        RecoveryModel::new(cfg, variant),
-        &label,
-        args.threads,
-        !args.no_acyclic,
-    );
+    let (label, cfg, unreachable) = match load_config(&args, variant) {
+        Ok(x) => x,
+        Err(e) => return usage_error(e),
+    };
+    let model = RecoveryModel::new(cfg, variant);
+    let report = check(model, &label, unreachable, args.threads, !args.no_acyclic);
     if args.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&report).expect("report serializes")
-        );
+        println!("{}", serde_json::to_string_pretty(&report).expect("report serializes"));
     } else {
         print_report(&report);
     }
@@ -175,16 +177,26 @@ fn main() -> ExitCode {
         Command::Check(args) => run_check(args),
         Command::Conform(args) => conformance::cli::conform(args),
         Command::Replay(args) => conformance::cli::replay(args),
+        Command::Variants { json } => {
+            if json {
+                println!("{}", serde_json::to_string_pretty(VARIANTS).expect("serializes"));
+            } else {
+                for v in VARIANTS {
+                    println!(
+                        "{}\n    bug:      {}\n    property: {}\n    preset:   {}",
+                        v.name, v.bug, v.property, v.preset
+                    );
+                }
+            }
+            ExitCode::SUCCESS
+        }
         Command::Presets { json } => {
             if json {
                 let list: Vec<_> = PRESETS
                     .iter()
                     .map(|p| serde_json::json!({"name": p.name, "summary": p.summary, "config": (p.config)()}))
                     .collect();
-                println!(
-                    "{}",
-                    serde_json::to_string_pretty(&list).expect("serializes")
-                );
+                println!("{}", serde_json::to_string_pretty(&list).expect("serializes"));
             } else {
                 for p in PRESETS {
                     println!("{:<12} {}", p.name, p.summary);

@@ -19,6 +19,7 @@ use serde::{Deserialize, Serialize};
 use crate::buffer_pool::{BufferListener, LocalBufferPool, NetworkBufferPool};
 use crate::error::{ChannelError, Result};
 use crate::network_buffer::{BufferId, BufferRecycler, NetworkBuffer};
+use crate::pause_point::{self, PausePoint};
 use std::sync::Weak;
 
 use crate::sync::{Arc, Condvar, Mutex};
@@ -165,9 +166,7 @@ impl BufferManager {
                 return Ok(buffer);
             }
             if self.channel.is_released() {
-                return Err(ChannelError::released(
-                    "Input channel has already been released.",
-                ));
+                return Err(ChannelError::released("Input channel has already been released."));
             }
             if !queue.waiting_for_floating_buffers {
                 if let Some(buffer) = self.buffer_pool.request_buffer() {
@@ -178,9 +177,7 @@ impl BufferManager {
                     queue.waiting_for_floating_buffers = true;
                     queue.num_required_buffers = 1;
                 } else if self.buffer_pool.is_destroyed() {
-                    return Err(ChannelError::released(
-                        "Local buffer pool has already been released.",
-                    ));
+                    return Err(ChannelError::released("Local buffer pool has already been released."));
                 } else {
                     continue;
                 }
@@ -194,10 +191,7 @@ impl BufferManager {
             return Some(floating);
         }
         let id = queue.exclusive.pop_front()?;
-        Some(NetworkBuffer::pooled(
-            id,
-            BufferRecycler::Exclusive(self.this()),
-        ))
+        Some(NetworkBuffer::pooled(id, BufferRecycler::Exclusive(self.this())))
     }
 
     /// `requestExclusiveBuffers(n)`: takes `n` segments from the global pool (outside the lock)
@@ -285,8 +279,10 @@ impl BufferManager {
             announce = released_floating.is_none() && queue.announce(1) == 1;
         }
         if let Some(floating) = released_floating {
+            pause_point::reached(PausePoint::ReturnFloating { buffer: floating.id() });
             floating.recycle_buffer()?;
         } else if announce {
+            pause_point::reached(PausePoint::Announce { n: 1 });
             self.channel.notify_buffer_available(1);
         }
         Ok(())
@@ -302,9 +298,7 @@ impl BufferManager {
         let available = {
             let mut queue = self.buffer_queue.lock();
             if queue.notify_available {
-                return Err(ChannelError::illegal_state(
-                    "Buffer notification is already enabled.",
-                ));
+                return Err(ChannelError::illegal_state("Buffer notification is already enabled."));
             }
             // Flag and count together: a buffer recycled before this point is counted here, a
             // buffer recycled after it sees the flag and announces itself (never both).
@@ -313,6 +307,7 @@ impl BufferManager {
             queue.announce(available)
         };
         if available > 0 {
+            pause_point::reached(PausePoint::Announce { n: available });
             self.channel.notify_buffer_available(available);
         }
         Ok(available)
@@ -336,9 +331,7 @@ impl BufferManager {
             queue.floating.drain(..).collect()
         };
         // Recycle outside the lock to avoid a dead lock with the pool's listener callback.
-        floating
-            .into_iter()
-            .try_for_each(NetworkBuffer::recycle_buffer)
+        floating.into_iter().try_for_each(NetworkBuffer::recycle_buffer)
     }
 
     /// `releaseAllBuffers(buffers)` (after the channel set `isReleased`): exclusive segments,
@@ -406,10 +399,7 @@ impl BufferManager {
 impl BufferListener for BufferManager {
     /// `notifyBufferAvailable(Buffer)` (the `LocalBufferPool` callback, any recycler thread):
     /// takes the floating buffer if still needed and announces it after unlocking.
-    fn notify_buffer_available(
-        &self,
-        buffer: NetworkBuffer,
-    ) -> std::result::Result<(), NetworkBuffer> {
+    fn notify_buffer_available(&self, buffer: NetworkBuffer) -> std::result::Result<(), NetworkBuffer> {
         // Checked outside the lock too: taking our lock while a canceler releases another
         // channel's manager could otherwise dead lock two managers.
         if self.channel.is_released() {
@@ -437,6 +427,7 @@ impl BufferListener for BufferManager {
             queue.announce(requested)
         };
         if announce > 0 {
+            pause_point::reached(PausePoint::Announce { n: announce });
             self.channel.notify_buffer_available(announce);
         }
         Ok(())

@@ -22,10 +22,7 @@ use crate::sync::{Arc, Mutex};
 /// Flink's `BufferListener`: told by a [`LocalBufferPool`] that a floating buffer is free.
 pub trait BufferListener: Send + Sync {
     /// `notifyBufferAvailable(Buffer)`: offers `buffer`; returns it back (`Err`) if not used.
-    fn notify_buffer_available(
-        &self,
-        buffer: NetworkBuffer,
-    ) -> std::result::Result<(), NetworkBuffer>;
+    fn notify_buffer_available(&self, buffer: NetworkBuffer) -> std::result::Result<(), NetworkBuffer>;
 
     /// `notifyBufferDestroyed()`: the pool was destroyed while this listener waited.
     fn notify_buffer_destroyed(&self);
@@ -82,9 +79,7 @@ impl NetworkBufferPool {
     pub fn request_memory_segments(&self, n: usize) -> Result<Vec<BufferId>> {
         let mut segments = self.segments.lock();
         if segments.available.len() < n {
-            return Err(ChannelError::illegal_state(
-                "Insufficient number of network buffers",
-            ));
+            return Err(ChannelError::illegal_state("Insufficient number of network buffers"));
         }
         let taken: Vec<BufferId> = segments.available.drain(..n).collect();
         segments.lent.extend(taken.iter().copied());
@@ -96,10 +91,7 @@ impl NetworkBufferPool {
     pub fn recycle_memory_segments(&self, ids: Vec<BufferId>) -> Result<()> {
         let mut segments = self.segments.lock();
         let mut seen = BTreeSet::new();
-        if let Some(id) = ids
-            .iter()
-            .find(|id| !segments.lent.contains(id) || !seen.insert(**id))
-        {
+        if let Some(id) = ids.iter().find(|id| !segments.lent.contains(id) || !seen.insert(**id)) {
             return Err(ChannelError::DoubleRecycle(*id));
         }
         for id in ids {
@@ -189,10 +181,7 @@ impl LocalBufferPool {
         }
         let id = segments.available.pop_front()?;
         segments.lent.insert(id);
-        Some(NetworkBuffer::pooled(
-            id,
-            BufferRecycler::Floating(Arc::clone(self)),
-        ))
+        Some(NetworkBuffer::pooled(id, BufferRecycler::Floating(Arc::clone(self))))
     }
 
     /// `addBufferListener(listener)`: registers `listener` if no buffer is free; false if a
@@ -231,9 +220,9 @@ impl LocalBufferPool {
                 RecycleTo::Pool => return Ok(()),
                 RecycleTo::Global => return self.global.recycle_memory_segments(vec![id]),
                 RecycleTo::Listener(listener) => {
-                    let offered = buffer.take().unwrap_or_else(|| {
-                        NetworkBuffer::pooled(id, BufferRecycler::Floating(Arc::clone(self)))
-                    });
+                    let offered = buffer
+                        .take()
+                        .unwrap_or_else(|| NetworkBuffer::pooled(id, BufferRecycler::Floating(Arc::clone(self))));
                     match listener.notify_buffer_available(offered) {
                         Ok(()) => return Ok(()),
                         Err(unused) => buffer = Some(unused),

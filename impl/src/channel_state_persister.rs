@@ -52,32 +52,16 @@ impl ChannelStateWriter {
     }
 
     /// `addInputData(checkpointId, info, SEQUENCE_NUMBER_UNKNOWN, buffers)`.
-    pub fn add_input_data(
-        &self,
-        checkpoint_id: CheckpointId,
-        channel: InputChannelInfo,
-        buffers: Vec<BufferSnapshot>,
-    ) {
+    pub fn add_input_data(&self, checkpoint_id: CheckpointId, channel: InputChannelInfo, buffers: Vec<BufferSnapshot>) {
         let mut persisted = self.persisted.lock();
         let written = persisted.entry(checkpoint_id).or_default();
-        written.extend(
-            buffers
-                .into_iter()
-                .map(|buffer| PersistedBuffer { channel, buffer }),
-        );
+        written.extend(buffers.into_iter().map(|buffer| PersistedBuffer { channel, buffer }));
     }
 
     /// The buffers `channel` persisted for `checkpoint_id`, in write order.
-    pub fn persisted(
-        &self,
-        checkpoint_id: CheckpointId,
-        channel: InputChannelInfo,
-    ) -> Vec<BufferSnapshot> {
+    pub fn persisted(&self, checkpoint_id: CheckpointId, channel: InputChannelInfo) -> Vec<BufferSnapshot> {
         let persisted = self.persisted.lock();
-        let written = persisted
-            .get(&checkpoint_id)
-            .map(Vec::as_slice)
-            .unwrap_or_default();
+        let written = persisted.get(&checkpoint_id).map(Vec::as_slice).unwrap_or_default();
         written
             .iter()
             .filter(|p| p.channel == channel)
@@ -136,14 +120,8 @@ impl ChannelStatePersister {
 
     /// `startPersisting(barrierId, knownBuffers)`: opens the persist window of `barrier_id`
     /// and writes `known_buffers`; `CheckpointSubsumed` if a newer barrier was received.
-    pub fn start_persisting(
-        &mut self,
-        barrier_id: CheckpointId,
-        known_buffers: Vec<BufferSnapshot>,
-    ) -> Result<()> {
-        if self.checkpoint_status == CheckpointStatus::BarrierReceived
-            && self.last_seen_barrier > barrier_id
-        {
+    pub fn start_persisting(&mut self, barrier_id: CheckpointId, known_buffers: Vec<BufferSnapshot>) -> Result<()> {
+        if self.checkpoint_status == CheckpointStatus::BarrierReceived && self.last_seen_barrier > barrier_id {
             return Err(ChannelError::CheckpointSubsumed {
                 checkpoint_id: barrier_id,
                 newer_checkpoint_id: self.last_seen_barrier,
@@ -156,8 +134,7 @@ impl ChannelStatePersister {
             self.last_seen_barrier = barrier_id;
         }
         if !known_buffers.is_empty() {
-            self.writer
-                .add_input_data(barrier_id, self.channel, known_buffers);
+            self.writer.add_input_data(barrier_id, self.channel, known_buffers);
         }
         Ok(())
     }
@@ -174,11 +151,8 @@ impl ChannelStatePersister {
     /// buffers must never come here (FLINK-40016).
     pub fn maybe_persist(&mut self, buffer: &NetworkBuffer) {
         if self.checkpoint_status == CheckpointStatus::BarrierPending && buffer.is_buffer() {
-            self.writer.add_input_data(
-                self.last_seen_barrier,
-                self.channel,
-                vec![buffer.snapshot()],
-            );
+            self.writer
+                .add_input_data(self.last_seen_barrier, self.channel, vec![buffer.snapshot()]);
         }
     }
 

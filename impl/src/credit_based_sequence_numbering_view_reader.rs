@@ -63,11 +63,7 @@ impl CreditBasedSequenceNumberingViewReader {
     /// `numCreditsAvailable = needsRecovery ? 0 : initialCredit`.
     pub fn new(request: &PartitionRequest, subpartition: Arc<ResultSubpartition>) -> Result<Self> {
         subpartition.create_read_view(None)?;
-        let num_credits_available = if request.needs_recovery {
-            0
-        } else {
-            request.credit
-        };
+        let num_credits_available = if request.needs_recovery { 0 } else { request.credit };
         Ok(Self {
             receiver: request.receiver,
             subpartition,

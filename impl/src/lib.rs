@@ -14,6 +14,7 @@ pub mod credit_based_sequence_numbering_view_reader;
 pub mod error;
 pub mod local_input_channel;
 pub mod network_buffer;
+pub mod pause_point;
 pub mod prioritized_deque;
 pub mod recoverable_input_channel;
 pub mod recovered_input_channel;
@@ -23,7 +24,5 @@ pub mod single_input_gate;
 pub(crate) mod sync;
 
 pub use error::{ChannelError, DeclineReason, Result};
-pub use network_buffer::{
-    BufferId, BufferKind, BufferSnapshot, CheckpointId, DataType, NetworkBuffer,
-};
+pub use network_buffer::{BufferId, BufferKind, BufferSnapshot, CheckpointId, DataType, NetworkBuffer};
 pub use recoverable_input_channel::{InputChannelInfo, RecoverableInputChannel};

@@ -25,8 +25,8 @@ use crate::channel_state_persister::{ChannelStatePersister, ChannelStatePersiste
 use crate::error::{ChannelError, Result};
 use crate::network_buffer::{BufferKind, BufferSnapshot, CheckpointId, DataType, NetworkBuffer};
 use crate::recoverable_input_channel::{
-    BufferAndAvailability, ChannelContext, ChannelSnapshot, FutureStatus, InputChannelInfo,
-    RecoverableInputChannel, StateConsumedFuture, collect_pre_recovery_barrier,
+    BufferAndAvailability, ChannelContext, ChannelSnapshot, FutureStatus, InputChannelInfo, RecoverableInputChannel,
+    StateConsumedFuture, collect_pre_recovery_barrier,
 };
 use crate::result_subpartition::{BufferAvailabilityListener, ResultSubpartition};
 use crate::sync::{Arc, AtomicBool, Latch, Mutex, Ordering};
@@ -91,8 +91,7 @@ impl BufferAvailabilityListener for LocalChannelShared {
 
     /// `notifyPriorityEvent(seq)` (producer thread): flag, then `inputGate.notifyPriorityEvent`.
     fn notify_priority_event(&self, _priority_sequence_number: i32) {
-        self.has_pending_priority_event
-            .store(true, Ordering::SeqCst);
+        self.has_pending_priority_event.store(true, Ordering::SeqCst);
         self.gate
             .notify_priority_event(self.channel_info.input_channel_idx as usize);
     }
@@ -175,11 +174,7 @@ impl fmt::Debug for LocalInputChannel {
 impl LocalInputChannel {
     /// `new LocalInputChannel(..., networkBuffersPerChannel, needsRecovery)`: in recovery iff
     /// `needs_recovery`; the recovery-only `BufferManager` exists only then.
-    pub fn new(
-        context: ChannelContext,
-        partition: Arc<ResultSubpartition>,
-        needs_recovery: bool,
-    ) -> Arc<Self> {
+    pub fn new(context: ChannelContext, partition: Arc<ResultSubpartition>, needs_recovery: bool) -> Arc<Self> {
         let shared = Arc::new(LocalChannelShared {
             channel_info: context.channel_info,
             gate: Arc::clone(&context.gate),
@@ -188,8 +183,7 @@ impl LocalInputChannel {
             error: Mutex::new(None),
         });
         let buffer_manager = needs_recovery.then(|| {
-            let channel: Arc<dyn BufferManagerChannel> =
-                Arc::clone(&shared) as Arc<dyn BufferManagerChannel>;
+            let channel: Arc<dyn BufferManagerChannel> = Arc::clone(&shared) as Arc<dyn BufferManagerChannel>;
             BufferManager::new(
                 Arc::clone(&context.global_pool),
                 Arc::clone(&context.buffer_pool),
@@ -203,10 +197,7 @@ impl LocalInputChannel {
             in_recovery: needs_recovery,
             recovery_sequence_number: i32::MIN,
             end_of_fetched_appended: false,
-            persister: ChannelStatePersister::new(
-                Arc::clone(&context.writer),
-                context.channel_info,
-            ),
+            persister: ChannelStatePersister::new(Arc::clone(&context.writer), context.channel_info),
         };
         let state_consumed = if needs_recovery {
             StateConsumedFuture::new()
@@ -277,9 +268,8 @@ impl LocalInputChannel {
         &self,
         view: Option<Arc<ResultSubpartition>>,
     ) -> Result<BufferAndAvailability> {
-        let view = view.ok_or_else(|| {
-            ChannelError::illegal_state("Priority event pending without a subpartition view.")
-        })?;
+        let view =
+            view.ok_or_else(|| ChannelError::illegal_state("Priority event pending without a subpartition view."))?;
         if !view.peek_next_data_type().has_priority() {
             return Err(ChannelError::illegal_state(
                 "Expected priority event at the head of the subpartition.",
@@ -293,9 +283,7 @@ impl LocalInputChannel {
         let next_data_type = if next.next_data_type.has_priority() {
             next.next_data_type
         } else {
-            self.shared
-                .has_pending_priority_event
-                .store(false, Ordering::SeqCst);
+            self.shared.has_pending_priority_event.store(false, Ordering::SeqCst);
             state.peek_next_data_type(next.next_data_type)
         };
         Ok(BufferAndAvailability {
@@ -308,18 +296,12 @@ impl LocalInputChannel {
 
     /// The unchanged master path: poll the view; `checkForBarrier` and `maybePersist` each
     /// buffer.
-    fn get_next_live_buffer(
-        &self,
-        view: Option<Arc<ResultSubpartition>>,
-    ) -> Result<Option<BufferAndAvailability>> {
-        let view = view.ok_or_else(|| {
-            ChannelError::illegal_state("Queried for a buffer before requesting the subpartition.")
-        })?;
+    fn get_next_live_buffer(&self, view: Option<Arc<ResultSubpartition>>) -> Result<Option<BufferAndAvailability>> {
+        let view = view
+            .ok_or_else(|| ChannelError::illegal_state("Queried for a buffer before requesting the subpartition."))?;
         let Some(next) = view.poll_buffer() else {
             if view.is_released() || self.shared.released.load(Ordering::SeqCst) {
-                return Err(ChannelError::released(
-                    "Local subpartition has already been released.",
-                ));
+                return Err(ChannelError::released("Local subpartition has already been released."));
             }
             return Ok(None);
         };
@@ -327,9 +309,7 @@ impl LocalInputChannel {
         state.persister.check_for_barrier(&next.buffer);
         state.persister.maybe_persist(&next.buffer);
         if next.buffer.kind().has_priority() && !next.next_data_type.has_priority() {
-            self.shared
-                .has_pending_priority_event
-                .store(false, Ordering::SeqCst);
+            self.shared.has_pending_priority_event.store(false, Ordering::SeqCst);
         }
         Ok(Some(BufferAndAvailability {
             buffer: next.buffer,
@@ -350,19 +330,13 @@ impl LocalInputChannel {
             in_recovery: state.in_recovery,
             recovered_buffers: state.buffers.iter().map(NetworkBuffer::snapshot).collect(),
             recovery_sequence_number: state.recovery_sequence_number,
-            has_pending_priority_event: self
-                .shared
-                .has_pending_priority_event
-                .load(Ordering::SeqCst),
+            has_pending_priority_event: self.shared.has_pending_priority_event.load(Ordering::SeqCst),
             has_subpartition_view,
             upstream_ready: self.upstream_ready.is_open(),
             released: self.shared.released.load(Ordering::SeqCst),
             state_consumed: self.state_consumed.status(),
             persister: state.persister.snapshot(),
-            buffer_manager: self
-                .buffer_manager
-                .as_ref()
-                .map(|manager| manager.snapshot()),
+            buffer_manager: self.buffer_manager.as_ref().map(|manager| manager.snapshot()),
         }
     }
 }
@@ -407,14 +381,10 @@ impl RecoverableInputChannel for LocalInputChannel {
                 return Ok(());
             }
             if !state.in_recovery {
-                return Err(ChannelError::illegal_state(
-                    "Recovery delivery already finished.",
-                ));
+                return Err(ChannelError::illegal_state("Recovery delivery already finished."));
             }
             let sentinel = NetworkBuffer::event(BufferKind::EndOfFetchedChannelState);
-            state
-                .offer_recovered_buffer(sentinel)
-                .map_err(|(_, error)| error)?
+            state.offer_recovered_buffer(sentinel).map_err(|(_, error)| error)?
         };
         if was_empty {
             self.notify_channel_non_empty();
@@ -422,20 +392,14 @@ impl RecoverableInputChannel for LocalInputChannel {
         Ok(())
     }
 
-    fn insert_recovery_checkpoint_barrier_if_in_recovery(
-        &self,
-        checkpoint_id: CheckpointId,
-    ) -> Result<()> {
+    fn insert_recovery_checkpoint_barrier_if_in_recovery(&self, checkpoint_id: CheckpointId) -> Result<()> {
         let was_empty = {
             let mut state = self.recovered_buffers.lock();
             if self.shared.released.load(Ordering::SeqCst) || !state.in_recovery {
                 return Ok(());
             }
-            let barrier =
-                NetworkBuffer::event(BufferKind::RecoveryCheckpointBarrier(checkpoint_id));
-            state
-                .offer_recovered_buffer(barrier)
-                .map_err(|(_, error)| error)?
+            let barrier = NetworkBuffer::event(BufferKind::RecoveryCheckpointBarrier(checkpoint_id));
+            state.offer_recovered_buffer(barrier).map_err(|(_, error)| error)?
         };
         if was_empty {
             self.notify_channel_non_empty();
@@ -445,9 +409,7 @@ impl RecoverableInputChannel for LocalInputChannel {
 
     fn request_recovery_buffer_blocking(&self) -> Result<NetworkBuffer> {
         let manager = self.buffer_manager.as_ref().ok_or_else(|| {
-            ChannelError::illegal_state(
-                "Recovery buffers requested from a channel without recovery.",
-            )
+            ChannelError::illegal_state("Recovery buffers requested from a channel without recovery.")
         })?;
         self.upstream_ready.wait();
         manager.request_buffer_blocking()
@@ -485,10 +447,7 @@ impl RecoverableInputChannel for LocalInputChannel {
         let in_recovery = {
             let mut state = self.recovered_buffers.lock();
             let in_recovery = state.in_recovery;
-            let priority_pending = self
-                .shared
-                .has_pending_priority_event
-                .load(Ordering::SeqCst);
+            let priority_pending = self.shared.has_pending_priority_event.load(Ordering::SeqCst);
             if in_recovery
                 && !priority_pending
                 && let Some(buffer) = state.buffers.pop_front()
@@ -498,11 +457,7 @@ impl RecoverableInputChannel for LocalInputChannel {
             in_recovery
         };
         if in_recovery {
-            if self
-                .shared
-                .has_pending_priority_event
-                .load(Ordering::SeqCst)
-            {
+            if self.shared.has_pending_priority_event.load(Ordering::SeqCst) {
                 return self.pull_priority_from_subpartition_view(view).map(Some);
             }
             // Live upstream data stays hidden during recovery.
@@ -521,8 +476,7 @@ impl RecoverableInputChannel for LocalInputChannel {
             } else {
                 (Vec::new(), Ok(Vec::new()))
             };
-            let outcome = collected
-                .and_then(|to_persist| state.persister.start_persisting(checkpoint_id, to_persist));
+            let outcome = collected.and_then(|to_persist| state.persister.start_persisting(checkpoint_id, to_persist));
             (removed, outcome)
         };
         removed.into_iter().for_each(NetworkBuffer::recycle_quietly);
@@ -530,18 +484,13 @@ impl RecoverableInputChannel for LocalInputChannel {
     }
 
     fn checkpoint_stopped(&self, checkpoint_id: CheckpointId) {
-        self.recovered_buffers
-            .lock()
-            .persister
-            .stop_persisting(checkpoint_id);
+        self.recovered_buffers.lock().persister.stop_persisting(checkpoint_id);
     }
 
     /// `setup()`: lends `networkBuffersPerChannel` exclusive buffers to recovery, if any.
     fn setup(&self) -> Result<()> {
         match &self.buffer_manager {
-            Some(manager) => {
-                manager.request_exclusive_buffers(self.context.network_buffers_per_channel)
-            }
+            Some(manager) => manager.request_exclusive_buffers(self.context.network_buffers_per_channel),
             None => Ok(()),
         }
     }
@@ -552,9 +501,7 @@ impl RecoverableInputChannel for LocalInputChannel {
         {
             let mut view = self.request_lock.lock();
             if self.shared.released.load(Ordering::SeqCst) {
-                return Err(ChannelError::released(
-                    "LocalInputChannel has already been released.",
-                ));
+                return Err(ChannelError::released("LocalInputChannel has already been released."));
             }
             if view.is_none() {
                 let listener: Arc<dyn BufferAvailabilityListener> =
@@ -576,9 +523,7 @@ impl RecoverableInputChannel for LocalInputChannel {
         self.state_consumed.complete_exceptionally();
         self.request_lock.lock().take();
         let drained: Vec<NetworkBuffer> = self.recovered_buffers.lock().buffers.drain(..).collect();
-        let mut outcome = drained
-            .into_iter()
-            .try_for_each(NetworkBuffer::recycle_buffer);
+        let mut outcome = drained.into_iter().try_for_each(NetworkBuffer::recycle_buffer);
         if let Some(manager) = &self.buffer_manager {
             outcome = outcome.and(manager.release_all_buffers(Vec::new()));
         }

@@ -228,10 +228,6 @@ impl fmt::Debug for NetworkBuffer {
             BufferRecycler::Floating(_) => "floating",
             BufferRecycler::Unpooled => "unpooled",
         };
-        write!(
-            f,
-            "{:?}#{}({:?}, {owner})",
-            self.kind, self.id.0, self.payload
-        )
+        write!(f, "{:?}#{}({:?}, {owner})", self.kind, self.id.0, self.payload)
     }
 }

@@ -42,11 +42,7 @@ impl<T> PrioritizedDeque<T> {
     /// `prioritize(element)`: moves the first ordinary element matching `matches` into the
     /// priority section; false if none matches.
     pub fn prioritize(&mut self, matches: impl Fn(&T) -> bool) -> bool {
-        let found = self
-            .deque
-            .iter()
-            .skip(self.num_priority_elements)
-            .position(matches);
+        let found = self.deque.iter().skip(self.num_priority_elements).position(matches);
         match found {
             Some(offset) => {
                 let element = self
@@ -79,10 +75,7 @@ impl<T> PrioritizedDeque<T> {
 
     /// Whether some priority element matches `matches` (`containsPriorityElement`).
     pub fn contains_priority_element(&self, matches: impl Fn(&T) -> bool) -> bool {
-        self.deque
-            .iter()
-            .take(self.num_priority_elements)
-            .any(matches)
+        self.deque.iter().take(self.num_priority_elements).any(matches)
     }
 
     /// `size()`.

@@ -168,10 +168,7 @@ pub trait RecoverableInputChannel: Send + Sync {
 
     /// `insertRecoveryCheckpointBarrierIfInRecovery(checkpointId)`: appends a
     /// `RecoveryCheckpointBarrier` if in recovery and not released.
-    fn insert_recovery_checkpoint_barrier_if_in_recovery(
-        &self,
-        checkpoint_id: CheckpointId,
-    ) -> Result<()>;
+    fn insert_recovery_checkpoint_barrier_if_in_recovery(&self, checkpoint_id: CheckpointId) -> Result<()>;
 
     /// `requestRecoveryBufferBlocking()`: lends an exclusive buffer to the recovery reader.
     fn request_recovery_buffer_blocking(&self) -> Result<NetworkBuffer>;
@@ -236,13 +233,7 @@ pub(crate) fn collect_pre_recovery_barrier<Q: RecoveryQueue>(
             }
             BufferKind::RecoveryCheckpointBarrier(id) if id > checkpoint_id => {
                 let reason = DeclineReason::LaterRecoveryCheckpointBarrier { found: id };
-                return (
-                    removed,
-                    Err(ChannelError::CheckpointDeclined {
-                        checkpoint_id,
-                        reason,
-                    }),
-                );
+                return (removed, Err(ChannelError::CheckpointDeclined { checkpoint_id, reason }));
             }
             // A barrier of a subsumed checkpoint: discard it and keep walking.
             BufferKind::RecoveryCheckpointBarrier(_) => removed.push(queue.remove_at(index)),
@@ -255,13 +246,7 @@ pub(crate) fn collect_pre_recovery_barrier<Q: RecoveryQueue>(
         }
     }
     let reason = DeclineReason::MissingRecoveryCheckpointBarrier;
-    (
-        removed,
-        Err(ChannelError::CheckpointDeclined {
-            checkpoint_id,
-            reason,
-        }),
-    )
+    (removed, Err(ChannelError::CheckpointDeclined { checkpoint_id, reason }))
 }
 
 impl RecoveryQueue for std::collections::VecDeque<NetworkBuffer> {

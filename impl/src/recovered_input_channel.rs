@@ -19,8 +19,7 @@ use crate::error::{ChannelError, DeclineReason, Result};
 use crate::local_input_channel::LocalInputChannel;
 use crate::network_buffer::{BufferKind, BufferSnapshot, CheckpointId, DataType, NetworkBuffer};
 use crate::recoverable_input_channel::{
-    BufferAndAvailability, ChannelContext, FutureStatus, InputChannelInfo, RecoverableInputChannel,
-    StateConsumedFuture,
+    BufferAndAvailability, ChannelContext, FutureStatus, InputChannelInfo, RecoverableInputChannel, StateConsumedFuture,
 };
 use crate::remote_input_channel::RemoteInputChannel;
 use crate::result_subpartition::ResultSubpartition;
@@ -105,8 +104,7 @@ impl RecoveredInputChannel {
         let shared = Arc::new(RecoveredShared {
             released: AtomicBool::new(false),
         });
-        let channel: Arc<dyn BufferManagerChannel> =
-            Arc::clone(&shared) as Arc<dyn BufferManagerChannel>;
+        let channel: Arc<dyn BufferManagerChannel> = Arc::clone(&shared) as Arc<dyn BufferManagerChannel>;
         let buffer_manager = BufferManager::new(
             Arc::clone(&context.global_pool),
             Arc::clone(&context.buffer_pool),
@@ -182,10 +180,7 @@ impl RecoveredInputChannel {
             let Some(next) = state.buffers.pop_front() else {
                 return Ok(None);
             };
-            let next_data_type = state
-                .buffers
-                .front()
-                .map_or(DataType::None, NetworkBuffer::data_type);
+            let next_data_type = state.buffers.front().map_or(DataType::None, NetworkBuffer::data_type);
             let sequence_number = state.sequence_number;
             state.sequence_number = sequence_number.wrapping_add(1);
             (next, next_data_type, sequence_number)
@@ -246,21 +241,16 @@ impl RecoveredInputChannel {
                 state.last_stopped_checkpoint_id,
             )
         };
-        let (handle, channel): (InputChannelHandle, Arc<dyn RecoverableInputChannel>) =
-            match &self.kind {
-                RecoveredChannelKind::Local { partition } => {
-                    let channel = LocalInputChannel::new(
-                        self.context.clone(),
-                        Arc::clone(partition),
-                        needs_recovery,
-                    );
-                    (InputChannelHandle::Local(Arc::clone(&channel)), channel)
-                }
-                RecoveredChannelKind::Remote => {
-                    let channel = RemoteInputChannel::new(self.context.clone(), needs_recovery);
-                    (InputChannelHandle::Remote(Arc::clone(&channel)), channel)
-                }
-            };
+        let (handle, channel): (InputChannelHandle, Arc<dyn RecoverableInputChannel>) = match &self.kind {
+            RecoveredChannelKind::Local { partition } => {
+                let channel = LocalInputChannel::new(self.context.clone(), Arc::clone(partition), needs_recovery);
+                (InputChannelHandle::Local(Arc::clone(&channel)), channel)
+            }
+            RecoveredChannelKind::Remote => {
+                let channel = RemoteInputChannel::new(self.context.clone(), needs_recovery);
+                (InputChannelHandle::Remote(Arc::clone(&channel)), channel)
+            }
+        };
         if let Err(error) = channel.setup() {
             queued.into_iter().for_each(NetworkBuffer::recycle_quietly);
             return Err(error);
@@ -277,9 +267,7 @@ impl RecoveredInputChannel {
             }
         }
         if needs_recovery {
-            channel.on_recovered_state_buffer(NetworkBuffer::event(
-                BufferKind::EndOfFetchedChannelState,
-            ))?;
+            channel.on_recovered_state_buffer(NetworkBuffer::event(BufferKind::EndOfFetchedChannelState))?;
         }
         if last_stopped != NO_CHECKPOINT {
             channel.checkpoint_stopped(last_stopped);

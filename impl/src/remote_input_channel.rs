@@ -23,16 +23,15 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use crate::buffer_manager::{BufferManager, BufferManagerChannel, BufferManagerSnapshot};
-use crate::channel_state_persister::{
-    ChannelStatePersister, ChannelStatePersisterSnapshot, NO_CHECKPOINT,
-};
+use crate::channel_state_persister::{ChannelStatePersister, ChannelStatePersisterSnapshot, NO_CHECKPOINT};
 use crate::credit_based_sequence_numbering_view_reader::PartitionRequest;
 use crate::error::{ChannelError, Result};
 use crate::network_buffer::{BufferKind, BufferSnapshot, CheckpointId, DataType, NetworkBuffer};
+use crate::pause_point::{self, PausePoint};
 use crate::prioritized_deque::PrioritizedDeque;
 use crate::recoverable_input_channel::{
-    BufferAndAvailability, ChannelContext, ChannelSnapshot, FutureStatus, InputChannelInfo,
-    RecoverableInputChannel, RecoveryQueue, StateConsumedFuture, collect_pre_recovery_barrier,
+    BufferAndAvailability, ChannelContext, ChannelSnapshot, FutureStatus, InputChannelInfo, RecoverableInputChannel,
+    RecoveryQueue, StateConsumedFuture, collect_pre_recovery_barrier,
 };
 use crate::sync::{Arc, AtomicBool, AtomicI32, AtomicU64, Latch, Mutex, Ordering};
 
@@ -203,11 +202,7 @@ impl ReceivedBuffers {
     fn get_inflight_buffers(&self, checkpoint_id: CheckpointId) -> Vec<BufferSnapshot> {
         assert!(checkpoint_id == self.last_barrier_id || self.last_barrier_id == NO_CHECKPOINT);
         let mut inflight = Vec::new();
-        for element in self
-            .buffers
-            .iter()
-            .skip(self.buffers.num_priority_elements())
-        {
+        for element in self.buffers.iter().skip(self.buffers.num_priority_elements()) {
             if !element.buffer.is_buffer() {
                 continue;
             }
@@ -271,8 +266,7 @@ impl RemoteInputChannel {
             credit_notifications: AtomicU64::new(0),
             error: Mutex::new(None),
         });
-        let channel: Arc<dyn BufferManagerChannel> =
-            Arc::clone(&shared) as Arc<dyn BufferManagerChannel>;
+        let channel: Arc<dyn BufferManagerChannel> = Arc::clone(&shared) as Arc<dyn BufferManagerChannel>;
         let buffer_manager = BufferManager::new(
             Arc::clone(&context.global_pool),
             Arc::clone(&context.buffer_pool),
@@ -289,10 +283,7 @@ impl RemoteInputChannel {
             last_barrier_id: NO_CHECKPOINT,
             last_barrier_sequence_number: None,
             end_of_fetched_appended: false,
-            persister: ChannelStatePersister::new(
-                Arc::clone(&context.writer),
-                context.channel_info,
-            ),
+            persister: ChannelStatePersister::new(Arc::clone(&context.writer), context.channel_info),
         };
         let state_consumed = if needs_recovery {
             StateConsumedFuture::new()
@@ -370,6 +361,9 @@ impl RemoteInputChannel {
         let requested = self
             .buffer_manager
             .request_floating_buffers(backlog + self.initial_credit);
+        if requested > 0 {
+            pause_point::reached(PausePoint::Announce { n: requested });
+        }
         self.shared.notify_buffer_available(requested);
     }
 
@@ -380,12 +374,7 @@ impl RemoteInputChannel {
     /// `onBuffer(buffer, sequenceNumber, backlog, subpartitionId)`: enqueues an upstream
     /// element. During recovery priority events go to the head, ordinary events to the stash,
     /// and data is a protocol violation. Opens `upstreamReady`.
-    pub fn on_buffer(
-        &self,
-        buffer: NetworkBuffer,
-        sequence_number: i32,
-        backlog: i32,
-    ) -> Result<()> {
+    pub fn on_buffer(&self, buffer: NetworkBuffer, sequence_number: i32, backlog: i32) -> Result<()> {
         let kind = buffer.kind();
         let (notify_priority, notify_non_empty, rejected) = {
             let mut state = self.received_buffers.lock();
@@ -448,14 +437,10 @@ impl RemoteInputChannel {
             return Ok(());
         }
         if notify_priority {
-            self.context
-                .gate
-                .notify_priority_event(self.channel_index());
+            self.context.gate.notify_priority_event(self.channel_index());
         }
         if notify_non_empty {
-            self.context
-                .gate
-                .notify_channel_non_empty(self.channel_index());
+            self.context.gate.notify_channel_non_empty(self.channel_index());
         }
         self.upstream_ready.count_down();
         if backlog >= 0 {
@@ -467,13 +452,7 @@ impl RemoteInputChannel {
     /// A snapshot taken under the `receivedBuffers` lock (atomics and the buffer manager are
     /// read right after it).
     pub fn snapshot(&self) -> RemoteInputChannelSnapshot {
-        let (
-            received_buffers,
-            num_priority_elements,
-            recovery_event_stash,
-            in_recovery,
-            recovery_sequence_number,
-        );
+        let (received_buffers, num_priority_elements, recovery_event_stash, in_recovery, recovery_sequence_number);
         let (expected_sequence_number, last_barrier_id, last_barrier_sequence_number, persister);
         {
             let state = self.received_buffers.lock();
@@ -535,9 +514,7 @@ impl RecoverableInputChannel for RemoteInputChannel {
         match appended {
             Ok(was_empty) => {
                 if was_empty {
-                    self.context
-                        .gate
-                        .notify_channel_non_empty(self.channel_index());
+                    self.context.gate.notify_channel_non_empty(self.channel_index());
                 }
                 Ok(())
             }
@@ -558,33 +535,23 @@ impl RecoverableInputChannel for RemoteInputChannel {
         {
             let state = self.received_buffers.lock();
             if !state.in_recovery {
-                return Err(ChannelError::illegal_state(
-                    "Recovery delivery already finished.",
-                ));
+                return Err(ChannelError::illegal_state("Recovery delivery already finished."));
             }
         }
         self.on_recovered_state_buffer(NetworkBuffer::event(BufferKind::EndOfFetchedChannelState))
     }
 
-    fn insert_recovery_checkpoint_barrier_if_in_recovery(
-        &self,
-        checkpoint_id: CheckpointId,
-    ) -> Result<()> {
+    fn insert_recovery_checkpoint_barrier_if_in_recovery(&self, checkpoint_id: CheckpointId) -> Result<()> {
         let was_empty = {
             let mut state = self.received_buffers.lock();
             if self.shared.released.load(Ordering::SeqCst) || !state.in_recovery {
                 return Ok(());
             }
-            let barrier =
-                NetworkBuffer::event(BufferKind::RecoveryCheckpointBarrier(checkpoint_id));
-            state
-                .append_recovered_buffer(barrier)
-                .map_err(|(_, error)| error)?
+            let barrier = NetworkBuffer::event(BufferKind::RecoveryCheckpointBarrier(checkpoint_id));
+            state.append_recovered_buffer(barrier).map_err(|(_, error)| error)?
         };
         if was_empty {
-            self.context
-                .gate
-                .notify_channel_non_empty(self.channel_index());
+            self.context.gate.notify_channel_non_empty(self.channel_index());
         }
         Ok(())
     }
@@ -616,12 +583,11 @@ impl RecoverableInputChannel for RemoteInputChannel {
             was_empty && moved
         };
         if notify_non_empty {
-            self.context
-                .gate
-                .notify_channel_non_empty(self.channel_index());
+            self.context.gate.notify_channel_non_empty(self.channel_index());
         }
         // Outside `receivedBuffers`: no data can arrive before this announces credit, and
         // keeping `bufferQueue` out of `receivedBuffers` keeps the lock order flat.
+        pause_point::reached(PausePoint::EnableNotify);
         self.buffer_manager.enable_notify()?;
         self.state_consumed.complete();
         Ok(())
@@ -638,10 +604,7 @@ impl RecoverableInputChannel for RemoteInputChannel {
         let (next, next_data_type) = {
             let mut state = self.received_buffers.lock();
             // checkReadability(): in recovery reads are allowed before the partition request.
-            if !state.in_recovery
-                && !self.partition_requested.load(Ordering::SeqCst)
-                && state.buffers.is_empty()
-            {
+            if !state.in_recovery && !self.partition_requested.load(Ordering::SeqCst) && state.buffers.is_empty() {
                 return Err(ChannelError::illegal_state(
                     "Queried for a buffer before requesting a queue.",
                 ));
@@ -674,11 +637,9 @@ impl RecoverableInputChannel for RemoteInputChannel {
             let mut state = self.received_buffers.lock();
             if state.in_recovery {
                 let start = state.buffers.num_priority_elements();
-                let (removed, collected) =
-                    collect_pre_recovery_barrier(&mut state.buffers, start, checkpoint_id);
-                let outcome = collected.and_then(|to_persist| {
-                    state.persister.start_persisting(checkpoint_id, to_persist)
-                });
+                let (removed, collected) = collect_pre_recovery_barrier(&mut state.buffers, start, checkpoint_id);
+                let outcome =
+                    collected.and_then(|to_persist| state.persister.start_persisting(checkpoint_id, to_persist));
                 (removed, outcome)
             } else if checkpoint_id < state.last_barrier_id {
                 let error = ChannelError::CheckpointSubsumed {
@@ -692,15 +653,10 @@ impl RecoverableInputChannel for RemoteInputChannel {
                     state.reset_last_barrier();
                 }
                 let inflight = state.get_inflight_buffers(checkpoint_id);
-                (
-                    Vec::new(),
-                    state.persister.start_persisting(checkpoint_id, inflight),
-                )
+                (Vec::new(), state.persister.start_persisting(checkpoint_id, inflight))
             }
         };
-        removed
-            .into_iter()
-            .for_each(|element| element.buffer.recycle_quietly());
+        removed.into_iter().for_each(|element| element.buffer.recycle_quietly());
         outcome
     }
 
@@ -722,9 +678,7 @@ impl RecoverableInputChannel for RemoteInputChannel {
     /// `needsRecovery`.
     fn request_subpartitions(&self) -> Result<()> {
         if self.shared.released.load(Ordering::SeqCst) {
-            return Err(ChannelError::released(
-                "RemoteInputChannel has already been released.",
-            ));
+            return Err(ChannelError::released("RemoteInputChannel has already been released."));
         }
         let mut request = self.partition_request.lock();
         if request.is_none() {
@@ -746,17 +700,8 @@ impl RecoverableInputChannel for RemoteInputChannel {
         }
         let drained: Vec<NetworkBuffer> = {
             let mut state = self.received_buffers.lock();
-            let mut drained: Vec<NetworkBuffer> = state
-                .buffers
-                .drain()
-                .map(|element| element.buffer)
-                .collect();
-            drained.extend(
-                state
-                    .recovery_event_stash
-                    .drain(..)
-                    .map(|element| element.buffer),
-            );
+            let mut drained: Vec<NetworkBuffer> = state.buffers.drain().map(|element| element.buffer).collect();
+            drained.extend(state.recovery_event_stash.drain(..).map(|element| element.buffer));
             drained
         };
         let outcome = self.buffer_manager.release_all_buffers(drained);

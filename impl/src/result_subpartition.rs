@@ -101,27 +101,20 @@ impl ResultSubpartition {
             if state.released {
                 drop(state);
                 buffer.recycle_buffer()?;
-                return Err(ChannelError::released(
-                    "Subpartition has already been released.",
-                ));
+                return Err(ChannelError::released("Subpartition has already been released."));
             }
             let was_empty = state.buffers.is_empty();
             if buffer.kind().has_priority() {
                 state.buffers.add_priority_element(buffer);
-                let priority_sequence_number =
-                    state.sequence_number + state.buffers.num_priority_elements() as i32 - 1;
+                let priority_sequence_number = state.sequence_number + state.buffers.num_priority_elements() as i32 - 1;
                 match &state.listener {
-                    Some(listener) => {
-                        Notification::PriorityEvent(Arc::clone(listener), priority_sequence_number)
-                    }
+                    Some(listener) => Notification::PriorityEvent(Arc::clone(listener), priority_sequence_number),
                     None => Notification::None,
                 }
             } else {
                 state.buffers.add(buffer);
                 match &state.listener {
-                    Some(listener) if was_empty => {
-                        Notification::DataAvailable(Arc::clone(listener))
-                    }
+                    Some(listener) if was_empty => Notification::DataAvailable(Arc::clone(listener)),
                     _ => Notification::None,
                 }
             }
@@ -129,25 +122,18 @@ impl ResultSubpartition {
         match notification {
             Notification::None => {}
             Notification::DataAvailable(listener) => listener.notify_data_available(),
-            Notification::PriorityEvent(listener, sequence_number) => {
-                listener.notify_priority_event(sequence_number)
-            }
+            Notification::PriorityEvent(listener, sequence_number) => listener.notify_priority_event(sequence_number),
         }
         Ok(())
     }
 
     /// `createReadView(availabilityListener)`: one view per subpartition; the listener is told
     /// (after unlocking) if data is already queued.
-    pub fn create_read_view(
-        &self,
-        listener: Option<Arc<dyn BufferAvailabilityListener>>,
-    ) -> Result<()> {
+    pub fn create_read_view(&self, listener: Option<Arc<dyn BufferAvailabilityListener>>) -> Result<()> {
         let notify = {
             let mut state = self.buffers.lock();
             if state.released {
-                return Err(ChannelError::released(
-                    "Subpartition has already been released.",
-                ));
+                return Err(ChannelError::released("Subpartition has already been released."));
             }
             if state.has_read_view {
                 return Err(ChannelError::illegal_state(
@@ -173,10 +159,7 @@ impl ResultSubpartition {
         Some(BufferAndBacklog {
             buffer,
             buffers_in_backlog: Self::backlog(&state),
-            next_data_type: state
-                .buffers
-                .peek()
-                .map_or(DataType::None, NetworkBuffer::data_type),
+            next_data_type: state.buffers.peek().map_or(DataType::None, NetworkBuffer::data_type),
             sequence_number,
         })
     }
@@ -213,9 +196,7 @@ impl ResultSubpartition {
             state.listener = None;
             state.buffers.drain().collect()
         };
-        drained
-            .into_iter()
-            .try_for_each(NetworkBuffer::recycle_buffer)
+        drained.into_iter().try_for_each(NetworkBuffer::recycle_buffer)
     }
 
     /// `isReleased()`.

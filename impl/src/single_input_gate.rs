@@ -23,8 +23,8 @@ use crate::error::{ChannelError, Result};
 use crate::local_input_channel::LocalInputChannel;
 use crate::network_buffer::{BufferKind, CheckpointId, DataType, NetworkBuffer};
 use crate::recoverable_input_channel::{
-    BufferAndAvailability, ChannelContext, ChannelSnapshot, InputChannelInfo,
-    RecoverableInputChannel, StateConsumedFuture,
+    BufferAndAvailability, ChannelContext, ChannelSnapshot, InputChannelInfo, RecoverableInputChannel,
+    StateConsumedFuture,
 };
 use crate::recovered_input_channel::RecoveredInputChannel;
 use crate::remote_input_channel::RemoteInputChannel;
@@ -159,12 +159,8 @@ impl InputChannelHandle {
     pub fn as_recoverable(&self) -> Option<Arc<dyn RecoverableInputChannel>> {
         match self {
             InputChannelHandle::Recovered(_) => None,
-            InputChannelHandle::Local(channel) => {
-                Some(Arc::clone(channel) as Arc<dyn RecoverableInputChannel>)
-            }
-            InputChannelHandle::Remote(channel) => {
-                Some(Arc::clone(channel) as Arc<dyn RecoverableInputChannel>)
-            }
+            InputChannelHandle::Local(channel) => Some(Arc::clone(channel) as Arc<dyn RecoverableInputChannel>),
+            InputChannelHandle::Remote(channel) => Some(Arc::clone(channel) as Arc<dyn RecoverableInputChannel>),
         }
     }
 
@@ -232,9 +228,7 @@ impl InputChannelHandle {
     /// A snapshot of the channel.
     pub fn snapshot(&self) -> ChannelSnapshot {
         match self {
-            InputChannelHandle::Recovered(channel) => {
-                ChannelSnapshot::Recovered(channel.snapshot())
-            }
+            InputChannelHandle::Recovered(channel) => ChannelSnapshot::Recovered(channel.snapshot()),
             InputChannelHandle::Local(channel) => channel.channel_snapshot(),
             InputChannelHandle::Remote(channel) => channel.channel_snapshot(),
         }
@@ -352,9 +346,7 @@ impl SingleInputGate {
         for channel in &gate.channels {
             match channel {
                 InputChannelHandle::Recovered(_) => {
-                    return Err(ChannelError::illegal_state(
-                        "Recovered channel left after conversion.",
-                    ));
+                    return Err(ChannelError::illegal_state("Recovered channel left after conversion."));
                 }
                 InputChannelHandle::Local(channel) => channel.request_subpartitions()?,
                 InputChannelHandle::Remote(channel) => channel.request_subpartitions()?,
@@ -366,10 +358,7 @@ impl SingleInputGate {
 
     /// `convertRecoveredInputChannels(needsRecovery)`: `toInputChannel`, release the recovered
     /// channel, replace it; the first failure stops the conversion.
-    fn convert_recovered_input_channels(
-        gate: &mut GateChannels,
-        needs_recovery: bool,
-    ) -> Result<()> {
+    fn convert_recovered_input_channels(gate: &mut GateChannels, needs_recovery: bool) -> Result<()> {
         for slot in gate.channels.iter_mut() {
             let InputChannelHandle::Recovered(recovered) = slot else {
                 continue;
@@ -394,9 +383,7 @@ impl SingleInputGate {
 
     /// Whether every channel's state-consumed future is done.
     pub fn all_state_consumed(&self) -> bool {
-        self.state_consumed_futures()
-            .iter()
-            .all(StateConsumedFuture::is_done)
+        self.state_consumed_futures().iter().all(StateConsumedFuture::is_done)
     }
 
     /// `pollNext()` (task thread): the next buffer or event of any channel, or `None` if none
@@ -418,9 +405,7 @@ impl SingleInputGate {
             }
             if next.buffer.kind() == BufferKind::EndOfFetchedChannelState {
                 let recoverable = channel.as_recoverable().ok_or_else(|| {
-                    ChannelError::illegal_state(
-                        "EndOfFetchedChannelStateEvent from a channel that is not recoverable.",
-                    )
+                    ChannelError::illegal_state("EndOfFetchedChannelStateEvent from a channel that is not recoverable.")
                 })?;
                 next.buffer.recycle_buffer()?;
                 recoverable.on_recovered_state_consumed()?;
@@ -474,11 +459,7 @@ impl SingleInputGate {
             channels_with_data,
             requested_partitions: gate.requested_partitions,
             closed: gate.closed,
-            channels: gate
-                .channels
-                .iter()
-                .map(InputChannelHandle::snapshot)
-                .collect(),
+            channels: gate.channels.iter().map(InputChannelHandle::snapshot).collect(),
         }
     }
 }

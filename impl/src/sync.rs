@@ -32,9 +32,7 @@ impl<T> Mutex<T> {
     }
 
     pub(crate) fn lock(&self) -> Guard<'_, T> {
-        self.0
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }
 
@@ -54,9 +52,7 @@ impl Condvar {
     }
 
     pub(crate) fn wait<'a, T>(&self, guard: Guard<'a, T>) -> Guard<'a, T> {
-        self.0
-            .wait(guard)
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.0.wait(guard).unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     pub(crate) fn notify_all(&self) {

@@ -37,13 +37,7 @@ fn setup(segments: u32, floating: usize, notify: bool) -> Setup {
     let global = NetworkBufferPool::new(segments);
     let local = LocalBufferPool::new(Arc::clone(&global), floating).unwrap();
     let channel = Arc::new(CountingChannel::default());
-    let manager = BufferManager::new(
-        Arc::clone(&global),
-        Arc::clone(&local),
-        channel.clone(),
-        0,
-        notify,
-    );
+    let manager = BufferManager::new(Arc::clone(&global), Arc::clone(&local), channel.clone(), 0, notify);
     Setup {
         global,
         local,
@@ -76,11 +70,7 @@ fn recycled_exclusive_buffer_is_announced_when_notification_is_enabled() {
 fn recycled_exclusive_buffer_is_not_announced_while_notification_is_disabled() {
     let s = setup(2, 0, false);
     s.manager.request_exclusive_buffers(2).unwrap();
-    s.manager
-        .request_buffer()
-        .unwrap()
-        .recycle_buffer()
-        .unwrap();
+    s.manager.request_buffer().unwrap().recycle_buffer().unwrap();
     assert_eq!(s.channel.announced.load(Ordering::SeqCst), 0);
     assert_eq!(s.manager.snapshot().buffers_announced, 0);
 }
@@ -100,10 +90,7 @@ fn enable_notify_announces_every_queued_buffer_once() {
 fn enable_notify_twice_is_an_illegal_state() {
     let s = setup(1, 0, false);
     s.manager.enable_notify().unwrap();
-    assert!(matches!(
-        s.manager.enable_notify(),
-        Err(ChannelError::IllegalState(_))
-    ));
+    assert!(matches!(s.manager.enable_notify(), Err(ChannelError::IllegalState(_))));
 }
 
 #[test]
@@ -201,10 +188,7 @@ fn request_buffer_blocking_fails_once_the_channel_is_released() {
     thread::sleep(Duration::from_millis(20));
     s.channel.released.store(true, Ordering::SeqCst);
     s.manager.release_all_buffers(Vec::new()).unwrap();
-    assert!(matches!(
-        waiter.join().unwrap(),
-        Err(ChannelError::Released(_))
-    ));
+    assert!(matches!(waiter.join().unwrap(), Err(ChannelError::Released(_))));
 }
 
 #[test]
@@ -236,10 +220,7 @@ fn release_floating_buffers_returns_them_to_the_local_pool() {
     s.manager.request_floating_buffers(2);
     s.manager.release_floating_buffers().unwrap();
     let snapshot = s.manager.snapshot();
-    assert_eq!(
-        (snapshot.floating.len(), snapshot.num_required_buffers),
-        (0, 0)
-    );
+    assert_eq!((snapshot.floating.len(), snapshot.num_required_buffers), (0, 0));
     assert_eq!(s.local.snapshot().available.len(), 2);
 }
 

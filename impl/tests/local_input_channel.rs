@@ -14,8 +14,7 @@ use recovery_impl::recoverable_input_channel::FutureStatus;
 use recovery_impl::result_subpartition::ResultSubpartition;
 use recovery_impl::single_input_gate::InputChannelHandle;
 use recovery_impl::{
-    BufferId, BufferKind, ChannelError, DataType, DeclineReason, NetworkBuffer,
-    RecoverableInputChannel,
+    BufferId, BufferKind, ChannelError, DataType, DeclineReason, NetworkBuffer, RecoverableInputChannel,
 };
 
 struct Local {
@@ -32,9 +31,7 @@ fn local_in_recovery(recovered: &[u32]) -> Local {
         .gate
         .set_input_channels(vec![InputChannelHandle::Local(Arc::clone(&channel))]);
     for id in recovered {
-        channel
-            .on_recovered_state_buffer(data(*id, u64::from(*id)))
-            .unwrap();
+        channel.on_recovered_state_buffer(data(*id, u64::from(*id))).unwrap();
     }
     Local {
         fixture,
@@ -65,10 +62,7 @@ fn recovered_data_precedes_live_data_and_the_sentinel_is_never_handed_out() {
     let ids: Vec<BufferId> = polled.iter().map(|p| p.1).collect();
     assert_eq!(ids, vec![BufferId(1), BufferId(2), BufferId(10)]);
     assert!(!local.channel.snapshot().in_recovery);
-    assert_eq!(
-        local.channel.state_consumed_future().status(),
-        FutureStatus::Completed
-    );
+    assert_eq!(local.channel.state_consumed_future().status(), FutureStatus::Completed);
 }
 
 #[test]
@@ -84,10 +78,7 @@ fn recovery_sequence_numbers_are_assigned_at_consumption_and_count_the_sentinel(
     assert_eq!(first.next_data_type, DataType::EventBuffer);
     let sentinel = local.channel.get_next_buffer().unwrap().unwrap();
     assert_eq!(sentinel.sequence_number, i32::MIN + 1);
-    assert_eq!(
-        local.channel.snapshot().recovery_sequence_number,
-        i32::MIN + 2
-    );
+    assert_eq!(local.channel.snapshot().recovery_sequence_number, i32::MIN + 2);
 }
 
 #[test]
@@ -124,13 +115,7 @@ fn pending_priority_event_overtakes_recovered_buffers() {
     assert_eq!(barrier.next_data_type, DataType::DataBuffer);
     assert!(!local.channel.snapshot().has_pending_priority_event);
     assert_eq!(
-        local
-            .channel
-            .get_next_buffer()
-            .unwrap()
-            .unwrap()
-            .buffer
-            .id(),
+        local.channel.get_next_buffer().unwrap().unwrap().buffer.id(),
         BufferId(1)
     );
 }
@@ -155,10 +140,7 @@ fn checkpoint_started_persists_recovered_data_before_the_matching_barrier_and_ke
     let snapshot = local.channel.snapshot();
     let queued: Vec<BufferId> = snapshot.recovered_buffers.iter().map(|b| b.id).collect();
     assert_eq!(queued, vec![BufferId(1), BufferId(2), BufferId(3)]);
-    assert_eq!(
-        snapshot.persister.checkpoint_status,
-        CheckpointStatus::BarrierPending
-    );
+    assert_eq!(snapshot.persister.checkpoint_status, CheckpointStatus::BarrierPending);
 }
 
 #[test]
@@ -173,14 +155,7 @@ fn recovered_buffers_are_never_persisted_twice() {
     while let Some(next) = local.channel.get_next_buffer().unwrap() {
         next.buffer.recycle_buffer().unwrap();
     }
-    assert_eq!(
-        local
-            .fixture
-            .writer
-            .persisted(5, local.channel.channel_info())
-            .len(),
-        2
-    );
+    assert_eq!(local.fixture.writer.persisted(5, local.channel.channel_info()).len(), 2);
 }
 
 #[test]
@@ -210,10 +185,7 @@ fn older_recovery_barriers_are_discarded_and_a_later_one_declines() {
         .iter()
         .map(|b| b.kind)
         .collect();
-    assert_eq!(
-        kinds,
-        vec![BufferKind::Data, BufferKind::RecoveryCheckpointBarrier(6)]
-    );
+    assert_eq!(kinds, vec![BufferKind::Data, BufferKind::RecoveryCheckpointBarrier(6)]);
 }
 
 #[test]
@@ -319,10 +291,7 @@ fn finish_recovered_buffer_delivery_waits_for_the_subpartition_view() {
         .iter()
         .map(|b| b.kind)
         .collect();
-    assert_eq!(
-        kinds,
-        vec![BufferKind::Data, BufferKind::EndOfFetchedChannelState]
-    );
+    assert_eq!(kinds, vec![BufferKind::Data, BufferKind::EndOfFetchedChannelState]);
 }
 
 #[test]
@@ -339,16 +308,7 @@ fn recovery_buffers_are_lent_from_the_exclusive_buffers() {
     let polled = local.channel.get_next_buffer().unwrap().unwrap();
     assert_eq!(polled.buffer.payload(), 42);
     polled.buffer.recycle_buffer().unwrap();
-    assert_eq!(
-        local
-            .channel
-            .snapshot()
-            .buffer_manager
-            .unwrap()
-            .exclusive
-            .len(),
-        2
-    );
+    assert_eq!(local.channel.snapshot().buffer_manager.unwrap().exclusive.len(), 2);
 }
 
 #[test]
@@ -362,10 +322,7 @@ fn release_recycles_recovered_buffers_and_cancels_the_future() {
         .on_recovered_state_buffer(buffer.fill(BufferKind::Data, 1))
         .unwrap();
     local.channel.release_all_resources().unwrap();
-    assert_eq!(
-        local.channel.state_consumed_future().status(),
-        FutureStatus::Cancelled
-    );
+    assert_eq!(local.channel.state_consumed_future().status(), FutureStatus::Cancelled);
     local.fixture.assert_all_buffers_returned(0);
     // A push after release is recycled, not queued.
     local.channel.on_recovered_state_buffer(data(5, 5)).unwrap();
@@ -381,15 +338,9 @@ fn channel_without_recovery_reads_live_data_directly() {
     let fixture = Fixture::new(2, 0);
     let partition = ResultSubpartition::new();
     let channel = LocalInputChannel::new(fixture.context(0, 2), Arc::clone(&partition), false);
-    assert_eq!(
-        channel.state_consumed_future().status(),
-        FutureStatus::Completed
-    );
+    assert_eq!(channel.state_consumed_future().status(), FutureStatus::Completed);
     assert!(channel.snapshot().buffer_manager.is_none());
-    assert!(matches!(
-        channel.get_next_buffer(),
-        Err(ChannelError::IllegalState(_))
-    ));
+    assert!(matches!(channel.get_next_buffer(), Err(ChannelError::IllegalState(_))));
     channel.request_subpartitions().unwrap();
     partition.add(data(1, 1)).unwrap();
     let next = channel.get_next_buffer().unwrap().unwrap();

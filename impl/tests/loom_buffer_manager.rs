@@ -31,11 +31,7 @@ impl BufferManagerChannel for CountingChannel {
 fn disabled_manager(
     global_segments: u32,
     floating: usize,
-) -> (
-    Arc<LocalBufferPool>,
-    Arc<CountingChannel>,
-    Arc<BufferManager>,
-) {
+) -> (Arc<LocalBufferPool>, Arc<CountingChannel>, Arc<BufferManager>) {
     let global = NetworkBufferPool::new(global_segments);
     let local = LocalBufferPool::new(Arc::clone(&global), floating).unwrap();
     let channel = Arc::new(CountingChannel::default());

@@ -120,10 +120,7 @@ fn conversion_without_recovery_after_consuming_the_legacy_stream() {
     while let Some(next) = fixture.gate.poll_next().unwrap() {
         next.buffer.recycle_buffer().unwrap();
     }
-    assert_eq!(
-        channel.state_consumed_future().status(),
-        FutureStatus::Completed
-    );
+    assert_eq!(channel.state_consumed_future().status(), FutureStatus::Completed);
     channel.checkpoint_stopped(3);
     fixture.gate.request_partitions(false).unwrap();
     let ChannelSnapshot::Remote(remote) = &fixture.gate.snapshot().channels[0] else {
@@ -157,17 +154,13 @@ fn gate_snapshot_round_trips_through_json() {
     let snapshot = fixture.gate.snapshot();
     let json = serde_json::to_string(&snapshot).unwrap();
     assert_eq!(
-        serde_json::from_str::<recovery_impl::single_input_gate::SingleInputGateSnapshot>(&json)
-            .unwrap(),
+        serde_json::from_str::<recovery_impl::single_input_gate::SingleInputGateSnapshot>(&json).unwrap(),
         snapshot
     );
     let writer = fixture.writer.snapshot();
     let json = serde_json::to_string(&writer).unwrap();
     assert_eq!(
-        serde_json::from_str::<recovery_impl::channel_state_persister::ChannelStateWriterSnapshot>(
-            &json
-        )
-        .unwrap(),
+        serde_json::from_str::<recovery_impl::channel_state_persister::ChannelStateWriterSnapshot>(&json).unwrap(),
         writer
     );
 }

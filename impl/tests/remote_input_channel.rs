@@ -15,8 +15,7 @@ use recovery_impl::remote_input_channel::RemoteInputChannel;
 use recovery_impl::result_subpartition::ResultSubpartition;
 use recovery_impl::single_input_gate::InputChannelHandle;
 use recovery_impl::{
-    BufferId, BufferKind, ChannelError, DataType, DeclineReason, NetworkBuffer,
-    RecoverableInputChannel,
+    BufferId, BufferKind, ChannelError, DataType, DeclineReason, NetworkBuffer, RecoverableInputChannel,
 };
 
 struct Remote {
@@ -53,11 +52,7 @@ fn recovered_buffers_get_sequence_numbers_at_append() {
     r.channel.on_recovered_state_buffer(data(100, 1)).unwrap();
     r.channel.on_recovered_state_buffer(data(101, 2)).unwrap();
     let snapshot = r.channel.snapshot();
-    let numbers: Vec<i32> = snapshot
-        .received_buffers
-        .iter()
-        .map(|b| b.sequence_number)
-        .collect();
+    let numbers: Vec<i32> = snapshot.received_buffers.iter().map(|b| b.sequence_number).collect();
     assert_eq!(numbers, vec![i32::MIN, i32::MIN + 1]);
     assert_eq!(snapshot.recovery_sequence_number, i32::MIN + 2);
 }
@@ -66,12 +61,8 @@ fn recovered_buffers_get_sequence_numbers_at_append() {
 fn upstream_events_are_stashed_during_recovery_and_replayed_after_the_sentinel() {
     let r = remote(true, 2);
     r.channel.on_recovered_state_buffer(data(100, 1)).unwrap();
-    r.channel
-        .on_buffer(event(200, BufferKind::Event), 0, 0)
-        .unwrap();
-    r.channel
-        .on_buffer(event(201, BufferKind::Event), 1, 0)
-        .unwrap();
+    r.channel.on_buffer(event(200, BufferKind::Event), 0, 0).unwrap();
+    r.channel.on_buffer(event(201, BufferKind::Event), 1, 0).unwrap();
     r.channel.on_recovered_state_buffer(sentinel()).unwrap();
     assert_eq!(r.channel.snapshot().recovery_event_stash.len(), 2);
     let mut polled = Vec::new();
@@ -116,13 +107,7 @@ fn live_data_during_recovery_is_a_protocol_violation() {
 fn out_of_order_upstream_buffer_is_a_reordering_error() {
     let r = remote(false, 2);
     let result = r.channel.on_buffer(event(200, BufferKind::Event), 1, 0);
-    assert_eq!(
-        result,
-        Err(ChannelError::BufferReordering {
-            expected: 0,
-            actual: 1
-        })
-    );
+    assert_eq!(result, Err(ChannelError::BufferReordering { expected: 0, actual: 1 }));
 }
 
 #[test]
@@ -145,9 +130,7 @@ fn credit_is_withheld_during_recovery_and_announced_once_after_consumption() {
 fn checkpoint_in_recovery_skips_the_priority_head() {
     let r = remote(true, 2);
     r.channel.on_recovered_state_buffer(data(100, 1)).unwrap();
-    r.channel
-        .insert_recovery_checkpoint_barrier_if_in_recovery(4)
-        .unwrap();
+    r.channel.insert_recovery_checkpoint_barrier_if_in_recovery(4).unwrap();
     r.channel.on_recovered_state_buffer(data(101, 2)).unwrap();
     r.channel
         .on_buffer(event(200, BufferKind::CheckpointBarrier(4)), 0, 0)
@@ -163,11 +146,7 @@ fn checkpoint_in_recovery_skips_the_priority_head() {
     assert_eq!(persisted, vec![BufferId(100)]);
     assert_eq!(
         kinds(&r.channel),
-        vec![
-            BufferKind::CheckpointBarrier(4),
-            BufferKind::Data,
-            BufferKind::Data
-        ]
+        vec![BufferKind::CheckpointBarrier(4), BufferKind::Data, BufferKind::Data]
     );
 }
 
@@ -206,21 +185,14 @@ fn live_data_before_the_barrier_is_persisted_after_recovery() {
     let r = remote(false, 2);
     r.channel.request_subpartitions().unwrap();
     r.channel.checkpoint_started(5).unwrap();
-    let buffer = r
-        .channel
-        .request_buffer()
-        .unwrap()
-        .fill(BufferKind::Data, 7);
+    let buffer = r.channel.request_buffer().unwrap().fill(BufferKind::Data, 7);
     let id = buffer.id();
     r.channel.on_buffer(buffer, 0, 0).unwrap();
     r.channel
         .on_buffer(event(200, BufferKind::CheckpointBarrier(5)), 1, 0)
         .unwrap();
     let snapshot = r.channel.snapshot();
-    assert_eq!(
-        snapshot.persister.checkpoint_status,
-        CheckpointStatus::BarrierReceived
-    );
+    assert_eq!(snapshot.persister.checkpoint_status, CheckpointStatus::BarrierReceived);
     let persisted: Vec<BufferId> = r
         .fixture
         .writer
@@ -234,14 +206,9 @@ fn live_data_before_the_barrier_is_persisted_after_recovery() {
 #[test]
 fn finish_recovered_buffer_delivery_appends_the_sentinel_after_the_first_upstream_message() {
     let r = remote(true, 2);
-    r.channel
-        .on_buffer(event(200, BufferKind::Event), 0, 0)
-        .unwrap();
+    r.channel.on_buffer(event(200, BufferKind::Event), 0, 0).unwrap();
     r.channel.finish_recovered_buffer_delivery().unwrap();
-    assert_eq!(
-        kinds(&r.channel),
-        vec![BufferKind::EndOfFetchedChannelState]
-    );
+    assert_eq!(kinds(&r.channel), vec![BufferKind::EndOfFetchedChannelState]);
     assert!(
         r.channel.snapshot().in_recovery,
         "finishing delivery neither unstashes nor leaves recovery"
@@ -251,9 +218,7 @@ fn finish_recovered_buffer_delivery_appends_the_sentinel_after_the_first_upstrea
 #[test]
 fn release_drains_queue_and_stash_and_returns_every_buffer() {
     let r = remote(true, 2);
-    r.channel
-        .on_buffer(event(200, BufferKind::Event), 0, 0)
-        .unwrap();
+    r.channel.on_buffer(event(200, BufferKind::Event), 0, 0).unwrap();
     let recovery = r.channel.request_recovery_buffer_blocking().unwrap();
     r.channel
         .on_recovered_state_buffer(recovery.fill(BufferKind::Data, 1))
@@ -263,10 +228,7 @@ fn release_drains_queue_and_stash_and_returns_every_buffer() {
     assert!(snapshot.received_buffers.is_empty() && snapshot.recovery_event_stash.is_empty());
     assert_eq!(snapshot.state_consumed, FutureStatus::Cancelled);
     r.fixture.assert_all_buffers_returned(1);
-    assert!(matches!(
-        r.channel.get_next_buffer(),
-        Err(ChannelError::Released(_))
-    ));
+    assert!(matches!(r.channel.get_next_buffer(), Err(ChannelError::Released(_))));
 }
 
 #[test]
@@ -281,30 +243,19 @@ fn reader_for_a_recovering_consumer_starts_without_credit_and_sends_events_only(
         credit: 2,
         needs_recovery: true,
     };
-    let mut reader =
-        CreditBasedSequenceNumberingViewReader::new(&request, Arc::clone(&subpartition)).unwrap();
+    let mut reader = CreditBasedSequenceNumberingViewReader::new(&request, Arc::clone(&subpartition)).unwrap();
     assert_eq!(reader.num_credits_available(), 0);
     subpartition.add(event(1, BufferKind::Event)).unwrap();
     subpartition.add(data(2, 2)).unwrap();
     let first = reader.get_next_buffer().unwrap().unwrap();
     assert_eq!(
-        (
-            first.buffer.id(),
-            first.sequence_number,
-            first.next_data_type
-        ),
+        (first.buffer.id(), first.sequence_number, first.next_data_type),
         (BufferId(1), 0, DataType::None)
     );
-    assert!(
-        reader.get_next_buffer().unwrap().is_none(),
-        "data needs credit"
-    );
+    assert!(reader.get_next_buffer().unwrap().is_none(), "data needs credit");
     reader.add_credit(1);
     let second = reader.get_next_buffer().unwrap().unwrap();
-    assert_eq!(
-        (second.buffer.id(), second.sequence_number),
-        (BufferId(2), 1)
-    );
+    assert_eq!((second.buffer.id(), second.sequence_number), (BufferId(2), 1));
     assert_eq!(reader.num_credits_available(), 0);
 }
 
@@ -331,8 +282,7 @@ fn remote_live_data_flows_only_after_recovery_and_in_order() {
     let request = r.channel.partition_request().unwrap();
     assert!(request.needs_recovery);
     let subpartition = ResultSubpartition::new();
-    let mut reader =
-        CreditBasedSequenceNumberingViewReader::new(&request, Arc::clone(&subpartition)).unwrap();
+    let mut reader = CreditBasedSequenceNumberingViewReader::new(&request, Arc::clone(&subpartition)).unwrap();
     r.channel.on_recovered_state_buffer(data(100, 100)).unwrap();
     subpartition.add(event(300, BufferKind::Event)).unwrap();
     subpartition.add(data(301, 1)).unwrap();

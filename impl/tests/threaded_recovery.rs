@@ -124,8 +124,7 @@ fn run_once() {
     while seen.iter().map(Vec::len).sum::<usize>() < 2 * expected_per_channel {
         let next = fixture.gate.get_next().unwrap().expect("gate open");
         assert_ne!(next.buffer.kind(), BufferKind::EndOfFetchedChannelState);
-        seen[next.channel_info.input_channel_idx as usize]
-            .push((next.buffer.kind(), next.buffer.payload()));
+        seen[next.channel_info.input_channel_idx as usize].push((next.buffer.kind(), next.buffer.payload()));
         to_recycler.send(next.buffer).unwrap();
     }
     assert!(fixture.gate.all_state_consumed());
@@ -146,8 +145,6 @@ fn run_once() {
         assert_eq!(got, &expected, "channel {c}");
     }
     fixture.gate.close().unwrap();
-    partitions
-        .iter()
-        .for_each(|partition| partition.release().unwrap());
+    partitions.iter().for_each(|partition| partition.release().unwrap());
     fixture.assert_all_buffers_returned(FLOATING);
 }

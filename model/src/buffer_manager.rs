@@ -82,12 +82,7 @@ impl BufferManager {
 
     /// `requestFloatingBuffers(numRequired)`: returns the credit to announce, which is 0 while
     /// notification is disabled (the buffers are kept, and `enableNotify` counts them later).
-    pub fn request_floating_buffers(
-        &mut self,
-        released: bool,
-        required: u8,
-        variant: Variant,
-    ) -> u8 {
+    pub fn request_floating_buffers(&mut self, released: bool, required: u8, variant: Variant) -> u8 {
         if released {
             return 0;
         }
@@ -101,12 +96,7 @@ impl BufferManager {
     }
 
     /// `recycle(segment)` of an exclusive buffer; on a released channel it goes to the global pool.
-    pub fn recycle(
-        &mut self,
-        released: bool,
-        buffer: NetBuf,
-        global_pool: &mut Vec<NetBuf>,
-    ) -> Recycled {
+    pub fn recycle(&mut self, released: bool, buffer: NetBuf, global_pool: &mut Vec<NetBuf>) -> Recycled {
         if released {
             global_pool.push(buffer);
             return Recycled::Nothing;
@@ -155,16 +145,8 @@ impl BufferManager {
     }
 
     /// `releaseAllBuffers(queue)`: exclusive segments to the global pool, floating to the pool.
-    pub fn release_all_buffers(
-        &mut self,
-        drained: impl IntoIterator<Item = NetBuf>,
-        global_pool: &mut Vec<NetBuf>,
-    ) {
-        let queued: Vec<NetBuf> = self
-            .exclusive
-            .drain(..)
-            .chain(self.floating.drain(..))
-            .collect();
+    pub fn release_all_buffers(&mut self, drained: impl IntoIterator<Item = NetBuf>, global_pool: &mut Vec<NetBuf>) {
+        let queued: Vec<NetBuf> = self.exclusive.drain(..).chain(self.floating.drain(..)).collect();
         for b in drained.into_iter().chain(queued) {
             match b {
                 NetBuf::Exclusive(_) => global_pool.push(b),

@@ -37,6 +37,9 @@ pub struct PropertyResult {
     pub status: Status,
     /// The counterexample or example as readable actions (shortest for counterexamples).
     pub trace: Option<Vec<String>>,
+    /// A `sometimes` property this configuration cannot reach by design.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub unreachable_by_design: bool,
     /// The same path as actions, for trace files and Explorer links.
     #[serde(skip)]
     pub actions: Option<Vec<Action>>,
@@ -45,7 +48,7 @@ pub struct PropertyResult {
 impl PropertyResult {
     /// Whether this verdict makes the check fail.
     pub fn fails(&self) -> bool {
-        matches!(self.status, Status::Violated | Status::ExampleMissing)
+        self.status == Status::Violated || (self.status == Status::ExampleMissing && !self.unreachable_by_design)
     }
 }
 
@@ -89,18 +92,10 @@ fn expectation_name(e: &Expectation) -> &'static str {
 
 /// Runs stateright's BFS on `model` with `threads`, then finds the shortest counterexample of
 /// each violated property with a single-threaded BFS of its own.
-pub fn check(model: RecoveryModel, preset: &str, threads: usize, acyclic: bool) -> CheckReport {
+pub fn check(model: RecoveryModel, preset: &str, unreachable: &[&str], threads: usize, acyclic: bool) -> CheckReport {
     let start = Instant::now();
-    let variant = serde_json::to_value(model.variant)
-        .ok()
-        .and_then(|v| v.as_str().map(String::from))
-        .unwrap_or_default();
-    let checker = model
-        .clone()
-        .checker()
-        .threads(threads.max(1))
-        .spawn_bfs()
-        .join();
+    let variant = model.variant.name().to_string();
+    let checker = model.clone().checker().threads(threads.max(1)).spawn_bfs().join();
     let mut properties = Vec::new();
     for (e, name, _) in PROPERTIES {
         let found = checker.discovery(name);
@@ -119,11 +114,13 @@ pub fn check(model: RecoveryModel, preset: &str, threads: usize, acyclic: bool) 
         let trace = actions
             .as_ref()
             .map(|a| a.iter().map(|a| model.format_action(a)).collect());
+        let unreachable_by_design = unreachable.contains(name);
         properties.push(PropertyResult {
             name,
             expectation: expectation_name(e),
             status,
             trace,
+            unreachable_by_design,
             actions,
         });
     }

@@ -36,8 +36,7 @@ pub fn get_next_buffer(ch: &mut Channel, variant: Variant) -> Result<Polled, Vio
             ch.recovery_seq += 1;
             if variant == Variant::RecoveredBuffersThroughMaybePersist {
                 ch.persister.check_for_barrier(head.payload);
-                ch.persister
-                    .maybe_persist(head.payload, &mut ch.ghost_persisted);
+                ch.persister.maybe_persist(head.payload, &mut ch.ghost_persisted);
             }
             return Ok(Polled {
                 payload: head.payload,
@@ -56,11 +55,7 @@ pub fn get_next_buffer(ch: &mut Channel, variant: Variant) -> Result<Polled, Vio
 
 /// `subpartitionView.getNextBuffer()`.
 fn poll_view(ch: &mut Channel) -> Payload {
-    let payload = ch
-        .producer
-        .subpartition
-        .pop_front()
-        .expect("guarded by has_next");
+    let payload = ch.producer.subpartition.pop_front().expect("guarded by has_next");
     if let Payload::Barrier(cp) = payload {
         ch.ghost_barrier_after[cp as usize - 1] = Some(ch.producer.dequeued());
     }

@@ -58,9 +58,7 @@ impl RecoveryModel {
         use Action::*;
         match action {
             OnRecoveredStateBuffer { .. } => Thread::Io,
-            FinishRecoveredBufferDelivery { .. } if self.cfg.delivery == Delivery::Conversion => {
-                Thread::Task
-            }
+            FinishRecoveredBufferDelivery { .. } if self.cfg.delivery == Delivery::Conversion => Thread::Task,
             FinishRecoveredBufferDelivery { .. } => Thread::Io,
             ConvertRecoveredInputChannels
             | RequestPartitions
@@ -215,9 +213,8 @@ impl RecoveryModel {
             Some(&IoStep::Push(c)) => {
                 let ch = s.ch(c);
                 // Remote: requestRecoveryBufferBlocking() awaits upstreamReady, then a buffer.
-                let ready = self.kind(c) == ChannelKind::Local
-                    || ch.released
-                    || (ch.upstream_ready && ch.bm.available() > 0);
+                let ready =
+                    self.kind(c) == ChannelKind::Local || ch.released || (ch.upstream_ready && ch.bm.available() > 0);
                 if ready {
                     out.push(Action::OnRecoveredStateBuffer { channel: c });
                 }
@@ -278,13 +275,11 @@ impl RecoveryModel {
 
     fn recycler_actions(&self, s: &State, out: &mut Vec<Action>) {
         match s.recycler {
-            RecyclerPc::Announce(Announce { channel, n }) => {
-                out.push(Action::NotifyBufferAvailable {
-                    thread: Thread::Recycler,
-                    channel,
-                    n,
-                })
-            }
+            RecyclerPc::Announce(Announce { channel, n }) => out.push(Action::NotifyBufferAvailable {
+                thread: Thread::Recycler,
+                channel,
+                n,
+            }),
             RecyclerPc::ReturnFloating { channel, buffer } => {
                 out.push(Action::ReturnFloatingBuffer { channel, buffer })
             }
@@ -308,9 +303,7 @@ impl RecoveryModel {
             let kind = self.kind(c);
             let recovered = self.cfg.channels[c as usize].recovered;
             for i in s.ch(c).ghost_pushed..recovered {
-                if let Some(v) =
-                    rc::on_recovered_state_buffer(s.ch_mut(c), kind, Payload::Recovered(i))
-                {
+                if let Some(v) = rc::on_recovered_state_buffer(s.ch_mut(c), kind, Payload::Recovered(i)) {
                     s.violate(c, v);
                 }
                 s.ch_mut(c).ghost_pushed = i + 1;
@@ -324,9 +317,7 @@ impl RecoveryModel {
                 if let Some(v) = rc::finish_recovered_buffer_delivery(s.ch_mut(c), kind) {
                     s.violate(c, v);
                 }
-            } else if let Some(v) =
-                rc::on_recovered_state_buffer(s.ch_mut(c), kind, Payload::EndOfRecovery)
-            {
+            } else if let Some(v) = rc::on_recovered_state_buffer(s.ch_mut(c), kind, Payload::EndOfRecovery) {
                 s.violate(c, v);
             }
         }
@@ -351,11 +342,7 @@ impl RecoveryModel {
                 ChannelKind::Remote => {
                     let needs_recovery = true;
                     let ignore = self.variant == Variant::ProducerIgnoresNeedsRecovery;
-                    ch.producer.reader_credit = Some(if needs_recovery && !ignore {
-                        0
-                    } else {
-                        exclusive
-                    });
+                    ch.producer.reader_credit = Some(if needs_recovery && !ignore { 0 } else { exclusive });
                 }
             }
         }
@@ -406,19 +393,14 @@ impl RecoveryModel {
             }
             (Variant::EnableNotifyFlagBeforeCount, TaskPc::EnableNotify { .. }) => {
                 ch.bm.notify_available = true;
-                s.task = TaskPc::EnableNotifyRest {
-                    channel: c,
-                    avail: 0,
-                };
+                s.task = TaskPc::EnableNotifyRest { channel: c, avail: 0 };
                 return;
             }
             (Variant::EnableNotifyFlagAfterCount, TaskPc::EnableNotifyRest { avail, .. }) => {
                 ch.bm.notify_available = true;
                 avail
             }
-            (Variant::EnableNotifyFlagBeforeCount, TaskPc::EnableNotifyRest { .. }) => {
-                ch.bm.available()
-            }
+            (Variant::EnableNotifyFlagBeforeCount, TaskPc::EnableNotifyRest { .. }) => ch.bm.available(),
             _ => ch.bm.enable_notify(),
         };
         if !ch.released {
@@ -426,10 +408,7 @@ impl RecoveryModel {
         }
         s.task = TaskPc::Idle;
         if avail > 0 {
-            s.task_announce = Some(Announce {
-                channel: c,
-                n: avail,
-            });
+            s.task_announce = Some(Announce { channel: c, n: avail });
         }
     }
 
@@ -457,10 +436,7 @@ impl RecoveryModel {
         s.recycler = match buffer {
             NetBuf::Exclusive(_) => match ch.bm.recycle(released, buffer, &mut ch.global_pool) {
                 Recycled::Announce => RecyclerPc::Announce(Announce { channel: c, n: 1 }),
-                Recycled::ReleaseFloating(f) => RecyclerPc::ReturnFloating {
-                    channel: c,
-                    buffer: f,
-                },
+                Recycled::ReleaseFloating(f) => RecyclerPc::ReturnFloating { channel: c, buffer: f },
                 Recycled::Nothing => RecyclerPc::Idle,
             },
             NetBuf::Floating(_) => self.recycle_floating(ch, c, buffer),
@@ -554,15 +530,11 @@ impl Model for RecoveryModel {
             Action::CheckpointStarted { channel: c, cp } => {
                 task::checkpoint_started(&mut s, &self.cfg, self.variant, c, cp)
             }
-            Action::OnRecoveredStateConsumed { channel: c } => {
-                self.on_recovered_state_consumed(&mut s, c)
-            }
+            Action::OnRecoveredStateConsumed { channel: c } => self.on_recovered_state_consumed(&mut s, c),
             Action::EnableNotify { channel: c } => self.enable_notify(&mut s, c),
-            Action::NotifyBufferAvailable {
-                thread,
-                channel: c,
-                n,
-            } => self.notify_buffer_available(&mut s, thread, c, n),
+            Action::NotifyBufferAvailable { thread, channel: c, n } => {
+                self.notify_buffer_available(&mut s, thread, c, n)
+            }
             Action::EmitCheckpointBarrier { channel: c, cp } => {
                 let requested = s.partitions_requested;
                 let ch = s.ch_mut(c);
@@ -586,12 +558,7 @@ impl Model for RecoveryModel {
                 *ch.producer.reader_credit.as_mut().expect("reader exists") += credit;
             }
             Action::OnBuffer { channel: c } => {
-                match remote::on_buffer(
-                    s.ch_mut(c),
-                    &self.cfg.channels[c as usize],
-                    c,
-                    self.variant,
-                ) {
+                match remote::on_buffer(s.ch_mut(c), &self.cfg.channels[c as usize], c, self.variant) {
                     Ok(announce) => s.client_announce = announce,
                     Err(v) => s.violate(c, v),
                 }

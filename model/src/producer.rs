@@ -45,7 +45,11 @@ impl Producer {
     /// A subpartition holding everything the upstream will send, in order.
     pub fn with_output(cfg: &ChannelConfig) -> Self {
         let n = cfg.upstream.len() as u8;
-        Producer { emitted: n, subpartition: (0..n).map(|i| Self::element(cfg, i)).collect(), ..Default::default() }
+        Producer {
+            emitted: n,
+            subpartition: (0..n).map(|i| Self::element(cfg, i)).collect(),
+            ..Default::default()
+        }
     }
 
     /// The producer takes checkpoint `cp`: its barrier overtakes queued buffers (unaligned)

@@ -23,16 +23,8 @@ pub const PROPERTIES: &[(Expectation, &str, Pred)] = &[
         "live data stays hidden during recovery",
         live_data_hidden_during_recovery,
     ),
-    (
-        Expectation::Always,
-        "exactly-once delivery",
-        exactly_once_delivery,
-    ),
-    (
-        Expectation::Always,
-        "sentinel discipline",
-        sentinel_discipline,
-    ),
+    (Expectation::Always, "exactly-once delivery", exactly_once_delivery),
+    (Expectation::Always, "sentinel discipline", sentinel_discipline),
     (
         Expectation::Always,
         "recovery sequence numbers",
@@ -43,17 +35,9 @@ pub const PROPERTIES: &[(Expectation, &str, Pred)] = &[
         "no credit during recovery",
         no_credit_during_recovery,
     ),
-    (
-        Expectation::Always,
-        "credit conservation",
-        credit_conservation,
-    ),
+    (Expectation::Always, "credit conservation", credit_conservation),
     (Expectation::Always, "buffer ownership", buffer_ownership),
-    (
-        Expectation::Always,
-        "persisted at most once",
-        persisted_at_most_once,
-    ),
+    (Expectation::Always, "persisted at most once", persisted_at_most_once),
     (
         Expectation::Always,
         "persisted content is exact",
@@ -64,16 +48,8 @@ pub const PROPERTIES: &[(Expectation, &str, Pred)] = &[
         "stash holds only events in order",
         stash_holds_only_events_in_order,
     ),
-    (
-        Expectation::Always,
-        "priority events first",
-        priority_events_first,
-    ),
-    (
-        Expectation::Always,
-        "no protocol violation",
-        no_protocol_violation,
-    ),
+    (Expectation::Always, "priority events first", priority_events_first),
+    (Expectation::Always, "no protocol violation", no_protocol_violation),
     // --- liveness ---
     (
         Expectation::Eventually,
@@ -85,11 +61,7 @@ pub const PROPERTIES: &[(Expectation, &str, Pred)] = &[
         "all live data is delivered",
         all_live_data_delivered,
     ),
-    (
-        Expectation::Eventually,
-        "every checkpoint ends",
-        every_checkpoint_ends,
-    ),
+    (Expectation::Eventually, "every checkpoint ends", every_checkpoint_ends),
     (
         Expectation::Eventually,
         "every buffer returns home",
@@ -131,11 +103,7 @@ pub const PROPERTIES: &[(Expectation, &str, Pred)] = &[
         "recovery barrier queued behind the sentinel",
         barrier_behind_sentinel,
     ),
-    (
-        Expectation::Sometimes,
-        "everything delivered",
-        everything_delivered,
-    ),
+    (Expectation::Sometimes, "everything delivered", everything_delivered),
 ];
 
 /// The properties as stateright wants them.
@@ -158,10 +126,7 @@ fn channels(s: &State) -> impl Iterator<Item = (u8, &Channel)> {
 /// ordinary event (priority barriers may overtake, as in master).
 fn recovered_data_precedes_live_data(_: &RecoveryModel, s: &State) -> bool {
     s.channels.iter().all(|ch| {
-        let first_live = ch
-            .ghost_delivered
-            .iter()
-            .position(|d| d.payload.is_live_ordinary());
+        let first_live = ch.ghost_delivered.iter().position(|d| d.payload.is_live_ordinary());
         match first_live {
             None => true,
             Some(i) => !ch.ghost_delivered[i..]
@@ -174,13 +139,9 @@ fn recovered_data_precedes_live_data(_: &RecoveryModel, s: &State) -> bool {
 /// S1's mechanism: `getNextBuffer` hides upstream while `inRecovery` (local: the predicate in
 /// L6; remote: zero credit, the stash and the `onBuffer` assertion).
 fn live_data_hidden_during_recovery(_: &RecoveryModel, s: &State) -> bool {
-    s.channels.iter().all(|ch| {
-        !ch.in_recovery
-            || !ch
-                .ghost_delivered
-                .iter()
-                .any(|d| d.payload.is_live_ordinary())
-    })
+    s.channels
+        .iter()
+        .all(|ch| !ch.in_recovery || !ch.ghost_delivered.iter().any(|d| d.payload.is_live_ordinary()))
 }
 
 /// S2: nothing delivered twice, recovered data in push order, live elements in upstream order.
@@ -226,30 +187,20 @@ fn exactly_once_delivery(_: &RecoveryModel, s: &State) -> bool {
 /// and neither sentinel ever reaches the operator.
 fn sentinel_discipline(_: &RecoveryModel, s: &State) -> bool {
     s.channels.iter().all(|ch| {
-        let eor = ch
-            .queue
-            .iter()
-            .filter(|e| e.payload == Payload::EndOfRecovery)
-            .count();
-        let after_eor_ok = match ch
-            .queue
-            .iter()
-            .position(|e| e.payload == Payload::EndOfRecovery)
-        {
+        let eor = ch.queue.iter().filter(|e| e.payload == Payload::EndOfRecovery).count();
+        let after_eor_ok = match ch.queue.iter().position(|e| e.payload == Payload::EndOfRecovery) {
             None => true,
-            Some(i) => ch.queue[i + 1..].iter().all(|e| {
-                !e.payload.is_recovery_element() || matches!(e.payload, Payload::RecoveryBarrier(_))
-            }),
+            Some(i) => ch.queue[i + 1..]
+                .iter()
+                .all(|e| !e.payload.is_recovery_element() || matches!(e.payload, Payload::RecoveryBarrier(_))),
         };
         eor <= 1
             && after_eor_ok
             && (eor == 0 || ch.in_recovery)
-            && !ch.ghost_delivered.iter().any(|d| {
-                matches!(
-                    d.payload,
-                    Payload::EndOfRecovery | Payload::RecoveryBarrier(_)
-                )
-            })
+            && !ch
+                .ghost_delivered
+                .iter()
+                .any(|d| matches!(d.payload, Payload::EndOfRecovery | Payload::RecoveryBarrier(_)))
     })
 }
 
@@ -270,13 +221,8 @@ fn recovery_sequence_numbers(m: &RecoveryModel, s: &State) -> bool {
             .filter(|d| !d.payload.is_recovery_element())
             .all(|d| d.seq >= 0);
         let numbered = match m.cfg.channels[c as usize].kind {
-            ChannelKind::Local => rec
-                .iter()
-                .enumerate()
-                .all(|(k, &q)| q == i32::MIN + k as i32),
-            ChannelKind::Remote => {
-                rec.windows(2).all(|w| w[0] < w[1]) && rec.first().is_none_or(|&q| q >= i32::MIN)
-            }
+            ChannelKind::Local => rec.iter().enumerate().all(|(k, &q)| q == i32::MIN + k as i32),
+            ChannelKind::Remote => rec.windows(2).all(|w| w[0] < w[1]) && rec.first().is_none_or(|&q| q >= i32::MIN),
         };
         numbered && rec.iter().all(|&q| q < 0) && live_ok
     })
@@ -319,18 +265,10 @@ fn credit_conservation(_: &RecoveryModel, s: &State) -> bool {
             if ch.released {
                 return true;
             }
-            let on_wire = ch
-                .producer
-                .wire
-                .iter()
-                .filter(|w| w.payload.is_data())
-                .count() as u32;
+            let on_wire = ch.producer.wire.iter().filter(|w| w.payload.is_data()).count() as u32;
             let credit = ch.unannounced_credit as u32
                 + pending(c) as u32
-                + ch.add_credit_in_flight
-                    .iter()
-                    .map(|&k| k as u32)
-                    .sum::<u32>()
+                + ch.add_credit_in_flight.iter().map(|&k| k as u32).sum::<u32>()
                 + ch.producer.reader_credit.unwrap_or(0) as u32
                 + on_wire;
             credit <= ch.bm.available() as u32
@@ -403,11 +341,7 @@ pub fn expected_persisted(ch: &Channel, cp: CheckpointId) -> Option<Vec<Payload>
     };
     let mut out = Vec::new();
     if let Some(pushed) = ch.ghost_rcb_at[i] {
-        out.extend(
-            (0..pushed)
-                .map(Payload::Recovered)
-                .filter(|&p| consumed_after(p)),
-        );
+        out.extend((0..pushed).map(Payload::Recovered).filter(|&p| consumed_after(p)));
     }
     let before_barrier = ch.ghost_barrier_after[i]?;
     out.extend(
@@ -474,8 +408,7 @@ fn stash_holds_only_events_in_order(_: &RecoveryModel, s: &State) -> bool {
                 }
             })
             .collect();
-        events.is_some_and(|ev| ev.windows(2).all(|w| w[0] < w[1]))
-            && (ch.stash.is_empty() || ch.in_recovery)
+        events.is_some_and(|ev| ev.windows(2).all(|w| w[0] < w[1])) && (ch.stash.is_empty() || ch.in_recovery)
     })
 }
 
@@ -484,12 +417,8 @@ fn priority_events_first(_: &RecoveryModel, s: &State) -> bool {
     s.channels.iter().all(|ch| {
         let p = ch.priority_len as usize;
         p <= ch.queue.len()
-            && ch.queue[..p]
-                .iter()
-                .all(|e| matches!(e.payload, Payload::Barrier(_)))
-            && !ch.queue[p..]
-                .iter()
-                .any(|e| matches!(e.payload, Payload::Barrier(_)))
+            && ch.queue[..p].iter().all(|e| matches!(e.payload, Payload::Barrier(_)))
+            && !ch.queue[p..].iter().any(|e| matches!(e.payload, Payload::Barrier(_)))
     })
 }
 
@@ -523,12 +452,9 @@ fn all_live_data_delivered(m: &RecoveryModel, s: &State) -> bool {
 /// Every checkpoint is completed, declined or subsumed: none hangs.
 fn every_checkpoint_ends(_: &RecoveryModel, s: &State) -> bool {
     s.channels.iter().any(|ch| ch.released)
-        || s.checkpoints.iter().all(|c| {
-            !matches!(
-                c,
-                CheckpointStatus::NotTriggered | CheckpointStatus::Triggered
-            )
-        })
+        || s.checkpoints
+            .iter()
+            .all(|c| !matches!(c, CheckpointStatus::NotTriggered | CheckpointStatus::Triggered))
 }
 
 /// L6: when nothing can move any more, every buffer is home: network buffers in their manager
@@ -537,11 +463,7 @@ fn every_buffer_returns_home(m: &RecoveryModel, s: &State) -> bool {
     let home = channels(s).all(|(c, ch)| {
         let cc = &m.cfg.channels[c as usize];
         let recovered_home = (0..cc.recovered).all(|i| {
-            ch.ghost_freed.contains(&i)
-                || ch
-                    .ghost_delivered
-                    .iter()
-                    .any(|d| d.payload == Payload::Recovered(i))
+            ch.ghost_freed.contains(&i) || ch.ghost_delivered.iter().any(|d| d.payload == Payload::Recovered(i))
         });
         ch.queue.is_empty() && ch.stash.is_empty() && ch.held.is_empty() && recovered_home
     });
@@ -557,11 +479,9 @@ fn checkpoint_persists_recovered_data(_: &RecoveryModel, s: &State) -> bool {
 }
 
 fn checkpoint_persists_live_data(_: &RecoveryModel, s: &State) -> bool {
-    s.channels.iter().any(|ch| {
-        ch.ghost_persisted
-            .iter()
-            .any(|(_, p)| matches!(p, Payload::Data(_)))
-    })
+    s.channels
+        .iter()
+        .any(|ch| ch.ghost_persisted.iter().any(|(_, p)| matches!(p, Payload::Data(_))))
 }
 
 fn event_stashed_and_replayed(_: &RecoveryModel, s: &State) -> bool {
@@ -581,21 +501,18 @@ fn recycle_races_enable_notify(_: &RecoveryModel, s: &State) -> bool {
 }
 
 fn declined_for_missing_barrier(_: &RecoveryModel, s: &State) -> bool {
-    s.checkpoints
-        .contains(&CheckpointStatus::DeclinedMissingBarrier)
+    s.checkpoints.contains(&CheckpointStatus::DeclinedMissingBarrier)
 }
 
 fn checkpoint_completes_during_recovery(_: &RecoveryModel, s: &State) -> bool {
-    s.checkpoints.contains(&CheckpointStatus::Completed)
-        && s.channels.iter().any(|ch| ch.in_recovery)
+    s.checkpoints.contains(&CheckpointStatus::Completed) && s.channels.iter().any(|ch| ch.in_recovery)
 }
 
 fn barrier_behind_sentinel(_: &RecoveryModel, s: &State) -> bool {
     s.channels.iter().any(|ch| {
-        ch.queue.windows(2).any(|w| {
-            w[0].payload == Payload::EndOfRecovery
-                && matches!(w[1].payload, Payload::RecoveryBarrier(_))
-        })
+        ch.queue
+            .windows(2)
+            .any(|w| w[0].payload == Payload::EndOfRecovery && matches!(w[1].payload, Payload::RecoveryBarrier(_)))
     })
 }
 

@@ -26,11 +26,7 @@ fn append_recovered(ch: &mut Channel, kind: ChannelKind, payload: Payload) {
 /// `onRecoveredStateBuffer(buffer)`: a released channel recycles the buffer; otherwise it must
 /// still be in recovery (`checkState(inRecovery, "Push into recovered buffers after recovery
 /// finished.")`).
-pub fn on_recovered_state_buffer(
-    ch: &mut Channel,
-    kind: ChannelKind,
-    payload: Payload,
-) -> Option<Violation> {
+pub fn on_recovered_state_buffer(ch: &mut Channel, kind: ChannelKind, payload: Payload) -> Option<Violation> {
     if ch.released {
         if let Payload::Recovered(i) = payload {
             ch.ghost_freed.push(i);
@@ -58,11 +54,7 @@ pub fn finish_recovered_buffer_delivery(ch: &mut Channel, kind: ChannelKind) -> 
 }
 
 /// `insertRecoveryCheckpointBarrierIfInRecovery(cp)`: no-op once recovered or released.
-pub fn insert_recovery_checkpoint_barrier_if_in_recovery(
-    ch: &mut Channel,
-    kind: ChannelKind,
-    cp: CheckpointId,
-) {
+pub fn insert_recovery_checkpoint_barrier_if_in_recovery(ch: &mut Channel, kind: ChannelKind, cp: CheckpointId) {
     if !ch.released && ch.in_recovery {
         append_recovered(ch, kind, Payload::RecoveryBarrier(cp));
         ch.ghost_rcb_at[cp as usize - 1] = Some(ch.ghost_pushed);

@@ -22,11 +22,7 @@ pub fn on_buffer(
     index: u8,
     variant: Variant,
 ) -> Result<Option<Announce>, Violation> {
-    let Wire {
-        payload,
-        seq,
-        backlog,
-    } = ch.producer.wire.pop_front().expect("guarded");
+    let Wire { payload, seq, backlog } = ch.producer.wire.pop_front().expect("guarded");
     // The first buffer from upstream proves the partition request went through.
     ch.upstream_ready = true;
     if ch.released {
@@ -39,17 +35,11 @@ pub fn on_buffer(
             return Err(Violation::NoBufferForData);
         }
     }
-    let entry = Entry {
-        payload,
-        seq,
-        buffer,
-    };
+    let entry = Entry { payload, seq, buffer };
     let mut violation = None;
     match payload {
         Payload::Barrier(_) => add_priority(ch, entry),
-        Payload::Event(_) if ch.in_recovery && variant != Variant::NoEventStash => {
-            ch.stash.push(entry)
-        }
+        Payload::Event(_) if ch.in_recovery && variant != Variant::NoEventStash => ch.stash.push(entry),
         Payload::Data(_) if ch.in_recovery => {
             violation = Some(Violation::DataDuringRecovery);
             ch.queue.push(entry);

@@ -30,10 +30,7 @@ fn on_barrier(s: &mut State, cfg: &ModelConfig, cp: CheckpointId) {
     if s.checkpoints[i] == CheckpointStatus::NotTriggered {
         // A newer checkpoint aborts an older one still waiting for barriers.
         for old in s.checkpoints[..i].iter_mut() {
-            if matches!(
-                old,
-                CheckpointStatus::Triggered | CheckpointStatus::NotTriggered
-            ) {
+            if matches!(old, CheckpointStatus::Triggered | CheckpointStatus::NotTriggered) {
                 *old = CheckpointStatus::Subsumed;
             }
         }
@@ -69,17 +66,8 @@ fn maybe_complete(s: &mut State, cp: CheckpointId) {
 }
 
 /// Task: `insertRecoveryCheckpointBarrierIfInRecovery(cp)` on the channel whose turn it is.
-pub fn insert_recovery_checkpoint_barrier(
-    s: &mut State,
-    cfg: &ModelConfig,
-    c: u8,
-    cp: CheckpointId,
-) {
-    rc::insert_recovery_checkpoint_barrier_if_in_recovery(
-        s.ch_mut(c),
-        cfg.channels[c as usize].kind,
-        cp,
-    );
+pub fn insert_recovery_checkpoint_barrier(s: &mut State, cfg: &ModelConfig, c: u8, cp: CheckpointId) {
+    rc::insert_recovery_checkpoint_barrier_if_in_recovery(s.ch_mut(c), cfg.channels[c as usize].kind, cp);
     s.task = TaskPc::Trigger {
         cp,
         channel: c,
@@ -88,13 +76,7 @@ pub fn insert_recovery_checkpoint_barrier(
 }
 
 /// Task: `checkpointStarted(cp)` on channel `c`, then the next channel, or the end of the trigger.
-pub fn checkpoint_started(
-    s: &mut State,
-    cfg: &ModelConfig,
-    variant: Variant,
-    c: u8,
-    cp: CheckpointId,
-) {
+pub fn checkpoint_started(s: &mut State, cfg: &ModelConfig, variant: Variant, c: u8, cp: CheckpointId) {
     let kind = cfg.channels[c as usize].kind;
     let ch = s.ch_mut(c);
     ch.ghost_started_at[cp as usize - 1] = Some(ch.ghost_delivered.len() as u8);

@@ -32,3 +32,117 @@ pub enum Variant {
     /// A checkpoint without its `RecoveryCheckpointBarrier` persists what it found.
     NoDeclineOnMissingBarrier,
 }
+
+/// One row of the bug zoo: the variant, the bug it reintroduces, the property that catches it
+/// and the smallest preset that exposes it. Tests, the CLI and docs/bug-zoo.md read this table.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct VariantInfo {
+    /// The variant.
+    #[serde(skip)]
+    pub variant: Variant,
+    /// Kebab-case name, as on the command line.
+    pub name: &'static str,
+    /// The bug, in a few words.
+    pub bug: &'static str,
+    /// The property whose counterexample shows it.
+    pub property: &'static str,
+    /// The smallest preset that exposes it.
+    pub preset: &'static str,
+}
+
+/// The bug zoo.
+pub const VARIANTS: &[VariantInfo] = &[
+    VariantInfo {
+        variant: Variant::FinishDeliveryDuringConversion,
+        name: "finish-delivery-during-conversion",
+        bug: "B5: toInputChannel(true) awaits upstreamReady on the task thread that must open it",
+        property: "recovery completes unless released",
+        preset: "conversion",
+    },
+    VariantInfo {
+        variant: Variant::EnableNotifyFlagAfterCount,
+        name: "enable-notify-flag-after-count",
+        bug: "B6: enableNotify counts, unlocks, then opens the gate: a recycle in between is never announced",
+        property: "all live data is delivered",
+        preset: "tiny",
+    },
+    VariantInfo {
+        variant: Variant::EnableNotifyFlagBeforeCount,
+        name: "enable-notify-flag-before-count",
+        bug: "B6: enableNotify opens the gate, then counts separately: a recycle in between is announced twice",
+        property: "credit conservation",
+        preset: "tiny",
+    },
+    VariantInfo {
+        variant: Variant::FloatingCreditDuringRecovery,
+        name: "floating-credit-during-recovery",
+        bug: "B6 (floating path): requestFloatingBuffers announces credit while notification is disabled",
+        property: "no credit during recovery",
+        preset: "ci",
+    },
+    VariantInfo {
+        variant: Variant::RecoveredBuffersThroughMaybePersist,
+        name: "recovered-buffers-through-maybe-persist",
+        bug: "B2 (FLINK-40016): consumed recovered buffers pass maybePersist and are persisted twice",
+        property: "persisted at most once",
+        preset: "tiny",
+    },
+    VariantInfo {
+        variant: Variant::ProducerIgnoresNeedsRecovery,
+        name: "producer-ignores-needs-recovery",
+        bug: "B10: the view reader starts with full credit, so live data reaches a channel in recovery",
+        property: "no credit during recovery",
+        preset: "tiny",
+    },
+    VariantInfo {
+        variant: Variant::NoEventStash,
+        name: "no-event-stash",
+        bug: "upstream events during recovery are queued in place, ahead of recovered data still to come",
+        property: "recovered data precedes live data",
+        preset: "tiny",
+    },
+    VariantInfo {
+        variant: Variant::StashReplayedAtHead,
+        name: "stash-replayed-at-head",
+        bug: "the stash is replayed at the head of receivedBuffers, in front of queued priority events",
+        property: "priority events first",
+        preset: "tiny",
+    },
+    VariantInfo {
+        variant: Variant::RecoverySequenceFromZero,
+        name: "recovery-sequence-from-zero",
+        bug: "recovery sequence numbers start at 0 and collide with live upstream sequence numbers",
+        property: "recovery sequence numbers",
+        preset: "tiny",
+    },
+    VariantInfo {
+        variant: Variant::NoDeclineOnMissingBarrier,
+        name: "no-decline-on-missing-barrier",
+        bug: "a checkpoint without its RecoveryCheckpointBarrier persists whatever is queued",
+        property: "persisted content is exact",
+        preset: "no-trigger",
+    },
+];
+
+impl Variant {
+    /// Kebab-case name.
+    pub fn name(self) -> &'static str {
+        if self == Variant::Fixed {
+            return "fixed";
+        }
+        VARIANTS.iter().find(|v| v.variant == self).map_or("fixed", |v| v.name)
+    }
+
+    /// Parses a kebab-case name.
+    pub fn from_name(name: &str) -> Option<Variant> {
+        if name == "fixed" {
+            return Some(Variant::Fixed);
+        }
+        VARIANTS.iter().find(|v| v.name == name).map(|v| v.variant)
+    }
+
+    /// This variant's bug-zoo row (None for `Fixed`).
+    pub fn info(self) -> Option<&'static VariantInfo> {
+        VARIANTS.iter().find(|v| v.variant == self)
+    }
+}

@@ -6,14 +6,11 @@ use recovery_model::{RecoveryModel, Variant, preset};
 #[test]
 fn tiny_preset_satisfies_every_property() {
     let model = RecoveryModel::new(preset("tiny").unwrap(), Variant::Fixed);
-    let report = check(model, "tiny", 1, true);
+    let report = check(model, "tiny", &[], 1, true);
     for p in &report.properties {
         println!("{:<45} {:?} {:?}", p.name, p.status, p.trace);
     }
-    println!(
-        "unique states: {} depth {}",
-        report.unique_states, report.max_depth
-    );
+    println!("unique states: {} depth {}", report.unique_states, report.max_depth);
     assert_eq!(report.acyclic, Some(true));
     for p in &report.properties {
         let expected = if p.expectation == "sometimes" {

@@ -35,29 +35,17 @@ impl Fixture {
     }
 
     pub fn context(&self, index: u32, exclusive: usize) -> ChannelContext {
-        self.gate.channel_context(
-            index,
-            Arc::clone(&self.global),
-            Arc::clone(&self.writer),
-            exclusive,
-        )
+        self.gate
+            .channel_context(index, Arc::clone(&self.global), Arc::clone(&self.writer), exclusive)
     }
 
     /// Every segment is back: none lent by the global pool except the local pool's.
     pub fn assert_all_buffers_returned(&self, floating: usize) {
         let global = self.global.snapshot();
         let local = self.local_pool.snapshot();
-        assert_eq!(
-            local.lent,
-            Vec::<BufferId>::new(),
-            "floating buffers still lent"
-        );
+        assert_eq!(local.lent, Vec::<BufferId>::new(), "floating buffers still lent");
         assert_eq!(local.available.len(), floating, "floating buffers missing");
-        assert_eq!(
-            global.lent.len(),
-            floating,
-            "exclusive segments still lent: {global:?}"
-        );
+        assert_eq!(global.lent.len(), floating, "exclusive segments still lent: {global:?}");
     }
 }
 
@@ -73,10 +61,7 @@ pub fn event(id: u32, kind: BufferKind) -> NetworkBuffer {
 
 /// The netty stand-in: sends AddCredit, then forwards every available response; data is copied
 /// into a consumer buffer. Returns how many responses were delivered.
-pub fn deliver(
-    reader: &mut CreditBasedSequenceNumberingViewReader,
-    channel: &RemoteInputChannel,
-) -> Result<usize> {
+pub fn deliver(reader: &mut CreditBasedSequenceNumberingViewReader, channel: &RemoteInputChannel) -> Result<usize> {
     let credit = channel.get_and_reset_unannounced_credit();
     if credit > 0 {
         reader.add_credit(credit);
@@ -85,9 +70,7 @@ pub fn deliver(
     while let Some(response) = reader.get_next_buffer()? {
         let kind = response.buffer.kind();
         let buffer = if kind.is_buffer() {
-            let target = channel
-                .request_buffer()
-                .expect("credit guarantees a consumer buffer");
+            let target = channel.request_buffer().expect("credit guarantees a consumer buffer");
             let payload = response.buffer.payload();
             response.buffer.recycle_buffer()?;
             target.fill(kind, payload)

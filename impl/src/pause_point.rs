@@ -1,0 +1,54 @@
+//! Pause points: the places where a call has released a lock and is about to make the call
+//! Flink makes after it (a credit announcement, handing a floating buffer back, `enableNotify`
+//! after the unstash). Flink's threads can be preempted exactly there.
+//!
+//! A thread may install a hook that is told when it reaches one; without a hook (the default)
+//! reaching a point does nothing. The hook only observes: the conformance suite uses it to let
+//! other threads run at that point, in the order a model trace says, before it returns. No lock
+//! of this crate is held when a hook runs.
+
+use std::cell::RefCell;
+
+use crate::network_buffer::BufferId;
+
+/// A point between two critical sections of one call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PausePoint {
+    /// About to call `InputChannel.notifyBufferAvailable(n)` after releasing `bufferQueue`
+    /// (`recycle`, the floating-buffer callback, `enableNotify`, `onSenderBacklog`).
+    Announce {
+        /// The credit about to be announced.
+        n: usize,
+    },
+    /// `BufferManager.recycle` gave a floating buffer back; about to recycle it to the pool.
+    ReturnFloating {
+        /// The floating buffer.
+        buffer: BufferId,
+    },
+    /// `RemoteInputChannel.onRecoveredStateConsumed` left recovery and unstashed; about to call
+    /// `bufferManager.enableNotify()`.
+    EnableNotify,
+}
+
+type Hook = Box<dyn Fn(PausePoint)>;
+
+thread_local! {
+    static HOOK: RefCell<Option<Hook>> = const { RefCell::new(None) };
+}
+
+/// Installs (or with `None` removes) the calling thread's hook.
+pub fn set_thread_hook(hook: Option<Box<dyn Fn(PausePoint)>>) {
+    HOOK.with(|h| *h.borrow_mut() = hook);
+}
+
+/// Tells the calling thread's hook, if any, that it reached `point`. Callers hold no lock.
+pub(crate) fn reached(point: PausePoint) {
+    #[cfg(not(loom))]
+    HOOK.with(|h| {
+        if let Some(hook) = h.borrow().as_ref() {
+            hook(point);
+        }
+    });
+    #[cfg(loom)]
+    let _ = point;
+}
