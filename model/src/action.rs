@@ -28,7 +28,7 @@ pub enum Thread {
 
 impl fmt::Display for Thread {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
+        f.pad(match self {
             Thread::Task => "task",
             Thread::Io => "io",
             Thread::NettyClient => "netty-client",

@@ -103,10 +103,10 @@ impl BufferManager {
         }
         self.exclusive.push(buffer);
         // addExclusiveBuffer: give a floating buffer back if more are available than required.
-        if self.available() as i8 > self.required {
-            if let Some(f) = self.floating.pop_front() {
-                return Recycled::ReleaseFloating(f);
-            }
+        if self.available() as i8 > self.required
+            && let Some(f) = self.floating.pop_front()
+        {
+            return Recycled::ReleaseFloating(f);
         }
         if self.notify_available {
             Recycled::Announce

@@ -106,9 +106,7 @@ pub fn check(model: RecoveryModel, preset: &str, unreachable: &[&str], threads: 
             (_, None) => Status::Holds,
         };
         let actions = match status {
-            Status::Violated if *e == Expectation::Always => {
-                shortest_violation(&model, name).or_else(|| found.map(|p| p.into_actions()))
-            }
+            Status::Violated => shortest_counterexample(&model, name).or_else(|| found.map(|p| p.into_actions())),
             _ => found.map(|p| p.into_actions()),
         };
         let trace = actions
@@ -144,12 +142,15 @@ fn fingerprint(s: &State) -> u64 {
     h.finish()
 }
 
-/// Single-threaded breadth-first search for the first state violating the `always` property
-/// `name`: its path is a shortest counterexample.
-pub fn shortest_violation(model: &RecoveryModel, name: &str) -> Option<Vec<Action>> {
-    let (_, _, pred) = PROPERTIES
+/// Single-threaded breadth-first search for the first state that refutes property `name`: for
+/// `always`, a state where it is false; for `eventually`, a terminal state where it is false
+/// (the predicates are stable and the graph acyclic, so that is exactly a path that never
+/// satisfies it). Its path is a shortest counterexample. `sometimes` properties have none.
+pub fn shortest_counterexample(model: &RecoveryModel, name: &str) -> Option<Vec<Action>> {
+    let (e, _, pred) = PROPERTIES
         .iter()
-        .find(|(e, n, _)| *n == name && *e == Expectation::Always)?;
+        .find(|(e, n, _)| *n == name && *e != Expectation::Sometimes)?;
+    let refutes = |s: &State| !pred(model, s) && (*e == Expectation::Always || model.is_terminal(s));
     let mut parent: HashMap<u64, Option<(u64, Action)>> = HashMap::new();
     let mut queue = VecDeque::new();
     for s in model.init_states() {
@@ -159,7 +160,7 @@ pub fn shortest_violation(model: &RecoveryModel, name: &str) -> Option<Vec<Actio
     let mut actions = Vec::new();
     while let Some(s) = queue.pop_front() {
         let fp = fingerprint(&s);
-        if !pred(model, &s) {
+        if refutes(&s) {
             let mut path = Vec::new();
             let mut at = fp;
             while let Some(Some((prev, a))) = parent.get(&at) {

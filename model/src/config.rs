@@ -178,6 +178,18 @@ pub const PRESETS: &[Preset] = &[
         unreachable: &[],
     },
     Preset {
+        name: "floating",
+        summary: "tiny with a floating buffer on the remote channel: the floating-credit path",
+        config: || ModelConfig {
+            channels: vec![local(1, &[D]), remote(1, &[E, D], 1, 1)],
+            checkpoints: 1,
+            delivery: Delivery::Drainer,
+            insert_recovery_barriers: true,
+            release: false,
+        },
+        unreachable: &["checkpoint declined for missing barrier"],
+    },
+    Preset {
         name: "conversion",
         summary: "PR3's in-memory path: toInputChannel(true) pushes everything on the task thread",
         config: || ModelConfig {

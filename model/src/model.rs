@@ -219,12 +219,10 @@ impl RecoveryModel {
                     out.push(Action::OnRecoveredStateBuffer { channel: c });
                 }
             }
-            Some(&IoStep::Finish(c)) => {
-                if s.ch(c).upstream_ready {
-                    out.push(Action::FinishRecoveredBufferDelivery { channel: c });
-                }
+            Some(&IoStep::Finish(c)) if s.ch(c).upstream_ready => {
+                out.push(Action::FinishRecoveredBufferDelivery { channel: c });
             }
-            None => {}
+            _ => {}
         }
     }
 

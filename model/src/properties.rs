@@ -222,7 +222,10 @@ fn recovery_sequence_numbers(m: &RecoveryModel, s: &State) -> bool {
             .all(|d| d.seq >= 0);
         let numbered = match m.cfg.channels[c as usize].kind {
             ChannelKind::Local => rec.iter().enumerate().all(|(k, &q)| q == i32::MIN + k as i32),
-            ChannelKind::Remote => rec.windows(2).all(|w| w[0] < w[1]) && rec.first().is_none_or(|&q| q >= i32::MIN),
+            ChannelKind::Remote => {
+                // Appended in order, so the k-th consumed was numbered at least k after MIN.
+                rec.windows(2).all(|w| w[0] < w[1]) && rec.iter().enumerate().all(|(k, &q)| q >= i32::MIN + k as i32)
+            }
         };
         numbered && rec.iter().all(|&q| q < 0) && live_ok
     })
@@ -285,10 +288,10 @@ fn buffer_places(s: &State, c: u8) -> Vec<NetBuf> {
     v.extend(&ch.global_pool);
     v.extend(&ch.held);
     v.extend(ch.queue.iter().chain(&ch.stash).filter_map(|e| e.buffer));
-    if let RecyclerPc::ReturnFloating { channel, buffer } = s.recycler {
-        if channel == c {
-            v.push(buffer);
-        }
+    if let RecyclerPc::ReturnFloating { channel, buffer } = s.recycler
+        && channel == c
+    {
+        v.push(buffer);
     }
     v
 }

@@ -78,7 +78,7 @@ pub const VARIANTS: &[VariantInfo] = &[
         name: "floating-credit-during-recovery",
         bug: "B6 (floating path): requestFloatingBuffers announces credit while notification is disabled",
         property: "no credit during recovery",
-        preset: "ci",
+        preset: "floating",
     },
     VariantInfo {
         variant: Variant::RecoveredBuffersThroughMaybePersist,

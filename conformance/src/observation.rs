@@ -1,0 +1,432 @@
+//! The common vocabulary of a replay: what a caller of the implementation sees after one step
+//! ([`Observation`]) and the abstract state both sides are projected to ([`Snapshot`]).
+//!
+//! Both are plain serde types owned by this crate. The model predicts them (see
+//! [`crate::projection::model_observation`] and [`crate::projection::model_snapshot`]), the
+//! implementation driver reads them from `recovery-impl` ([`crate::projection::impl_channel`]),
+//! and one comparison prints the difference. Elements and buffers are written in the model's
+//! short names (`r0`, `d1`, `e0`, `barrier1`, `RCB1`, `EOR`, `x0`, `f0`) so that a diff reads
+//! like the model's counterexamples.
+
+use recovery_model::ChannelKind;
+use recovery_model::state::{NetBuf, Payload};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt;
+use std::str::FromStr;
+
+/// An element of a queue, stash, subpartition, the wire or a checkpoint, by what it carries.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub enum Item {
+    /// Recovered data buffer `i` of the channel (`r0`).
+    Recovered(u8),
+    /// Live data buffer: upstream element `i` (`d1`).
+    Data(u8),
+    /// Live ordinary event: upstream element `i` (`e0`).
+    Event(u8),
+    /// Unaligned checkpoint barrier (`barrier1`).
+    Barrier(u8),
+    /// `RecoveryCheckpointBarrier` (`RCB1`).
+    RecoveryBarrier(u8),
+    /// `EndOfFetchedChannelStateEvent` (`EOR`).
+    EndOfRecovery,
+    /// Something the model has no name for (an implementation-only buffer), described.
+    Unknown(String),
+}
+
+impl From<Payload> for Item {
+    fn from(p: Payload) -> Self {
+        match p {
+            Payload::Recovered(i) => Item::Recovered(i),
+            Payload::Data(i) => Item::Data(i),
+            Payload::Event(i) => Item::Event(i),
+            Payload::Barrier(cp) => Item::Barrier(cp),
+            Payload::RecoveryBarrier(cp) => Item::RecoveryBarrier(cp),
+            Payload::EndOfRecovery => Item::EndOfRecovery,
+        }
+    }
+}
+
+impl fmt::Display for Item {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Item::Recovered(i) => write!(f, "r{i}"),
+            Item::Data(i) => write!(f, "d{i}"),
+            Item::Event(i) => write!(f, "e{i}"),
+            Item::Barrier(cp) => write!(f, "barrier{cp}"),
+            Item::RecoveryBarrier(cp) => write!(f, "RCB{cp}"),
+            Item::EndOfRecovery => f.write_str("EOR"),
+            Item::Unknown(what) => write!(f, "?{what}"),
+        }
+    }
+}
+
+impl FromStr for Item {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let num = |prefix: &str| s.strip_prefix(prefix).and_then(|n| n.parse::<u8>().ok());
+        if s == "EOR" {
+            return Ok(Item::EndOfRecovery);
+        }
+        if let Some(what) = s.strip_prefix('?') {
+            return Ok(Item::Unknown(what.to_string()));
+        }
+        // Longest prefixes first: "RCB" and "barrier" before the one-letter ones.
+        if let Some(cp) = num("RCB") {
+            return Ok(Item::RecoveryBarrier(cp));
+        }
+        if let Some(cp) = num("barrier") {
+            return Ok(Item::Barrier(cp));
+        }
+        if let Some(i) = num("r") {
+            return Ok(Item::Recovered(i));
+        }
+        if let Some(i) = num("d") {
+            return Ok(Item::Data(i));
+        }
+        if let Some(i) = num("e") {
+            return Ok(Item::Event(i));
+        }
+        Err(format!("`{s}` is not an element (r0, d1, e0, barrier1, RCB1, EOR)"))
+    }
+}
+
+impl TryFrom<String> for Item {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, String> {
+        s.parse()
+    }
+}
+
+impl From<Item> for String {
+    fn from(i: Item) -> String {
+        i.to_string()
+    }
+}
+
+/// A network buffer of a remote channel's `BufferManager`: exclusive `x0` or floating `f0`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct Buf(pub NetBuf);
+
+impl fmt::Display for Buf {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+impl TryFrom<String> for Buf {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, String> {
+        let n = |rest: &str| rest.parse::<u8>().map_err(|_| format!("`{s}` is not a buffer (x0, f0)"));
+        match s.split_at_checked(1) {
+            Some(("x", rest)) => Ok(Buf(NetBuf::Exclusive(n(rest)?))),
+            Some(("f", rest)) => Ok(Buf(NetBuf::Floating(n(rest)?))),
+            _ => Err(format!("`{s}` is not a buffer (x0, f0)")),
+        }
+    }
+}
+
+impl From<Buf> for String {
+    fn from(b: Buf) -> String {
+        b.to_string()
+    }
+}
+
+/// One queued element: what it is, its sequence number where the channel has assigned one, and
+/// the network buffer holding it where that is one of the channel's own.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Element {
+    /// What it carries.
+    pub item: Item,
+    /// Sequence number (remote channels number elements on arrival; local ones on consumption).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seq: Option<i32>,
+    /// The channel's network buffer holding it, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub buffer: Option<Buf>,
+}
+
+/// A `BufferResponse` on the wire from the producer's Netty server to the consumer.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WireElement {
+    /// What it carries.
+    pub item: Item,
+    /// Upstream sequence number.
+    pub seq: i32,
+    /// Sender backlog.
+    pub backlog: i32,
+}
+
+/// Why a call failed, by kind (messages differ between the two descriptions on purpose).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ErrorKind {
+    /// A peer broke the protocol: live data reached a channel in recovery.
+    ProtocolViolation,
+    /// A data buffer arrived and `requestBuffer()` had none: credit was over-announced.
+    NoBufferForData,
+    /// A `checkState` precondition (push after recovery, recovery already finished, expected
+    /// priority event, ...).
+    IllegalState,
+    /// The producer sent a data buffer without credit.
+    SendWithoutCredit,
+    /// Use after release.
+    Released,
+    /// A buffer was recycled twice.
+    DoubleRecycle,
+    /// An upstream sequence number out of order.
+    BufferReordering,
+}
+
+/// Why `checkpointStarted` refused a checkpoint.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Refusal {
+    /// Declined: no `RecoveryCheckpointBarrier` for it in the queue.
+    MissingBarrier,
+    /// Declined: a later `RecoveryCheckpointBarrier` came first.
+    LaterBarrier,
+    /// Subsumed by a newer checkpoint.
+    Subsumed,
+}
+
+/// What a caller of the implementation sees when one step returns.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", tag = "kind", deny_unknown_fields)]
+pub enum Observation {
+    /// The call returned (or reached a pause point, see [`Pending`]) with nothing to show.
+    Done,
+    /// `getNextBuffer` returned an element with its sequence number.
+    Polled {
+        /// The element.
+        item: Item,
+        /// Its sequence number.
+        seq: i32,
+    },
+    /// `getNextBuffer` returned nothing.
+    NothingPolled,
+    /// `checkpointStarted` accepted the checkpoint and persisted these buffers for it now.
+    Persisted {
+        /// The checkpoint.
+        checkpoint: u8,
+        /// What was written for it by this call, in order.
+        buffers: Vec<Item>,
+    },
+    /// `checkpointStarted` refused the checkpoint.
+    Refused {
+        /// The checkpoint.
+        checkpoint: u8,
+        /// Why.
+        reason: Refusal,
+    },
+    /// The view reader sent a `BufferResponse`.
+    Sent(WireElement),
+    /// The view reader had nothing it may send.
+    NothingSent,
+    /// The Netty client took the unannounced credit and wrote `AddCredit(credit)` (None: none
+    /// written, nothing to announce or the channel is released).
+    CreditSent {
+        /// The credit written.
+        credit: Option<i32>,
+    },
+    /// The call failed.
+    Error {
+        /// How.
+        error: ErrorKind,
+    },
+    /// The call did not return within the driver's timeout: it is blocked.
+    Blocked,
+    /// The driver could not perform the step (e.g. the thread that must continue is not paused
+    /// where the model says), described.
+    Unperformable {
+        /// What is wrong.
+        reason: String,
+    },
+}
+
+/// A thread that is between two critical sections of one call (a pause point of the
+/// implementation, a pending step of the model).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case", tag = "at", deny_unknown_fields)]
+pub enum Pending {
+    /// Not inside a call.
+    #[default]
+    Idle,
+    /// About to announce `n` credits to `channel` (`notifyBufferAvailable(n)`).
+    Announce {
+        /// Channel index.
+        channel: u8,
+        /// Credit.
+        n: u8,
+    },
+    /// About to hand a floating buffer back to the `LocalBufferPool`.
+    ReturnFloating {
+        /// Channel index.
+        channel: u8,
+        /// The buffer.
+        buffer: Buf,
+    },
+    /// Between the unstash of `onRecoveredStateConsumed` and `enableNotify`.
+    EnableNotify {
+        /// Channel index.
+        channel: u8,
+    },
+    /// Somewhere the other description has no name for, described.
+    Elsewhere {
+        /// Where.
+        what: String,
+    },
+}
+
+/// `ChannelStatePersister.CheckpointStatus`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PersistStatus {
+    /// No persist window open.
+    Completed,
+    /// Started, barrier not yet seen: arriving data is persisted.
+    BarrierPending,
+    /// Barrier seen.
+    BarrierReceived,
+}
+
+/// Who holds the network buffers of a remote channel.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct Buffers {
+    /// `bufferQueue.exclusiveBuffers`, head first.
+    pub exclusive: Vec<Buf>,
+    /// `bufferQueue.floatingBuffers`, head first.
+    pub floating: Vec<Buf>,
+    /// Free in the gate's `LocalBufferPool`.
+    pub pool: Vec<Buf>,
+    /// Exclusive segments back in the global `NetworkBufferPool`.
+    pub global: Vec<Buf>,
+    /// Held by the consumer after `getNextBuffer`, until it recycles them.
+    pub held: Vec<Buf>,
+}
+
+/// The credit side of a remote channel and its producer's view reader.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Credit {
+    /// `notifyAvailable` of the `BufferManager`.
+    pub notify_available: bool,
+    /// `isWaitingForFloatingBuffers`.
+    pub waiting_for_floating: bool,
+    /// `numRequiredBuffers`.
+    pub required: i32,
+    /// `unannouncedCredit`.
+    pub unannounced: i32,
+    /// An `AddCredit` write is queued on the Netty client (not shown once released).
+    pub add_credit_queued: bool,
+    /// `AddCredit` messages on the wire to the producer.
+    pub add_credit_in_flight: Vec<i32>,
+    /// The view reader's `numCreditsAvailable` (None before the partition request).
+    pub reader_credit: Option<i32>,
+    /// `BufferResponse`s on the wire to the consumer.
+    pub wire: Vec<WireElement>,
+    /// Who holds which buffer.
+    pub buffers: Buffers,
+}
+
+/// One input channel, as both descriptions can show it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChannelView {
+    /// Local or remote.
+    pub kind: ChannelKind,
+    /// `inRecovery`.
+    pub in_recovery: bool,
+    /// `isReleased`.
+    pub released: bool,
+    /// `upstreamReady` is open.
+    pub upstream_ready: bool,
+    /// `stateConsumedFuture` is done (normally or exceptionally).
+    pub state_consumed: bool,
+    /// `recoverySequenceNumber`: the next number to hand out.
+    pub recovery_seq: i32,
+    /// `recoveredBuffers` (local) or `receivedBuffers` (remote), head first.
+    pub queue: Vec<Element>,
+    /// Priority elements at the head of `queue`.
+    pub priority_len: usize,
+    /// `recoveryEventStash`, oldest first.
+    pub stash: Vec<Element>,
+    /// Local: `hasPendingPriorityEvent`.
+    pub pending_priority: bool,
+    /// The persister's status.
+    pub persist_status: PersistStatus,
+    /// The persister's `lastSeenBarrier` (-1 for none).
+    pub last_seen_barrier: i64,
+    /// What the `ChannelStateWriter` received from this channel, per checkpoint, in order.
+    pub persisted: BTreeMap<u8, Vec<Item>>,
+    /// The producer's subpartition, head first.
+    pub subpartition: Vec<Item>,
+    /// Remote only: credit, wire and buffers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub credit: Option<Credit>,
+}
+
+/// The abstract state after a step: every channel, and the threads inside a call.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Snapshot {
+    /// By channel index.
+    pub channels: Vec<ChannelView>,
+    /// The task thread.
+    pub task: Pending,
+    /// The Netty client thread.
+    pub netty_client: Pending,
+    /// The recycler thread.
+    pub recycler: Pending,
+}
+
+impl Snapshot {
+    /// Pretty JSON, one field per line: the text a divergence diffs.
+    pub fn to_pretty(&self) -> String {
+        serde_json::to_string_pretty(self).expect("a snapshot serializes")
+    }
+}
+
+/// A unified diff of two snapshots headed `model` / `impl`, with `context` lines around changes.
+pub fn diff(model: &Snapshot, actual: &Snapshot, context: usize) -> String {
+    let (a, b) = (model.to_pretty(), actual.to_pretty());
+    similar::TextDiff::from_lines(&a, &b)
+        .unified_diff()
+        .context_radius(context)
+        .header("model", "impl")
+        .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn items_round_trip_through_their_short_names() {
+        for item in [
+            Item::Recovered(0),
+            Item::Data(3),
+            Item::Event(1),
+            Item::Barrier(2),
+            Item::RecoveryBarrier(1),
+            Item::EndOfRecovery,
+            Item::Unknown("id 7".into()),
+        ] {
+            assert_eq!(item.to_string().parse::<Item>(), Ok(item));
+        }
+        assert!("q1".parse::<Item>().is_err());
+    }
+
+    #[test]
+    fn buffers_round_trip_through_their_short_names() {
+        for b in [Buf(NetBuf::Exclusive(0)), Buf(NetBuf::Floating(2))] {
+            assert_eq!(Buf::try_from(b.to_string()), Ok(b));
+        }
+        assert!(Buf::try_from("y1".to_string()).is_err());
+    }
+}
