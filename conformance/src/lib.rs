@@ -3,3 +3,4 @@
 //! against the model. The `cdr` binary is its command-line front end.
 
 pub mod cli;
+pub mod explore;

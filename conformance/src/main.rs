@@ -29,6 +29,8 @@ enum Command {
     Conform(conformance::cli::ConformArgs),
     /// Replay one trace file against the implementation.
     Replay(conformance::cli::ReplayArgs),
+    /// Serve stateright's Explorer for a configuration, opening on a counterexample if any.
+    Explore(conformance::explore::ExploreArgs),
     /// List the bug-zoo variants: the fix each switches off, the property that catches it.
     Variants {
         /// Print JSON: [{"name", "bug", "property", "preset"}].
@@ -176,6 +178,7 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Check(args) => run_check(args),
         Command::Conform(args) => conformance::cli::conform(args),
+        Command::Explore(args) => conformance::explore::explore(args),
         Command::Replay(args) => conformance::cli::replay(args),
         Command::Variants { json } => {
             if json {

@@ -27,6 +27,7 @@ pub mod properties;
 pub mod recoverable_input_channel;
 pub mod remote_input_channel;
 pub mod state;
+pub mod svg;
 pub mod task;
 pub mod variant;
 

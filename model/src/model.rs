@@ -585,4 +585,8 @@ impl Model for RecoveryModel {
     fn format_action(&self, action: &Action) -> String {
         crate::format::action(self, action)
     }
+
+    fn as_svg(&self, path: stateright::Path<State, Action>) -> Option<String> {
+        crate::svg::state(self, path.last_state())
+    }
 }
