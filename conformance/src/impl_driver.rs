@@ -1,0 +1,811 @@
+//! [`ImplDriver`]: replays model actions against `recovery-impl`, one model action to the calls
+//! the Flink thread named by the action makes.
+//!
+//! Threads. A call that can block (the drainer's `requestRecoveryBufferBlocking`,
+//! `finishRecoveredBufferDelivery`) or that the model splits in two steps (a call that
+//! announces credit after releasing `bufferQueue`, `onRecoveredStateConsumed` before
+//! `enableNotify`) runs on a worker thread of its own: the task, IO, Netty client and recycler
+//! workers. The worker installs a [`pause_point`](recovery_impl::pause_point) hook, so the
+//! implementation stops exactly where the model's next step of that thread begins, and the
+//! driver resumes it when the trace takes that step (`notifyBufferAvailable`,
+//! `recycleFloatingBuffer`, `enableNotify`). A call that does not return within the timeout is
+//! reported as [`Observation::Blocked`]. Calls that can neither block nor pause run inline.
+//!
+//! Stand-ins. The Netty layer (the wire in both directions, the client's queued `AddCredit`
+//! write) and the task's checkpoint barrier handler are not in `recovery-impl`; the driver plays
+//! them, as Flink's `CreditBasedPartitionRequestClientHandler`, `PartitionRequestQueue` and
+//! `SingleCheckpointBarrierHandler` would.
+
+use crate::driver::Driver;
+use crate::observation::{ErrorKind, Item, Observation, Pending, Refusal, Snapshot, WireElement};
+use crate::projection::{IdMap, ImplParts, NettyParts, impl_channel, impl_pending, item_of, payload_of};
+use recovery_impl::buffer_pool::{LocalBufferPool, NetworkBufferPool};
+use recovery_impl::channel_state_persister::ChannelStateWriter;
+use recovery_impl::credit_based_sequence_numbering_view_reader::{
+    BufferResponse, CreditBasedSequenceNumberingViewReader, PartitionRequest,
+};
+use recovery_impl::local_input_channel::LocalInputChannel;
+use recovery_impl::pause_point::{PausePoint, set_thread_hook};
+use recovery_impl::recoverable_input_channel::{ChannelContext, ChannelSnapshot, InputChannelInfo};
+use recovery_impl::remote_input_channel::RemoteInputChannel;
+use recovery_impl::result_subpartition::ResultSubpartition;
+use recovery_impl::single_input_gate::{InputChannelHandle, SingleInputGate};
+use recovery_impl::{BufferId, BufferKind, ChannelError, DeclineReason, NetworkBuffer};
+use recovery_model::config::{ChannelKind, Delivery, ModelConfig, Upstream};
+use recovery_model::state::NetBuf;
+use recovery_model::{Action, Thread};
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::sync::mpsc::{Receiver, Sender, channel};
+use std::time::Duration;
+
+// ---------------------------------------------------------------------------------------------
+// Workers
+// ---------------------------------------------------------------------------------------------
+
+type Job = Box<dyn FnOnce() -> Observation + Send>;
+
+enum Report {
+    Paused(PausePoint),
+    Done(Observation),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum WorkerState {
+    Idle,
+    Paused { channel: u8, point: PausePoint },
+    /// Did not report within the timeout.
+    Lost,
+}
+
+/// One OS thread standing for one Flink thread.
+struct Worker {
+    jobs: Sender<Job>,
+    reports: Receiver<Report>,
+    resume: Sender<()>,
+    state: WorkerState,
+    channel: u8,
+}
+
+impl Worker {
+    fn spawn(name: &str) -> Worker {
+        let (jobs, job_rx) = channel::<Job>();
+        let (report_tx, reports) = channel::<Report>();
+        let (resume, resume_rx) = channel::<()>();
+        std::thread::Builder::new()
+            .name(format!("conform-{name}"))
+            .spawn(move || {
+                let hook_tx = report_tx.clone();
+                set_thread_hook(Some(Box::new(move |point| {
+                    // Stop here until the driver says the model's next step of this thread runs.
+                    if hook_tx.send(Report::Paused(point)).is_ok() {
+                        let _ = resume_rx.recv();
+                    }
+                })));
+                for job in job_rx {
+                    if report_tx.send(Report::Done(job())).is_err() {
+                        break;
+                    }
+                }
+            })
+            .expect("spawn a worker thread");
+        Worker {
+            jobs,
+            reports,
+            resume,
+            state: WorkerState::Idle,
+            channel: 0,
+        }
+    }
+
+    fn wait(&mut self, timeout: Duration) -> Observation {
+        match self.reports.recv_timeout(timeout) {
+            Ok(Report::Paused(point)) => {
+                self.state = WorkerState::Paused {
+                    channel: self.channel,
+                    point,
+                };
+                Observation::Done
+            }
+            Ok(Report::Done(observation)) => {
+                self.state = WorkerState::Idle;
+                observation
+            }
+            Err(_) => {
+                self.state = WorkerState::Lost;
+                Observation::Blocked
+            }
+        }
+    }
+
+    fn start(&mut self, channel: u8, job: Job, timeout: Duration) -> Observation {
+        if self.state != WorkerState::Idle {
+            return Observation::Unperformable {
+                reason: format!("the thread is busy ({:?})", self.state),
+            };
+        }
+        self.channel = channel;
+        if self.jobs.send(job).is_err() {
+            self.state = WorkerState::Lost;
+            return Observation::Blocked;
+        }
+        self.wait(timeout)
+    }
+
+    fn resume(&mut self, timeout: Duration) -> Observation {
+        if self.resume.send(()).is_err() {
+            self.state = WorkerState::Lost;
+            return Observation::Blocked;
+        }
+        self.wait(timeout)
+    }
+
+    /// Lets an interrupted call run to its end (reset); false if it does not end.
+    fn finish(&mut self, timeout: Duration) -> bool {
+        for _ in 0..16 {
+            match self.state {
+                WorkerState::Idle => return true,
+                WorkerState::Paused { .. } => {
+                    self.resume(timeout);
+                }
+                WorkerState::Lost => {
+                    self.wait(timeout);
+                    if self.state == WorkerState::Lost {
+                        return false;
+                    }
+                }
+            }
+        }
+        false
+    }
+
+    fn pending(&self, ids: &[IdMap]) -> Pending {
+        match self.state {
+            WorkerState::Idle => Pending::Idle,
+            WorkerState::Paused { channel, point } => impl_pending(channel, ids[channel as usize], point),
+            WorkerState::Lost => Pending::Elsewhere {
+                what: format!("blocked in a call on channel {}", self.channel),
+            },
+        }
+    }
+}
+
+struct Workers {
+    task: Worker,
+    io: Worker,
+    netty_client: Worker,
+    recycler: Worker,
+}
+
+impl Workers {
+    fn spawn() -> Workers {
+        Workers {
+            task: Worker::spawn("task"),
+            io: Worker::spawn("io"),
+            netty_client: Worker::spawn("netty-client"),
+            recycler: Worker::spawn("recycler"),
+        }
+    }
+
+    fn of(&mut self, thread: Thread) -> Option<&mut Worker> {
+        match thread {
+            Thread::Task => Some(&mut self.task),
+            Thread::Io => Some(&mut self.io),
+            Thread::NettyClient => Some(&mut self.netty_client),
+            Thread::Recycler => Some(&mut self.recycler),
+            _ => None,
+        }
+    }
+
+    fn all(&mut self) -> [&mut Worker; 4] {
+        [&mut self.task, &mut self.io, &mut self.netty_client, &mut self.recycler]
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// One instance of the implementation and the driver's stand-ins
+// ---------------------------------------------------------------------------------------------
+
+/// One channel: the implementation's objects and the stand-ins around it.
+struct Chan {
+    kind: ChannelKind,
+    info: InputChannelInfo,
+    ids: IdMap,
+    global: Arc<NetworkBufferPool>,
+    pool: Arc<LocalBufferPool>,
+    subpartition: Arc<ResultSubpartition>,
+    handle: InputChannelHandle,
+    exclusive: u8,
+    // Netty server: the view reader and what it wrote.
+    reader: Option<CreditBasedSequenceNumberingViewReader>,
+    wire: VecDeque<BufferResponse>,
+    // Netty client: AddCredit messages written, and notifications served.
+    add_credit_in_flight: VecDeque<i32>,
+    credit_writes: u64,
+    // Task / recycler: buffers the consumer holds.
+    held: Vec<NetworkBuffer>,
+    // IO: recovered buffers pushed so far.
+    pushed: u8,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum CheckpointState {
+    NotTriggered,
+    Triggered,
+    Ended,
+}
+
+/// What `SingleCheckpointBarrierHandler` keeps on the task thread.
+struct BarrierHandler {
+    checkpoints: Vec<CheckpointState>,
+    barriers_seen: Vec<u8>,
+    triggering: bool,
+}
+
+struct System {
+    writer: Arc<ChannelStateWriter>,
+    channels: Vec<Chan>,
+    barriers: BarrierHandler,
+}
+
+fn element_buffer(c: u8, kind: Upstream, i: u8) -> NetworkBuffer {
+    let (kind, item) = match kind {
+        Upstream::Data => (BufferKind::Data, Item::Data(i)),
+        Upstream::Event => (BufferKind::Event, Item::Event(i)),
+    };
+    NetworkBuffer::unpooled(BufferId(50_000 + 100 * c as u32 + i as u32), kind, payload_of(c, &item))
+}
+
+impl System {
+    fn new(cfg: &ModelConfig) -> System {
+        let writer = Arc::new(ChannelStateWriter::new());
+        let gate_pool = LocalBufferPool::new(NetworkBufferPool::new(0), 0).expect("an empty pool");
+        let gate = SingleInputGate::new(0, gate_pool);
+        let mut channels = Vec::new();
+        for (c, cc) in cfg.channels.iter().enumerate() {
+            let c = c as u8;
+            let ids = IdMap::new(c, cc.floating, cc.exclusive);
+            let global = NetworkBufferPool::with_first_id(ids.base, (cc.floating + cc.exclusive) as u32);
+            let pool = LocalBufferPool::new(Arc::clone(&global), cc.floating as usize).expect("segments exist");
+            let subpartition = ResultSubpartition::new();
+            for (i, u) in cc.upstream.iter().enumerate() {
+                subpartition
+                    .add(element_buffer(c, *u, i as u8))
+                    .expect("a fresh subpartition accepts");
+            }
+            let info = InputChannelInfo {
+                gate_idx: 0,
+                input_channel_idx: c as u32,
+            };
+            let context = ChannelContext {
+                channel_info: info,
+                gate: Arc::clone(gate.channels_with_data()),
+                global_pool: Arc::clone(&global),
+                buffer_pool: Arc::clone(&pool),
+                writer: Arc::clone(&writer),
+                network_buffers_per_channel: cc.exclusive as usize,
+            };
+            let handle = match cc.kind {
+                ChannelKind::Local => {
+                    InputChannelHandle::Local(LocalInputChannel::new(context, Arc::clone(&subpartition), true))
+                }
+                ChannelKind::Remote => InputChannelHandle::Remote(RemoteInputChannel::new(context, true)),
+            };
+            handle
+                .as_recoverable()
+                .expect("a physical channel")
+                .setup()
+                .expect("exclusive segments exist");
+            channels.push(Chan {
+                kind: cc.kind,
+                info,
+                ids,
+                global,
+                pool,
+                subpartition,
+                handle,
+                exclusive: cc.exclusive,
+                reader: None,
+                wire: VecDeque::new(),
+                add_credit_in_flight: VecDeque::new(),
+                credit_writes: 0,
+                held: Vec::new(),
+                pushed: 0,
+            });
+        }
+        gate.set_input_channels(channels.iter().map(|ch| ch.handle.clone()).collect());
+        let n = cfg.checkpoints as usize;
+        System {
+            writer,
+            channels,
+            barriers: BarrierHandler {
+                checkpoints: vec![CheckpointState::NotTriggered; n],
+                barriers_seen: vec![0; n],
+                triggering: false,
+            },
+        }
+    }
+
+    fn release_everything(&self) {
+        for ch in &self.channels {
+            let _ = ch.handle.release_all_resources();
+        }
+    }
+
+    /// `abortInternal` / completion: `checkpointStopped` on every channel.
+    fn stop_checkpoint(&mut self, cp: u8) {
+        self.barriers.checkpoints[cp as usize - 1] = CheckpointState::Ended;
+        for ch in &self.channels {
+            ch.handle.checkpoint_stopped(cp as i64);
+        }
+    }
+
+    /// Completes `cp` once its trigger is done and every live channel's barrier was processed.
+    fn maybe_complete(&mut self, cp: u8) {
+        let i = cp as usize - 1;
+        if self.barriers.checkpoints[i] != CheckpointState::Triggered || self.barriers.triggering {
+            return;
+        }
+        let live = self
+            .channels
+            .iter()
+            .enumerate()
+            .filter(|(_, ch)| !ch.handle.as_recoverable().is_some_and(|r| r.is_released()))
+            .fold(0u8, |m, (c, _)| m | 1 << c);
+        if self.barriers.barriers_seen[i] & live == live {
+            self.stop_checkpoint(cp);
+        }
+    }
+
+    /// The gate handed the task a barrier of `cp` from channel `c`.
+    fn on_barrier(&mut self, c: u8, cp: u8) {
+        let i = cp as usize - 1;
+        self.barriers.barriers_seen[i] |= 1 << c;
+        if self.barriers.checkpoints[i] == CheckpointState::NotTriggered {
+            // A newer checkpoint aborts the older ones still waiting for barriers.
+            for old in self.barriers.checkpoints[..i].iter_mut() {
+                if *old != CheckpointState::Ended {
+                    *old = CheckpointState::Ended;
+                }
+            }
+            self.barriers.checkpoints[i] = CheckpointState::Triggered;
+            self.barriers.triggering = true;
+        } else {
+            self.maybe_complete(cp);
+        }
+    }
+}
+
+fn error_kind(e: &ChannelError) -> ErrorKind {
+    match e {
+        ChannelError::ProtocolViolation(_) => ErrorKind::ProtocolViolation,
+        ChannelError::IllegalState(_) => ErrorKind::IllegalState,
+        ChannelError::CheckpointDeclined { .. } | ChannelError::CheckpointSubsumed { .. } => ErrorKind::IllegalState,
+        ChannelError::Released(_) => ErrorKind::Released,
+        ChannelError::DoubleRecycle(_) => ErrorKind::DoubleRecycle,
+        ChannelError::BufferReordering { .. } => ErrorKind::BufferReordering,
+    }
+}
+
+fn outcome(r: recovery_impl::Result<()>) -> Observation {
+    match r {
+        Ok(()) => Observation::Done,
+        Err(e) => Observation::Error { error: error_kind(&e) },
+    }
+}
+
+fn unperformable(reason: impl Into<String>) -> Observation {
+    Observation::Unperformable { reason: reason.into() }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The driver
+// ---------------------------------------------------------------------------------------------
+
+/// Drives `recovery-impl` with model actions. See the module documentation.
+pub struct ImplDriver {
+    cfg: ModelConfig,
+    workers: Workers,
+    sys: System,
+    timeout: Duration,
+}
+
+impl ImplDriver {
+    /// A fresh implementation of `cfg`. Only the drainer delivery is driven; a conversion
+    /// configuration's `convertRecoveredInputChannels` step is reported as unperformable.
+    pub fn new(cfg: &ModelConfig) -> Self {
+        ImplDriver {
+            cfg: cfg.clone(),
+            workers: Workers::spawn(),
+            sys: System::new(cfg),
+            timeout: Duration::from_secs(2),
+        }
+    }
+
+    /// How long a call may take before it counts as blocked (default 2 s).
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    fn ch(&mut self, c: u8) -> &mut Chan {
+        &mut self.sys.channels[c as usize]
+    }
+
+    fn resume(&mut self, thread: Thread, c: u8, expected: fn(PausePoint) -> bool) -> Observation {
+        let timeout = self.timeout;
+        let Some(worker) = self.workers.of(thread) else {
+            return unperformable(format!("no {thread} worker"));
+        };
+        match worker.state {
+            WorkerState::Paused { channel, point } if channel == c && expected(point) => worker.resume(timeout),
+            state => unperformable(format!("the {thread} thread is not paused there: {state:?}")),
+        }
+    }
+
+    // --- IO thread ---------------------------------------------------------------------------
+
+    fn on_recovered_state_buffer(&mut self, c: u8) -> Observation {
+        let timeout = self.timeout;
+        let ch = self.ch(c);
+        let i = ch.pushed;
+        ch.pushed += 1;
+        let payload = payload_of(c, &Item::Recovered(i));
+        let channel = ch.handle.as_recoverable().expect("a physical channel");
+        match ch.kind {
+            // A local channel's recovered data sits in heap memory: nothing to wait for.
+            ChannelKind::Local => {
+                let buffer = NetworkBuffer::unpooled(BufferId(60_000 + 100 * c as u32 + i as u32), BufferKind::Data, payload);
+                outcome(channel.on_recovered_state_buffer(buffer))
+            }
+            ChannelKind::Remote => {
+                let job: Job = Box::new(move || match channel.request_recovery_buffer_blocking() {
+                    Ok(buffer) => outcome(channel.on_recovered_state_buffer(buffer.fill(BufferKind::Data, payload))),
+                    // The drainer of a released channel stops quietly (CancelTaskException).
+                    Err(ChannelError::Released(_)) if channel.is_released() => Observation::Done,
+                    Err(e) => Observation::Error { error: error_kind(&e) },
+                });
+                self.workers.io.start(c, job, timeout)
+            }
+        }
+    }
+
+    fn finish_recovered_buffer_delivery(&mut self, c: u8) -> Observation {
+        let timeout = self.timeout;
+        let channel = self.ch(c).handle.as_recoverable().expect("a physical channel");
+        let job: Job = Box::new(move || outcome(channel.finish_recovered_buffer_delivery()));
+        if self.cfg.delivery == Delivery::Conversion {
+            return self.workers.task.start(c, job, timeout);
+        }
+        self.workers.io.start(c, job, timeout)
+    }
+
+    // --- task thread -------------------------------------------------------------------------
+
+    /// `requestPartitions`: each live channel requests its subpartition; the producer's Netty
+    /// server creates a view reader for each remote request (with zero credit: `needsRecovery`).
+    fn request_partitions(&mut self) -> Observation {
+        for ch in &mut self.sys.channels {
+            let channel = ch.handle.as_recoverable().expect("a physical channel");
+            if !channel.is_released()
+                && let Err(e) = channel.request_subpartitions()
+            {
+                return Observation::Error { error: error_kind(&e) };
+            }
+            if let InputChannelHandle::Remote(remote) = &ch.handle {
+                // A channel released before it asked still had its request in flight in the
+                // model; the server serves it the same way.
+                let request = remote.partition_request().unwrap_or(PartitionRequest {
+                    receiver: ch.info,
+                    credit: ch.exclusive as i32,
+                    needs_recovery: remote.needs_recovery(),
+                });
+                match CreditBasedSequenceNumberingViewReader::new(&request, Arc::clone(&ch.subpartition)) {
+                    Ok(reader) => ch.reader = Some(reader),
+                    Err(e) => return Observation::Error { error: error_kind(&e) },
+                }
+            }
+        }
+        Observation::Done
+    }
+
+    fn get_next_buffer(&mut self, c: u8) -> Observation {
+        let ch = self.ch(c);
+        let next = match ch.handle.get_next_buffer() {
+            Ok(Some(next)) => next,
+            Ok(None) => return Observation::NothingPolled,
+            Err(e) => return Observation::Error { error: error_kind(&e) },
+        };
+        let item = item_of(c, &next.buffer.snapshot());
+        let seq = next.sequence_number;
+        if ch.ids.buf(next.buffer.id()).is_some() {
+            // The operator holds the network buffer until the recycler drops it.
+            ch.held.push(next.buffer);
+        } else if let Err(e) = next.buffer.recycle_buffer() {
+            return Observation::Error { error: error_kind(&e) };
+        }
+        if let Item::Barrier(cp) = item {
+            self.sys.on_barrier(c, cp);
+        }
+        Observation::Polled { item, seq }
+    }
+
+    fn insert_recovery_checkpoint_barrier(&mut self, c: u8, cp: u8) -> Observation {
+        let channel = self.ch(c).handle.as_recoverable().expect("a physical channel");
+        outcome(channel.insert_recovery_checkpoint_barrier_if_in_recovery(cp as i64))
+    }
+
+    fn checkpoint_started(&mut self, c: u8, cp: u8) -> Observation {
+        let (writer, info) = (Arc::clone(&self.sys.writer), self.ch(c).info);
+        let before = writer.persisted(cp as i64, info).len();
+        let result = self.ch(c).handle.checkpoint_started(cp as i64);
+        let reason = match result {
+            Ok(()) => {
+                let buffers = writer.persisted(cp as i64, info)[before..]
+                    .iter()
+                    .map(|b| item_of(c, b))
+                    .collect();
+                if c as usize + 1 == self.sys.channels.len() {
+                    self.sys.barriers.triggering = false;
+                    self.sys.maybe_complete(cp);
+                }
+                return Observation::Persisted { checkpoint: cp, buffers };
+            }
+            Err(ChannelError::CheckpointDeclined {
+                reason: DeclineReason::MissingRecoveryCheckpointBarrier,
+                ..
+            }) => Refusal::MissingBarrier,
+            Err(ChannelError::CheckpointDeclined {
+                reason: DeclineReason::LaterRecoveryCheckpointBarrier { .. },
+                ..
+            }) => Refusal::LaterBarrier,
+            Err(ChannelError::CheckpointSubsumed { .. }) => Refusal::Subsumed,
+            Err(e) => return Observation::Error { error: error_kind(&e) },
+        };
+        self.sys.barriers.triggering = false;
+        self.sys.stop_checkpoint(cp);
+        Observation::Refused { checkpoint: cp, reason }
+    }
+
+    fn on_recovered_state_consumed(&mut self, c: u8) -> Observation {
+        let timeout = self.timeout;
+        let channel = self.ch(c).handle.as_recoverable().expect("a physical channel");
+        match self.ch(c).kind {
+            ChannelKind::Local => outcome(channel.on_recovered_state_consumed()),
+            // Remote: pauses before `enableNotify`, the model's next task step.
+            ChannelKind::Remote => {
+                let job: Job = Box::new(move || outcome(channel.on_recovered_state_consumed()));
+                self.workers.task.start(c, job, timeout)
+            }
+        }
+    }
+
+    // --- producer and Netty server -----------------------------------------------------------
+
+    fn emit_checkpoint_barrier(&mut self, c: u8, cp: u8) -> Observation {
+        let barrier = NetworkBuffer::event(BufferKind::CheckpointBarrier(cp as i64));
+        outcome(self.ch(c).subpartition.add(barrier))
+    }
+
+    fn send_buffer(&mut self, c: u8) -> Observation {
+        let ch = self.ch(c);
+        let Some(reader) = ch.reader.as_mut() else {
+            return unperformable("no view reader: the partition was not requested");
+        };
+        match reader.get_next_buffer() {
+            Ok(Some(response)) => {
+                let sent = WireElement {
+                    item: item_of(c, &response.buffer.snapshot()),
+                    seq: response.sequence_number,
+                    backlog: response.backlog,
+                };
+                ch.wire.push_back(response);
+                Observation::Sent(sent)
+            }
+            Ok(None) => Observation::NothingSent,
+            Err(ChannelError::IllegalState(_)) => Observation::Error {
+                error: ErrorKind::SendWithoutCredit,
+            },
+            Err(e) => Observation::Error { error: error_kind(&e) },
+        }
+    }
+
+    fn on_add_credit(&mut self, c: u8) -> Observation {
+        let ch = self.ch(c);
+        match (ch.add_credit_in_flight.pop_front(), ch.reader.as_mut()) {
+            (Some(credit), Some(reader)) => {
+                reader.add_credit(credit);
+                Observation::Done
+            }
+            _ => unperformable("no AddCredit in flight or no reader"),
+        }
+    }
+
+    // --- Netty client ------------------------------------------------------------------------
+
+    /// `decodeBufferOrEvent` + `onBuffer`: a released channel's responses are discarded (the
+    /// client handler's check); a data response is copied into a buffer from `requestBuffer()`.
+    fn on_buffer(&mut self, c: u8) -> Observation {
+        let timeout = self.timeout;
+        let ch = self.ch(c);
+        let Some(response) = ch.wire.pop_front() else {
+            return unperformable("nothing on the wire");
+        };
+        let Some(remote) = ch.handle.as_remote().cloned() else {
+            return unperformable("not a remote channel");
+        };
+        let job: Job = Box::new(move || {
+            if remote.needs_recovery() && remote.snapshot().released {
+                return outcome(response.buffer.recycle_buffer());
+            }
+            let buffer = if response.buffer.is_buffer() {
+                let Some(target) = remote.request_buffer() else {
+                    let _ = response.buffer.recycle_buffer();
+                    return Observation::Error {
+                        error: ErrorKind::NoBufferForData,
+                    };
+                };
+                let (kind, payload) = (response.buffer.kind(), response.buffer.payload());
+                if let Err(e) = response.buffer.recycle_buffer() {
+                    return Observation::Error { error: error_kind(&e) };
+                }
+                target.fill(kind, payload)
+            } else {
+                response.buffer
+            };
+            outcome(remote.on_buffer(buffer, response.sequence_number, response.backlog))
+        });
+        self.workers.netty_client.start(c, job, timeout)
+    }
+
+    /// Writes `AddCredit(getAndResetUnannouncedCredit())` unless nothing is to announce or the
+    /// channel is released.
+    fn send_add_credit(&mut self, c: u8) -> Observation {
+        let ch = self.ch(c);
+        let Some(remote) = ch.handle.as_remote().cloned() else {
+            return unperformable("not a remote channel");
+        };
+        ch.credit_writes = remote.snapshot().credit_notifications;
+        let credit = remote.get_and_reset_unannounced_credit();
+        let sent = credit > 0 && !remote.snapshot().released;
+        if sent {
+            ch.add_credit_in_flight.push_back(credit);
+        }
+        Observation::CreditSent {
+            credit: sent.then_some(credit),
+        }
+    }
+
+    // --- recycler and canceler ---------------------------------------------------------------
+
+    fn recycle(&mut self, c: u8, buffer: NetBuf) -> Observation {
+        let timeout = self.timeout;
+        let ch = self.ch(c);
+        let id = ch.ids.id(buffer);
+        let Some(at) = ch.held.iter().position(|b| b.id() == id) else {
+            return unperformable(format!("the consumer does not hold {buffer}"));
+        };
+        let held = ch.held.remove(at);
+        let job: Job = Box::new(move || outcome(held.recycle_buffer()));
+        self.workers.recycler.start(c, job, timeout)
+    }
+
+    fn release_all_resources(&mut self, c: u8) -> Observation {
+        outcome(self.ch(c).handle.release_all_resources())
+    }
+}
+
+impl Driver for ImplDriver {
+    fn name(&self) -> &str {
+        "impl"
+    }
+
+    fn reset(&mut self) {
+        let timeout = self.timeout;
+        let mut released = false;
+        for w in self.workers.all() {
+            if w.state == WorkerState::Lost && !released {
+                // Unblock waits on latches and buffers of the old instance.
+                self.sys.release_everything();
+                released = true;
+            }
+            if !w.finish(timeout) {
+                *w = Worker::spawn("replacement");
+            }
+        }
+        self.sys = System::new(&self.cfg);
+    }
+
+    /// The dispatch table: one line per model action.
+    fn apply(&mut self, action: &Action) -> Observation {
+        use Action::*;
+        match *action {
+            OnRecoveredStateBuffer { channel } => self.on_recovered_state_buffer(channel),
+            FinishRecoveredBufferDelivery { channel } => self.finish_recovered_buffer_delivery(channel),
+            ConvertRecoveredInputChannels => unperformable("the conversion path is not driven"),
+            RequestPartitions => self.request_partitions(),
+            GetNextBuffer { channel } => self.get_next_buffer(channel),
+            InsertRecoveryCheckpointBarrier { channel, cp } => self.insert_recovery_checkpoint_barrier(channel, cp),
+            CheckpointStarted { channel, cp } => self.checkpoint_started(channel, cp),
+            OnRecoveredStateConsumed { channel } => self.on_recovered_state_consumed(channel),
+            EnableNotify { channel } => {
+                self.resume(Thread::Task, channel, |p| p == PausePoint::EnableNotify)
+            }
+            NotifyBufferAvailable { thread, channel, .. } => {
+                self.resume(thread, channel, |p| matches!(p, PausePoint::Announce { .. }))
+            }
+            EmitCheckpointBarrier { channel, cp } => self.emit_checkpoint_barrier(channel, cp),
+            SendBuffer { channel } => self.send_buffer(channel),
+            OnAddCredit { channel } => self.on_add_credit(channel),
+            OnBuffer { channel } => self.on_buffer(channel),
+            SendAddCredit { channel } => self.send_add_credit(channel),
+            Recycle { channel, buffer } => self.recycle(channel, buffer),
+            ReturnFloatingBuffer { channel, .. } => {
+                self.resume(Thread::Recycler, channel, |p| matches!(p, PausePoint::ReturnFloating { .. }))
+            }
+            ReleaseAllResources { channel } => self.release_all_resources(channel),
+        }
+    }
+
+    fn snapshot(&mut self) -> Snapshot {
+        let writer = self.sys.writer.snapshot();
+        let ids: Vec<IdMap> = self.sys.channels.iter().map(|ch| ch.ids).collect();
+        let mut channels = Vec::new();
+        for (c, ch) in self.sys.channels.iter().enumerate() {
+            let snapshot: ChannelSnapshot = ch.handle.snapshot();
+            let netty = match &snapshot {
+                ChannelSnapshot::Remote(r) => Some(NettyParts {
+                    reader_credit: ch.reader.as_ref().map(|r| r.num_credits_available()),
+                    wire: ch
+                        .wire
+                        .iter()
+                        .map(|w| WireElement {
+                            item: item_of(c as u8, &w.buffer.snapshot()),
+                            seq: w.sequence_number,
+                            backlog: w.backlog,
+                        })
+                        .collect(),
+                    add_credit_in_flight: ch.add_credit_in_flight.iter().copied().collect(),
+                    add_credit_queued: r.credit_notifications > ch.credit_writes,
+                }),
+                _ => None,
+            };
+            let held: Vec<BufferId> = ch.held.iter().map(NetworkBuffer::id).collect();
+            let mut view = impl_channel(&ImplParts {
+                index: c as u8,
+                ids: ch.ids,
+                channel: &snapshot,
+                subpartition: &ch.subpartition.snapshot(),
+                writer: &writer,
+                pool: &ch.pool.snapshot(),
+                global: &ch.global.snapshot(),
+                netty: netty.as_ref(),
+                held: &held,
+            });
+            if view.released {
+                // A released channel's priority flag means nothing (see projection.rs).
+                view.pending_priority = false;
+            }
+            channels.push(view);
+        }
+        Snapshot {
+            channels,
+            task: self.workers.task.pending(&ids),
+            netty_client: self.workers.netty_client.pending(&ids),
+            recycler: self.workers.recycler.pending(&ids),
+        }
+    }
+}
+
+impl Drop for ImplDriver {
+    fn drop(&mut self) {
+        // Let paused calls end so that worker threads exit when their job queue closes.
+        let timeout = self.timeout.min(Duration::from_millis(200));
+        if self.workers.all().iter().any(|w| w.state == WorkerState::Lost) {
+            self.sys.release_everything();
+        }
+        for w in self.workers.all() {
+            w.finish(timeout);
+        }
+    }
+}

@@ -1,0 +1,524 @@
+//! Where the two descriptions meet: the projection of a model state, and of the
+//! implementation's snapshots, into the common [`Snapshot`], and the observation the model
+//! predicts for a step. Everything that decides what is comparable lives in this file.
+//!
+//! Granularity differences, and how they are projected (see docs/conformance.md):
+//! - Buffers. The model names a remote channel's network buffers `x0..` (exclusive) and `f0..`
+//!   (floating). The implementation gives segments ids; the driver builds one global pool per
+//!   channel whose ids start at [`IdMap::base`], floating first, so that id and name map one to
+//!   one ([`IdMap`]). Producer-side buffers, events and local recovered buffers are unpooled in
+//!   both descriptions and carry no name.
+//! - Contents. The implementation's buffers carry a `payload` number; the driver writes the
+//!   model's element into it ([`payload_of`]) and the projection reads it back ([`item_of`]).
+//!   Remote live data is copied into a consumer buffer, as Netty does: the copy keeps the
+//!   payload and takes the id of the consumer buffer, which the model names the same way.
+//! - Sequence numbers. Local channels number recovered elements when consumed, so queued local
+//!   elements have none; remote ones are numbered at append and arrival.
+//! - `stateConsumedFuture`. The implementation completes it after `enableNotify` has announced
+//!   its credit; the model completes it in the `enableNotify` step, before the announcement.
+//!   Projected: the model's future counts as done once the task's announcement is made.
+//! - The Netty client's queued `AddCredit` write is not shown once the channel is released (the
+//!   model never queues one then; the implementation's `notifyCreditAvailable` does not check).
+//! - Not compared: reference counts (the implementation has none), `lastBarrierId` (internal to
+//!   the master branch, observable through what is persisted), the gate's channel queue (the
+//!   model polls a chosen channel directly), the task's checkpoint bookkeeping (the driver's).
+
+use crate::observation::*;
+use recovery_impl::BufferId;
+use recovery_impl::buffer_manager::BufferManagerSnapshot;
+use recovery_impl::buffer_pool::{LocalBufferPoolSnapshot, NetworkBufferPoolSnapshot};
+use recovery_impl::channel_state_persister::{self as persister, ChannelStateWriterSnapshot};
+use recovery_impl::pause_point::PausePoint;
+use recovery_impl::recoverable_input_channel::{ChannelSnapshot as ImplChannel, FutureStatus};
+use recovery_impl::result_subpartition::ResultSubpartitionSnapshot;
+use recovery_impl::{BufferKind, BufferSnapshot};
+use recovery_model::channel_state_persister::PersistStatus as ModelPersist;
+use recovery_model::state::{Channel, CheckpointStatus, Entry, NetBuf, Payload, RecyclerPc, State, TaskPc, Violation};
+use recovery_model::{Action, ChannelKind, RecoveryModel};
+use std::collections::BTreeMap;
+
+// ---------------------------------------------------------------------------------------------
+// Names of buffers and contents
+// ---------------------------------------------------------------------------------------------
+
+/// How one channel's segment ids map to the model's buffer names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IdMap {
+    /// The first segment id of the channel's global pool.
+    pub base: u32,
+    /// Floating buffers (ids `base..base+floating`); exclusive ones follow.
+    pub floating: u8,
+    /// Exclusive buffers.
+    pub exclusive: u8,
+}
+
+impl IdMap {
+    /// The map of channel `c` with `floating` and `exclusive` buffers.
+    pub fn new(c: u8, floating: u8, exclusive: u8) -> Self {
+        IdMap {
+            base: 100 * (c as u32 + 1),
+            floating,
+            exclusive,
+        }
+    }
+
+    /// The model's name of segment `id`, if it is one of this channel's.
+    pub fn buf(&self, id: BufferId) -> Option<Buf> {
+        let i = id.0.checked_sub(self.base)?;
+        let (f, x) = (self.floating as u32, self.exclusive as u32);
+        match i {
+            i if i < f => Some(Buf(NetBuf::Floating(i as u8))),
+            i if i < f + x => Some(Buf(NetBuf::Exclusive((i - f) as u8))),
+            _ => None,
+        }
+    }
+
+    /// The segment id of the model's buffer `b`.
+    pub fn id(&self, b: NetBuf) -> BufferId {
+        match b {
+            NetBuf::Floating(i) => BufferId(self.base + i as u32),
+            NetBuf::Exclusive(i) => BufferId(self.base + self.floating as u32 + i as u32),
+        }
+    }
+
+    fn bufs(&self, ids: &[BufferId]) -> Vec<Buf> {
+        ids.iter().filter_map(|id| self.buf(*id)).collect()
+    }
+}
+
+const RECOVERED: u64 = 1_000;
+const DATA: u64 = 2_000;
+const EVENT: u64 = 3_000;
+
+/// The payload number the driver writes into a buffer carrying `item` of channel `c`.
+pub fn payload_of(c: u8, item: &Item) -> u64 {
+    let base = 10_000 * (c as u64 + 1);
+    match item {
+        Item::Recovered(i) => base + RECOVERED + *i as u64,
+        Item::Data(i) => base + DATA + *i as u64,
+        Item::Event(i) => base + EVENT + *i as u64,
+        _ => 0,
+    }
+}
+
+/// The model's name of what the implementation's buffer carries, on channel `c`.
+pub fn item_of(c: u8, b: &BufferSnapshot) -> Item {
+    let base = 10_000 * (c as u64 + 1);
+    let index = |tag: u64| {
+        b.payload
+            .checked_sub(base + tag)
+            .filter(|i| *i < RECOVERED)
+            .map(|i| i as u8)
+    };
+    let unknown = || Item::Unknown(format!("{:?} id {} payload {}", b.kind, b.id.0, b.payload));
+    match b.kind {
+        BufferKind::Data => match (index(RECOVERED), index(DATA)) {
+            (Some(i), _) => Item::Recovered(i),
+            (_, Some(i)) => Item::Data(i),
+            _ => unknown(),
+        },
+        BufferKind::Event => index(EVENT).map_or_else(unknown, Item::Event),
+        BufferKind::CheckpointBarrier(cp) => Item::Barrier(cp as u8),
+        BufferKind::RecoveryCheckpointBarrier(cp) => Item::RecoveryBarrier(cp as u8),
+        BufferKind::EndOfFetchedChannelState => Item::EndOfRecovery,
+        BufferKind::EndOfInputChannelState => unknown(),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The model's side
+// ---------------------------------------------------------------------------------------------
+
+fn model_element(kind: ChannelKind, e: &Entry) -> Element {
+    Element {
+        item: e.payload.into(),
+        seq: (kind == ChannelKind::Remote).then_some(e.seq),
+        buffer: e.buffer.map(Buf),
+    }
+}
+
+fn model_persist(s: ModelPersist) -> PersistStatus {
+    match s {
+        ModelPersist::Completed => PersistStatus::Completed,
+        ModelPersist::BarrierPending => PersistStatus::BarrierPending,
+        ModelPersist::BarrierReceived => PersistStatus::BarrierReceived,
+    }
+}
+
+fn model_channel(m: &RecoveryModel, s: &State, c: u8) -> ChannelView {
+    let ch: &Channel = s.ch(c);
+    let kind = m.cfg.channels[c as usize].kind;
+    let announcing = s.task_announce.is_some_and(|a| a.channel == c);
+    let mut persisted: BTreeMap<u8, Vec<Item>> = BTreeMap::new();
+    for (cp, p) in &ch.ghost_persisted {
+        persisted.entry(*cp).or_default().push((*p).into());
+    }
+    let bufs = |v: &[NetBuf]| v.iter().copied().map(Buf).collect::<Vec<_>>();
+    let credit = (kind == ChannelKind::Remote).then(|| Credit {
+        notify_available: ch.bm.notify_available,
+        waiting_for_floating: ch.bm.waiting_for_floating,
+        required: ch.bm.required as i32,
+        unannounced: ch.unannounced_credit as i32,
+        add_credit_queued: ch.add_credit_queued && !ch.released,
+        add_credit_in_flight: ch.add_credit_in_flight.iter().map(|k| *k as i32).collect(),
+        reader_credit: ch.producer.reader_credit.map(i32::from),
+        wire: ch
+            .producer
+            .wire
+            .iter()
+            .map(|w| WireElement {
+                item: w.payload.into(),
+                seq: w.seq,
+                backlog: w.backlog as i32,
+            })
+            .collect(),
+        buffers: Buffers {
+            exclusive: bufs(&ch.bm.exclusive),
+            floating: bufs(&ch.bm.floating),
+            pool: bufs(&ch.bm.pool),
+            global: bufs(&ch.global_pool),
+            held: bufs(&ch.held),
+        },
+    });
+    ChannelView {
+        kind,
+        in_recovery: ch.in_recovery,
+        released: ch.released,
+        upstream_ready: ch.upstream_ready,
+        state_consumed: ch.state_consumed && !(announcing && !ch.released),
+        recovery_seq: ch.recovery_seq,
+        queue: ch.queue.iter().map(|e| model_element(kind, e)).collect(),
+        priority_len: ch.priority_len as usize,
+        stash: ch.stash.iter().map(|e| model_element(kind, e)).collect(),
+        pending_priority: kind == ChannelKind::Local && ch.pending_priority,
+        persist_status: model_persist(ch.persister.status),
+        last_seen_barrier: ch.persister.last_seen_barrier as i64,
+        persisted,
+        subpartition: ch.producer.subpartition.iter().map(|p| (*p).into()).collect(),
+        credit,
+    }
+}
+
+/// The abstract snapshot of model state `s`.
+pub fn model_snapshot(m: &RecoveryModel, s: &State) -> Snapshot {
+    let task = match (s.task_announce, s.task) {
+        (Some(a), _) => Pending::Announce {
+            channel: a.channel,
+            n: a.n,
+        },
+        (None, TaskPc::EnableNotify { channel }) => Pending::EnableNotify { channel },
+        (None, TaskPc::EnableNotifyRest { channel, .. }) => Pending::Elsewhere {
+            what: format!("between the two halves of a split enableNotify on channel {channel}"),
+        },
+        _ => Pending::Idle,
+    };
+    let netty_client = s.client_announce.map_or(Pending::Idle, |a| Pending::Announce {
+        channel: a.channel,
+        n: a.n,
+    });
+    let recycler = match s.recycler {
+        RecyclerPc::Idle => Pending::Idle,
+        RecyclerPc::Announce(a) => Pending::Announce {
+            channel: a.channel,
+            n: a.n,
+        },
+        RecyclerPc::ReturnFloating { channel, buffer } => Pending::ReturnFloating {
+            channel,
+            buffer: Buf(buffer),
+        },
+    };
+    Snapshot {
+        channels: (0..s.channels.len() as u8).map(|c| model_channel(m, s, c)).collect(),
+        task,
+        netty_client,
+        recycler,
+    }
+}
+
+/// The error kind of a model assertion.
+pub fn violation_kind(v: Violation) -> ErrorKind {
+    match v {
+        Violation::DataDuringRecovery => ErrorKind::ProtocolViolation,
+        Violation::NoBufferForData => ErrorKind::NoBufferForData,
+        Violation::SendWithoutCredit => ErrorKind::SendWithoutCredit,
+        Violation::PushAfterRecovery | Violation::RecoveryAlreadyFinished | Violation::ExpectedPriorityEvent => {
+            ErrorKind::IllegalState
+        }
+    }
+}
+
+/// What the model predicts a caller sees when `action` takes `pre` to `post`.
+pub fn model_observation(m: &RecoveryModel, pre: &State, action: &Action, post: &State) -> Observation {
+    if let (None, Some((_, v))) = (pre.violation, post.violation) {
+        return Observation::Error {
+            error: violation_kind(v),
+        };
+    }
+    match *action {
+        Action::GetNextBuffer { channel: c } => {
+            let (before, after) = (&pre.ch(c).ghost_delivered, &post.ch(c).ghost_delivered);
+            if after.len() > before.len() {
+                let d = after.last().expect("grew");
+                return Observation::Polled {
+                    item: d.payload.into(),
+                    seq: d.seq,
+                };
+            }
+            if post.task == (TaskPc::Consume { channel: c }) {
+                let seq = match m.cfg.channels[c as usize].kind {
+                    ChannelKind::Local => pre.ch(c).recovery_seq,
+                    ChannelKind::Remote => pre.ch(c).queue.first().map_or(0, |e| e.seq),
+                };
+                return Observation::Polled {
+                    item: Item::EndOfRecovery,
+                    seq,
+                };
+            }
+            Observation::NothingPolled
+        }
+        Action::CheckpointStarted { channel: c, cp } => {
+            let i = cp as usize - 1;
+            let refusal = match post.checkpoints[i] {
+                _ if pre.checkpoints[i] == post.checkpoints[i] => None,
+                CheckpointStatus::DeclinedMissingBarrier => Some(Refusal::MissingBarrier),
+                CheckpointStatus::DeclinedLaterBarrier => Some(Refusal::LaterBarrier),
+                CheckpointStatus::Subsumed => Some(Refusal::Subsumed),
+                _ => None,
+            };
+            if let Some(reason) = refusal {
+                return Observation::Refused { checkpoint: cp, reason };
+            }
+            let start = pre.ch(c).ghost_persisted.len();
+            let buffers = post.ch(c).ghost_persisted[start..]
+                .iter()
+                .filter(|(k, _)| *k == cp)
+                .map(|(_, p)| Item::from(*p))
+                .collect();
+            Observation::Persisted { checkpoint: cp, buffers }
+        }
+        Action::SendBuffer { channel: c } => match post.ch(c).producer.wire.last() {
+            Some(w) if post.ch(c).producer.wire.len() > pre.ch(c).producer.wire.len() => Observation::Sent(WireElement {
+                item: w.payload.into(),
+                seq: w.seq,
+                backlog: w.backlog as i32,
+            }),
+            _ => Observation::NothingSent,
+        },
+        Action::SendAddCredit { channel: c } => {
+            let (before, after) = (&pre.ch(c).add_credit_in_flight, &post.ch(c).add_credit_in_flight);
+            let credit = (after.len() > before.len()).then(|| *after.last().expect("grew") as i32);
+            Observation::CreditSent { credit }
+        }
+        _ => Observation::Done,
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The implementation's side
+// ---------------------------------------------------------------------------------------------
+
+/// The Netty stand-ins' state of a remote channel, kept by the driver.
+#[derive(Clone, Debug, Default)]
+pub struct NettyParts {
+    /// The view reader's credit, once the partition request created it.
+    pub reader_credit: Option<i32>,
+    /// `BufferResponse`s on the wire, as the model names them.
+    pub wire: Vec<WireElement>,
+    /// `AddCredit` messages on the wire.
+    pub add_credit_in_flight: Vec<i32>,
+    /// An `AddCredit` write is queued (a `notifyCreditAvailable` not yet served).
+    pub add_credit_queued: bool,
+}
+
+/// Everything the driver reads for one channel of the implementation.
+pub struct ImplParts<'a> {
+    /// Channel index.
+    pub index: u8,
+    /// Its buffer names.
+    pub ids: IdMap,
+    /// The channel's own snapshot.
+    pub channel: &'a ImplChannel,
+    /// The producer's subpartition.
+    pub subpartition: &'a ResultSubpartitionSnapshot,
+    /// The task's `ChannelStateWriter`.
+    pub writer: &'a ChannelStateWriterSnapshot,
+    /// The channel's floating-buffer pool.
+    pub pool: &'a LocalBufferPoolSnapshot,
+    /// The channel's global pool.
+    pub global: &'a NetworkBufferPoolSnapshot,
+    /// The Netty stand-ins (remote only).
+    pub netty: Option<&'a NettyParts>,
+    /// Buffers the consumer holds, in the order it got them.
+    pub held: &'a [BufferId],
+}
+
+fn impl_persist(s: persister::CheckpointStatus) -> PersistStatus {
+    match s {
+        persister::CheckpointStatus::Completed => PersistStatus::Completed,
+        persister::CheckpointStatus::BarrierPending => PersistStatus::BarrierPending,
+        persister::CheckpointStatus::BarrierReceived => PersistStatus::BarrierReceived,
+    }
+}
+
+fn impl_credit(p: &ImplParts<'_>, bm: &BufferManagerSnapshot, unannounced: i32, released: bool) -> Credit {
+    let netty = p.netty.cloned().unwrap_or_default();
+    Credit {
+        notify_available: bm.notify_available,
+        waiting_for_floating: bm.waiting_for_floating_buffers,
+        required: bm.num_required_buffers,
+        unannounced,
+        add_credit_queued: netty.add_credit_queued && !released,
+        add_credit_in_flight: netty.add_credit_in_flight,
+        reader_credit: netty.reader_credit,
+        wire: netty.wire,
+        buffers: Buffers {
+            exclusive: p.ids.bufs(&bm.exclusive),
+            floating: p.ids.bufs(&bm.floating),
+            pool: p.ids.bufs(&p.pool.available),
+            global: p.ids.bufs(&p.global.available),
+            held: p.ids.bufs(p.held),
+        },
+    }
+}
+
+/// The abstract view of one channel of the implementation.
+pub fn impl_channel(p: &ImplParts<'_>) -> ChannelView {
+    let c = p.index;
+    let info = match p.channel {
+        ImplChannel::Local(l) => l.channel_info,
+        ImplChannel::Remote(r) => r.channel_info,
+        ImplChannel::Recovered(r) => r.channel_info,
+    };
+    let mut persisted: BTreeMap<u8, Vec<Item>> = BTreeMap::new();
+    for (cp, written) in &p.writer.persisted {
+        for w in written.iter().filter(|w| w.channel == info) {
+            persisted.entry(*cp as u8).or_default().push(item_of(c, &w.buffer));
+        }
+    }
+    let subpartition = p.subpartition.buffers.iter().map(|b| item_of(c, b)).collect();
+    let done = |f: &FutureStatus| *f != FutureStatus::Pending;
+    match p.channel {
+        ImplChannel::Local(l) => ChannelView {
+            kind: ChannelKind::Local,
+            in_recovery: l.in_recovery,
+            released: l.released,
+            upstream_ready: l.upstream_ready,
+            state_consumed: done(&l.state_consumed),
+            recovery_seq: l.recovery_sequence_number,
+            queue: l
+                .recovered_buffers
+                .iter()
+                .map(|b| Element {
+                    item: item_of(c, b),
+                    seq: None,
+                    buffer: p.ids.buf(b.id),
+                })
+                .collect(),
+            priority_len: 0,
+            stash: Vec::new(),
+            pending_priority: l.has_pending_priority_event,
+            persist_status: impl_persist(l.persister.checkpoint_status),
+            last_seen_barrier: l.persister.last_seen_barrier,
+            persisted,
+            subpartition,
+            credit: None,
+        },
+        ImplChannel::Remote(r) => {
+            let element = |e: &recovery_impl::remote_input_channel::SequenceBufferSnapshot| Element {
+                item: item_of(c, &e.buffer),
+                seq: Some(e.sequence_number),
+                buffer: p.ids.buf(e.buffer.id),
+            };
+            ChannelView {
+                kind: ChannelKind::Remote,
+                in_recovery: r.in_recovery,
+                released: r.released,
+                upstream_ready: r.upstream_ready,
+                state_consumed: done(&r.state_consumed),
+                recovery_seq: r.recovery_sequence_number,
+                queue: r.received_buffers.iter().map(element).collect(),
+                priority_len: r.num_priority_elements,
+                stash: r.recovery_event_stash.iter().map(element).collect(),
+                pending_priority: false,
+                persist_status: impl_persist(r.persister.checkpoint_status),
+                last_seen_barrier: r.persister.last_seen_barrier,
+                persisted,
+                subpartition,
+                credit: Some(impl_credit(p, &r.buffer_manager, r.unannounced_credit, r.released)),
+            }
+        }
+        ImplChannel::Recovered(r) => ChannelView {
+            kind: ChannelKind::Local,
+            in_recovery: true,
+            released: r.released,
+            upstream_ready: false,
+            state_consumed: done(&r.state_consumed),
+            recovery_seq: r.sequence_number,
+            queue: r
+                .received_buffers
+                .iter()
+                .map(|b| Element {
+                    item: item_of(c, b),
+                    seq: None,
+                    buffer: p.ids.buf(b.id),
+                })
+                .collect(),
+            priority_len: 0,
+            stash: Vec::new(),
+            pending_priority: false,
+            persist_status: PersistStatus::Completed,
+            last_seen_barrier: -1,
+            persisted,
+            subpartition,
+            credit: None,
+        },
+    }
+}
+
+/// The abstract state of a thread of the implementation paused at `point` in a call on channel
+/// `c` (names buffers with `ids`).
+pub fn impl_pending(c: u8, ids: IdMap, point: PausePoint) -> Pending {
+    match point {
+        PausePoint::Announce { n } => Pending::Announce { channel: c, n: n as u8 },
+        PausePoint::EnableNotify => Pending::EnableNotify { channel: c },
+        PausePoint::ReturnFloating { buffer } => match ids.buf(buffer) {
+            Some(buffer) => Pending::ReturnFloating { channel: c, buffer },
+            None => Pending::Elsewhere {
+                what: format!("returning unknown floating buffer {} of channel {c}", buffer.0),
+            },
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn segment_ids_and_buffer_names_map_one_to_one() {
+        let ids = IdMap::new(1, 2, 3);
+        for b in [
+            NetBuf::Floating(0),
+            NetBuf::Floating(1),
+            NetBuf::Exclusive(0),
+            NetBuf::Exclusive(2),
+        ] {
+            assert_eq!(ids.buf(ids.id(b)), Some(Buf(b)));
+        }
+        assert_eq!(ids.buf(BufferId(ids.base + 5)), None);
+        assert_eq!(ids.buf(BufferId(7)), None);
+    }
+
+    #[test]
+    fn payloads_name_the_element_they_carry() {
+        for item in [Item::Recovered(2), Item::Data(1)] {
+            let b = BufferSnapshot {
+                id: BufferId(9),
+                kind: BufferKind::Data,
+                payload: payload_of(1, &item),
+            };
+            assert_eq!(item_of(1, &b), item);
+            assert!(matches!(item_of(0, &b), Item::Unknown(_)), "another channel's data is unknown");
+        }
+    }
+}
