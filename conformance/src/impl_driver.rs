@@ -30,7 +30,7 @@ use recovery_impl::recoverable_input_channel::{ChannelContext, ChannelSnapshot, 
 use recovery_impl::remote_input_channel::RemoteInputChannel;
 use recovery_impl::result_subpartition::ResultSubpartition;
 use recovery_impl::single_input_gate::{InputChannelHandle, SingleInputGate};
-use recovery_impl::{BufferId, BufferKind, ChannelError, DeclineReason, NetworkBuffer};
+use recovery_impl::{BufferId, BufferKind, ChannelError, DeclineReason, NetworkBuffer, RecoverableInputChannel};
 use recovery_model::config::{ChannelKind, Delivery, ModelConfig, Upstream};
 use recovery_model::state::NetBuf;
 use recovery_model::{Action, Thread};
@@ -635,7 +635,7 @@ impl ImplDriver {
             return unperformable("not a remote channel");
         };
         let job: Job = Box::new(move || {
-            if remote.needs_recovery() && remote.snapshot().released {
+            if remote.is_released() {
                 return outcome(response.buffer.recycle_buffer());
             }
             let buffer = if response.buffer.is_buffer() {
@@ -667,7 +667,7 @@ impl ImplDriver {
         };
         ch.credit_writes = remote.snapshot().credit_notifications;
         let credit = remote.get_and_reset_unannounced_credit();
-        let sent = credit > 0 && !remote.snapshot().released;
+        let sent = credit > 0 && !remote.is_released();
         if sent {
             ch.add_credit_in_flight.push_back(credit);
         }
@@ -771,7 +771,7 @@ impl Driver for ImplDriver {
                 _ => None,
             };
             let held: Vec<BufferId> = ch.held.iter().map(NetworkBuffer::id).collect();
-            let mut view = impl_channel(&ImplParts {
+            channels.push(impl_channel(&ImplParts {
                 index: c as u8,
                 ids: ch.ids,
                 channel: &snapshot,
@@ -781,12 +781,7 @@ impl Driver for ImplDriver {
                 global: &ch.global.snapshot(),
                 netty: netty.as_ref(),
                 held: &held,
-            });
-            if view.released {
-                // A released channel's priority flag means nothing (see projection.rs).
-                view.pending_priority = false;
-            }
-            channels.push(view);
+            }));
         }
         Snapshot {
             channels,

@@ -17,6 +17,9 @@
 //! - `stateConsumedFuture`. The implementation completes it after `enableNotify` has announced
 //!   its credit; the model completes it in the `enableNotify` step, before the announcement.
 //!   Projected: the model's future counts as done once the task's announcement is made.
+//! - A released local channel's `hasPendingPriorityEvent` means nothing and is not shown (the
+//!   model sets it for any channel once partitions are requested, the implementation only
+//!   through a view created before the release).
 //! - The Netty client's queued `AddCredit` write is not shown once the channel is released (the
 //!   model never queues one then; the implementation's `notifyCreditAvailable` does not check).
 //! - Not compared: reference counts (the implementation has none), `lastBarrierId` (internal to
@@ -190,7 +193,7 @@ fn model_channel(m: &RecoveryModel, s: &State, c: u8) -> ChannelView {
         queue: ch.queue.iter().map(|e| model_element(kind, e)).collect(),
         priority_len: ch.priority_len as usize,
         stash: ch.stash.iter().map(|e| model_element(kind, e)).collect(),
-        pending_priority: kind == ChannelKind::Local && ch.pending_priority,
+        pending_priority: kind == ChannelKind::Local && ch.pending_priority && !ch.released,
         persist_status: model_persist(ch.persister.status),
         last_seen_barrier: ch.persister.last_seen_barrier as i64,
         persisted,
@@ -416,7 +419,7 @@ pub fn impl_channel(p: &ImplParts<'_>) -> ChannelView {
                 .collect(),
             priority_len: 0,
             stash: Vec::new(),
-            pending_priority: l.has_pending_priority_event,
+            pending_priority: l.has_pending_priority_event && !l.released,
             persist_status: impl_persist(l.persister.checkpoint_status),
             last_seen_barrier: l.persister.last_seen_barrier,
             persisted,

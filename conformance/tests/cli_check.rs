@@ -1,0 +1,91 @@
+//! The `cdr` command line: exit codes, JSON shapes, and clear errors on bad input.
+
+use std::process::{Command, Output};
+
+fn cdr(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_cdr")).args(args).output().expect("cdr runs")
+}
+
+fn json(out: &Output) -> serde_json::Value {
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))
+}
+
+#[test]
+fn check_of_tiny_prints_every_verdict_as_json_and_exits_zero() {
+    let out = cdr(&["check", "--preset", "tiny", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let v = json(&out);
+    for key in ["model", "preset", "variant", "states", "unique_states", "max_depth", "seconds", "properties"] {
+        assert!(v.get(key).is_some(), "missing {key}");
+    }
+    assert_eq!(v["preset"], "tiny");
+    assert_eq!(v["variant"], "fixed");
+    let props = v["properties"].as_array().unwrap();
+    let count = |e: &str| props.iter().filter(|p| p["expectation"] == e).count();
+    assert!(count("always") >= 12 && count("eventually") >= 3 && count("sometimes") >= 4);
+    for p in props {
+        let status = p["status"].as_str().unwrap();
+        assert!(["holds", "violated", "example_found", "example_missing"].contains(&status));
+        assert_ne!(status, "violated", "{}", p["name"]);
+    }
+}
+
+#[test]
+fn check_of_a_variant_exits_one_with_its_property_violated() {
+    let out = cdr(&["check", "--variant", "recovery-sequence-from-zero", "--json", "--no-acyclic"]);
+    assert_eq!(out.status.code(), Some(1));
+    let v = json(&out);
+    assert_eq!(v["preset"], "tiny", "a variant checks its own preset by default");
+    let props = v["properties"].as_array().unwrap();
+    let p = props.iter().find(|p| p["name"] == "recovery sequence numbers").unwrap();
+    assert_eq!(p["status"], "violated");
+    assert_eq!(p["trace"].as_array().unwrap().len(), 2, "the shortest counterexample has two steps");
+}
+
+#[test]
+fn unknown_preset_variant_or_config_is_a_usage_error() {
+    for args in [
+        &["check", "--preset", "nope"][..],
+        &["check", "--variant", "nope"],
+        &["check", "--config", "/nonexistent/config.json"],
+        &["check", "--threads", "many"],
+        &["frobnicate"],
+    ] {
+        let out = cdr(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(!out.stderr.is_empty(), "{args:?} explains itself on stderr");
+    }
+    let out = cdr(&["check", "--preset", "nope"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("known presets: tiny"));
+}
+
+#[test]
+fn malformed_config_file_is_rejected_with_its_reason() {
+    let dir = std::env::temp_dir().join(format!("cdr-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let bad = dir.join("bad.json");
+    std::fs::write(&bad, r#"{"channels": [], "checkpoints": 1, "surprise": true}"#).unwrap();
+    let out = cdr(&["check", "--config", bad.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("surprise"));
+    let empty = dir.join("empty.json");
+    std::fs::write(&empty, r#"{"channels": [], "checkpoints": 1}"#).unwrap();
+    let out = cdr(&["check", "--config", empty.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("at least one channel"));
+}
+
+#[test]
+fn variants_json_lists_name_bug_property_and_preset() {
+    let out = cdr(&["variants", "--json"]);
+    assert_eq!(out.status.code(), Some(0));
+    let v = json(&out);
+    let rows = v.as_array().unwrap();
+    assert!(rows.len() >= 10);
+    for r in rows {
+        for key in ["name", "bug", "property", "preset"] {
+            assert!(r[key].is_string(), "{key} in {r}");
+        }
+    }
+}
