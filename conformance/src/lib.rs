@@ -1,6 +1,16 @@
 //! Conformance suite: a versioned trace format, drivers that replay model traces against the
 //! implementation in `recovery-impl`, trace generators, and validation of implementation logs
 //! against the model. The `cdr` binary is its command-line front end.
+//!
+//! The data takes one way: preset/config -> model -> path -> [`trace::Trace`] ->
+//! [`driver::Driver`] -> implementation -> [`observation::Observation`] / [`observation::Snapshot`]
+//! -> [`replay`] compares. [`projection`] is where the model and the implementation meet.
+#![deny(missing_docs)]
 
 pub mod cli;
-pub mod explore;
+pub mod driver;
+pub mod impl_driver;
+pub mod observation;
+pub mod projection;
+pub mod replay;
+pub mod trace;

@@ -147,10 +147,18 @@ fn fingerprint(s: &State) -> u64 {
 /// (the predicates are stable and the graph acyclic, so that is exactly a path that never
 /// satisfies it). Its path is a shortest counterexample. `sometimes` properties have none.
 pub fn shortest_counterexample(model: &RecoveryModel, name: &str) -> Option<Vec<Action>> {
-    let (e, _, pred) = PROPERTIES
-        .iter()
-        .find(|(e, n, _)| *n == name && *e != Expectation::Sometimes)?;
-    let refutes = |s: &State| !pred(model, s) && (*e == Expectation::Always || model.is_terminal(s));
+    let (e, _, pred) = PROPERTIES.iter().find(|(e, n, _)| *n == name && *e != Expectation::Sometimes)?;
+    shortest_path(model, |s| !pred(model, s) && (*e == Expectation::Always || model.is_terminal(s)))
+}
+
+/// A shortest path to a state where the `sometimes` property `name` holds.
+pub fn shortest_example(model: &RecoveryModel, name: &str) -> Option<Vec<Action>> {
+    let (_, _, pred) = PROPERTIES.iter().find(|(e, n, _)| *n == name && *e == Expectation::Sometimes)?;
+    shortest_path(model, |s| pred(model, s))
+}
+
+/// Breadth-first search, one thread, for the first state satisfying `target`.
+pub fn shortest_path(model: &RecoveryModel, target: impl Fn(&State) -> bool) -> Option<Vec<Action>> {
     let mut parent: HashMap<u64, Option<(u64, Action)>> = HashMap::new();
     let mut queue = VecDeque::new();
     for s in model.init_states() {
@@ -160,7 +168,7 @@ pub fn shortest_counterexample(model: &RecoveryModel, name: &str) -> Option<Vec<
     let mut actions = Vec::new();
     while let Some(s) = queue.pop_front() {
         let fp = fingerprint(&s);
-        if refutes(&s) {
+        if target(&s) {
             let mut path = Vec::new();
             let mut at = fp;
             while let Some(Some((prev, a))) = parent.get(&at) {

@@ -1,7 +1,12 @@
-//! Readable actions for counterexamples, the CLI and Explorer: thread, channel, Flink method.
+//! Readable actions for counterexamples, the CLI and Explorer: thread, channel, Flink method;
+//! [`Step`]s that say what one action changed; the state as paragraphs.
 
-use crate::action::Action;
+use crate::action::{Action, Thread};
 use crate::model::RecoveryModel;
+use crate::state::{
+    Announce, Channel, CheckpointStatus, Delivered, Entry, NetBuf, Payload, RecyclerPc, State, TaskPc,
+};
+use std::fmt::Write;
 
 /// "netty-client remote#1 onBuffer", "task checkpointStarted(cp 1) on local#0".
 pub fn action(m: &RecoveryModel, a: &Action) -> String {
@@ -23,8 +28,6 @@ pub fn action(m: &RecoveryModel, a: &Action) -> String {
     }
 }
 
-use crate::state::{Channel, Entry, State, TaskPc};
-use std::fmt::Write;
 
 fn entries(es: &[Entry], priority_len: usize) -> String {
     let items: Vec<String> = es
@@ -123,6 +126,368 @@ pub fn counterexample(m: &RecoveryModel, actions: &[Action]) -> String {
     let _ = writeln!(out, "checkpoints {:?}", s.checkpoints);
     for c in 0..s.channels.len() as u8 {
         out.push_str(&channel(m, &s, c));
+    }
+    out
+}
+
+// --- steps: what one action did, for step tables, Mermaid diagrams and Explorer ---
+
+
+/// One step of a path as a person reads it: which thread, which call (with the element it
+/// handles), and what changed in the state.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Step {
+    /// The thread that runs the action.
+    pub thread: Thread,
+    /// The channel it touches ("remote#1", or "gate" for gate-wide actions).
+    pub channel: String,
+    /// The Flink call with its argument: "onBuffer(e0)", "recycle(x0)".
+    pub call: String,
+    /// What changed, one short phrase each: "stash +e0", "unannounced credit 0 -> 1".
+    pub changes: Vec<String>,
+}
+
+impl std::fmt::Display for Step {
+    /// "remote#1 netty-client onBuffer(e0) -> stash +e0".
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {} {}", self.channel, self.thread, self.call)?;
+        if !self.changes.is_empty() {
+            write!(f, " -> {}", self.changes.join(", "))?;
+        }
+        Ok(())
+    }
+}
+
+/// A recovery sequence number as Flink engineers read it: "MIN", "MIN+1", or the number.
+pub fn seq(q: i32) -> String {
+    match q.checked_sub(i32::MIN) {
+        Some(0) => "MIN".to_string(),
+        Some(k) if k < 1 << 16 => format!("MIN+{k}"),
+        _ => q.to_string(),
+    }
+}
+
+/// The call `a` makes in `last`, with the element or amount it handles.
+pub fn call(last: &State, a: &Action) -> String {
+    let head = |v: Option<String>| v.map_or_else(String::new, |p| format!("({p})"));
+    match *a {
+        Action::OnRecoveredStateBuffer { channel } => {
+            format!("onRecoveredStateBuffer({})", Payload::Recovered(last.ch(channel).ghost_pushed))
+        }
+        Action::SendBuffer { channel } => format!(
+            "sendBuffer{}",
+            head(last.ch(channel).producer.subpartition.first().map(|p| p.to_string()))
+        ),
+        Action::OnBuffer { channel } => format!(
+            "onBuffer{}",
+            head(last.ch(channel).producer.wire.first().map(|w| w.payload.to_string()))
+        ),
+        Action::OnAddCredit { channel } => format!(
+            "addCredit{}",
+            head(last.ch(channel).add_credit_in_flight.first().map(|k| k.to_string()))
+        ),
+        Action::SendAddCredit { channel } => format!("AddCredit({})", last.ch(channel).unannounced_credit),
+        Action::InsertRecoveryCheckpointBarrier { cp, .. } => {
+            format!("insertRecoveryCheckpointBarrierIfInRecovery({cp})")
+        }
+        Action::CheckpointStarted { cp, .. } => format!("checkpointStarted({cp})"),
+        Action::EmitCheckpointBarrier { cp, .. } => format!("emitCheckpointBarrier({cp})"),
+        Action::NotifyBufferAvailable { n, .. } => format!("notifyBufferAvailable({n})"),
+        Action::Recycle { buffer, .. } => format!("recycle({buffer})"),
+        Action::ReturnFloatingBuffer { buffer, .. } => format!("recycleFloatingBuffer({buffer})"),
+        other => other.method().to_string(),
+    }
+}
+
+/// What running `a` in `last` does: the thread, the call, and the changes it makes. `a` must be
+/// enabled in `last`.
+pub fn step(m: &RecoveryModel, last: &State, a: &Action) -> Step {
+    use stateright::Model;
+    let next = m.next_state(last, *a).expect("the model changes state on every action");
+    step_to(m, last, a, &next)
+}
+
+/// [`step`] when the next state is already known.
+pub fn step_to(m: &RecoveryModel, last: &State, a: &Action, next: &State) -> Step {
+    Step {
+        thread: m.thread(a),
+        channel: a.channel().map_or_else(|| "gate".to_string(), |c| m.channel_name(c)),
+        call: call(last, a),
+        changes: changes(m, last, next, a.channel()),
+    }
+}
+
+/// Every step of `actions` from the initial state, with the state after the last one.
+pub fn steps(m: &RecoveryModel, actions: &[Action]) -> (Vec<Step>, State) {
+    use stateright::Model;
+    let mut s = m.init_states().remove(0);
+    let mut out = Vec::with_capacity(actions.len());
+    for a in actions {
+        let next = m.next_state(&s, *a).expect("path steps are enabled");
+        out.push(step_to(m, &s, a, &next));
+        s = next;
+    }
+    (out, s)
+}
+
+/// Explorer's text for a step: what changed, then the next state channel by channel.
+pub fn step_outcome(m: &RecoveryModel, last: &State, a: &Action) -> Option<String> {
+    use stateright::Model;
+    let next = m.next_state(last, *a)?;
+    let st = step_to(m, last, a, &next);
+    let mut out = format!("{} {} {}\n", st.channel, st.thread, st.call);
+    for c in &st.changes {
+        let _ = writeln!(out, "  {c}");
+    }
+    out.push('\n');
+    out.push_str(&state(m, &next));
+    Some(out)
+}
+
+/// The whole state as paragraphs: threads, checkpoints, then every channel.
+pub fn state(m: &RecoveryModel, s: &State) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "task {}  io {}", task_pc(m, s.task), io_pc(m, s));
+    for p in pending(m, s) {
+        let _ = writeln!(out, "pending: {p}");
+    }
+    if let Some((c, v)) = s.violation {
+        let _ = writeln!(out, "ASSERTION on {}: {v:?}", m.channel_name(c));
+    }
+    let _ = writeln!(out, "checkpoints {}", checkpoints(s));
+    for c in 0..s.channels.len() as u8 {
+        out.push_str(&channel(m, s, c));
+    }
+    out
+}
+
+/// What the task thread does next, in Flink's words.
+pub fn task_pc(m: &RecoveryModel, pc: TaskPc) -> String {
+    match pc {
+        TaskPc::Idle => "idle (polls the gate)".to_string(),
+        TaskPc::Trigger { cp, channel, inserted } => format!(
+            "triggering cp{cp}: next {} on {}",
+            if inserted { "checkpointStarted" } else { "insertRecoveryCheckpointBarrier" },
+            m.channel_name(channel)
+        ),
+        TaskPc::Consume { channel } => format!("next onRecoveredStateConsumed on {}", m.channel_name(channel)),
+        TaskPc::EnableNotify { channel } => format!("next enableNotify on {}", m.channel_name(channel)),
+        TaskPc::EnableNotifyRest { channel, avail } => {
+            format!("inside a split enableNotify on {} (counted {avail})", m.channel_name(channel))
+        }
+        TaskPc::AwaitUpstreamReady { channel } => {
+            format!("BLOCKED on upstreamReady of {}", m.channel_name(channel))
+        }
+    }
+}
+
+/// Where the IO thread's drainer is.
+pub fn io_pc(m: &RecoveryModel, s: &State) -> String {
+    let total: usize = if m.cfg.delivery == crate::config::Delivery::Drainer {
+        m.cfg.channels.iter().map(|c| c.recovered as usize + 1).sum()
+    } else {
+        0
+    };
+    if total == 0 {
+        "not used".to_string()
+    } else if s.io_pc as usize >= total {
+        "done".to_string()
+    } else {
+        format!("step {} of {total}", s.io_pc + 1)
+    }
+}
+
+/// Credit announcements computed under a lock and not yet made, and the recycler's hand-back.
+pub fn pending(m: &RecoveryModel, s: &State) -> Vec<String> {
+    let ann = |who: &str, a: Announce| format!("{who} notifyBufferAvailable({}) on {}", a.n, m.channel_name(a.channel));
+    let mut out = Vec::new();
+    out.extend(s.task_announce.map(|a| ann("task", a)));
+    out.extend(s.client_announce.map(|a| ann("netty-client", a)));
+    match s.recycler {
+        RecyclerPc::Idle => {}
+        RecyclerPc::Announce(a) => out.push(ann("recycler", a)),
+        RecyclerPc::ReturnFloating { channel, buffer } => out.push(format!(
+            "recycler returns {buffer} of {} to the LocalBufferPool",
+            m.channel_name(channel)
+        )),
+    }
+    out
+}
+
+/// "cp1 completed, cp2 triggered".
+pub fn checkpoints(s: &State) -> String {
+    let v: Vec<String> = s
+        .checkpoints
+        .iter()
+        .enumerate()
+        .map(|(i, st)| format!("cp{} {}", i + 1, checkpoint_status(*st)))
+        .collect();
+    if v.is_empty() { "none".to_string() } else { v.join(", ") }
+}
+
+/// A checkpoint's status in a few words.
+pub fn checkpoint_status(st: CheckpointStatus) -> &'static str {
+    match st {
+        CheckpointStatus::NotTriggered => "not triggered",
+        CheckpointStatus::Triggered => "triggered",
+        CheckpointStatus::Completed => "completed",
+        CheckpointStatus::DeclinedMissingBarrier => "declined (missing recovery barrier)",
+        CheckpointStatus::DeclinedLaterBarrier => "declined (later recovery barrier)",
+        CheckpointStatus::Subsumed => "subsumed",
+    }
+}
+
+/// `+a -b` between two lists, as multisets, in the order of each list.
+fn list_diff<T: PartialEq + std::fmt::Display>(before: &[T], after: &[T]) -> (Vec<String>, Vec<String>) {
+    let mut rest: Vec<&T> = after.iter().collect();
+    let mut removed = Vec::new();
+    for b in before {
+        match rest.iter().position(|a| *a == b) {
+            Some(i) => {
+                rest.remove(i);
+            }
+            None => removed.push(b.to_string()),
+        }
+    }
+    (rest.iter().map(|a| a.to_string()).collect(), removed)
+}
+
+fn diff_into<T: PartialEq + std::fmt::Display>(out: &mut Vec<String>, what: &str, before: &[T], after: &[T]) {
+    if before == after {
+        return;
+    }
+    let (added, removed) = list_diff(before, after);
+    let mut parts = Vec::new();
+    parts.extend(added.iter().map(|a| format!("+{a}")));
+    parts.extend(removed.iter().map(|r| format!("-{r}")));
+    if parts.is_empty() {
+        let now: Vec<String> = after.iter().map(|a| a.to_string()).collect();
+        out.push(format!("{what} reordered to [{}]", now.join(" ")));
+    } else {
+        out.push(format!("{what} {}", parts.join(" ")));
+    }
+}
+
+fn flag(out: &mut Vec<String>, name: &str, before: bool, after: bool) {
+    if before != after {
+        out.push(format!("{name} {before} -> {after}"));
+    }
+}
+
+fn entry_name(e: &Entry) -> String {
+    match e.buffer {
+        Some(b) => format!("{}@{b}", e.payload),
+        None => e.payload.to_string(),
+    }
+}
+
+fn delivered_name(d: &Delivered) -> String {
+    format!("{} (seq {})", d.payload, seq(d.seq))
+}
+
+/// What changed on channel `c` between `a` and `b`.
+fn channel_changes(a: &Channel, b: &Channel) -> Vec<String> {
+    let mut out = Vec::new();
+    for d in b.ghost_delivered.iter().skip(a.ghost_delivered.len()) {
+        out.push(format!("operator gets {}", delivered_name(d)));
+    }
+    let names = |v: &[Entry]| v.iter().map(entry_name).collect::<Vec<_>>();
+    diff_into(&mut out, "queue", &names(&a.queue), &names(&b.queue));
+    if a.priority_len != b.priority_len && a.queue.len() == b.queue.len() {
+        out.push(format!("priority head {} -> {}", a.priority_len, b.priority_len));
+    }
+    diff_into(&mut out, "stash", &names(&a.stash), &names(&b.stash));
+    flag(&mut out, "inRecovery", a.in_recovery, b.in_recovery);
+    flag(&mut out, "upstreamReady", a.upstream_ready, b.upstream_ready);
+    flag(&mut out, "released", a.released, b.released);
+    flag(&mut out, "stateConsumed", a.state_consumed, b.state_consumed);
+    flag(&mut out, "pendingPriorityEvent", a.pending_priority, b.pending_priority);
+    if a.recovery_seq != b.recovery_seq {
+        out.push(format!("recoverySequenceNumber {} -> {}", seq(a.recovery_seq), seq(b.recovery_seq)));
+    }
+    if a.persister != b.persister {
+        out.push(format!(
+            "persister {:?}(cp{}) -> {:?}(cp{})",
+            a.persister.status, a.persister.last_seen_barrier, b.persister.status, b.persister.last_seen_barrier
+        ));
+    }
+    for (cp, p) in b.ghost_persisted.iter().skip(a.ghost_persisted.len()) {
+        out.push(format!("cp{cp} persists {p}"));
+    }
+    for i in b.ghost_freed.iter().skip(a.ghost_freed.len()) {
+        out.push(format!("{} recycled undelivered", Payload::Recovered(*i)));
+    }
+    bm_changes(&mut out, a, b);
+    credit_changes(&mut out, a, b);
+    out
+}
+
+fn bm_changes(out: &mut Vec<String>, a: &Channel, b: &Channel) {
+    diff_into::<NetBuf>(out, "exclusive", &a.bm.exclusive, &b.bm.exclusive);
+    diff_into::<NetBuf>(out, "floating", &a.bm.floating, &b.bm.floating);
+    diff_into::<NetBuf>(out, "LocalBufferPool", &a.bm.pool, &b.bm.pool);
+    diff_into::<NetBuf>(out, "held by operator", &a.held, &b.held);
+    diff_into::<NetBuf>(out, "global pool", &a.global_pool, &b.global_pool);
+    if a.bm.notify_available != b.bm.notify_available {
+        out.push(
+            if b.bm.notify_available { "notify gate opens" } else { "notify gate closes" }.to_string(),
+        );
+    }
+    flag(out, "waitingForFloating", a.bm.waiting_for_floating, b.bm.waiting_for_floating);
+}
+
+fn credit_changes(out: &mut Vec<String>, a: &Channel, b: &Channel) {
+    if a.unannounced_credit != b.unannounced_credit {
+        out.push(format!("unannounced credit {} -> {}", a.unannounced_credit, b.unannounced_credit));
+    }
+    if !a.add_credit_queued && b.add_credit_queued {
+        out.push("AddCredit write queued".to_string());
+    }
+    if a.add_credit_in_flight != b.add_credit_in_flight {
+        let (added, removed) = list_diff(&a.add_credit_in_flight, &b.add_credit_in_flight);
+        out.extend(added.iter().map(|k| format!("AddCredit({k}) on the wire")));
+        out.extend(removed.iter().map(|k| format!("AddCredit({k}) arrives")));
+    }
+    match (a.producer.reader_credit, b.producer.reader_credit) {
+        (x, y) if x == y => {}
+        (None, Some(k)) => out.push(format!("view reader created with credit {k}")),
+        (Some(x), Some(y)) => out.push(format!("producer credit {x} -> {y}")),
+        (_, None) => out.push("view reader gone".to_string()),
+    }
+    diff_into(out, "subpartition", &a.producer.subpartition, &b.producer.subpartition);
+    let wire = |p: &crate::producer::Producer| p.wire.iter().map(|w| w.payload).collect::<Vec<_>>();
+    diff_into(out, "wire", &wire(&a.producer), &wire(&b.producer));
+}
+
+/// What changed between `a` and `b`; changes on a channel other than `own` are prefixed with
+/// its name.
+pub fn changes(m: &RecoveryModel, a: &State, b: &State, own: Option<u8>) -> Vec<String> {
+    let mut out = Vec::new();
+    for c in 0..a.channels.len() as u8 {
+        let ch = channel_changes(a.ch(c), b.ch(c));
+        if Some(c) == own {
+            out.extend(ch);
+        } else {
+            out.extend(ch.into_iter().map(|x| format!("{}: {x}", m.channel_name(c))));
+        }
+    }
+    for (i, (x, y)) in a.checkpoints.iter().zip(&b.checkpoints).enumerate() {
+        if x != y {
+            out.push(format!("cp{} {}", i + 1, checkpoint_status(*y)));
+        }
+    }
+    if a.task != b.task && b.task != TaskPc::Idle {
+        out.push(format!("task {}", task_pc(m, b.task)));
+    }
+    let (pa, pb) = (pending(m, a), pending(m, b));
+    out.extend(pb.iter().filter(|p| !pa.contains(p)).map(|p| format!("pending: {p}")));
+    if a.violation.is_none()
+        && let Some((c, v)) = b.violation
+    {
+        out.push(format!("ASSERTION FAILS on {}: {v:?}", m.channel_name(c)));
+    }
+    if out.is_empty() {
+        out.push("no visible change".to_string());
     }
     out
 }
