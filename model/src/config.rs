@@ -222,10 +222,22 @@ pub const PRESETS: &[Preset] = &[
         ],
     },
     Preset {
-        name: "deep",
-        summary: "two recovered buffers and two exclusive buffers per channel, two checkpoints: minutes",
+        name: "wide",
+        summary: "two recovered buffers per channel, two exclusive buffers and a floating one (tens of seconds)",
         config: || ModelConfig {
-            channels: vec![local(2, &[E, D]), remote(2, &[E, D], 2, 1)],
+            channels: vec![local(2, &[D]), remote(2, &[E, D], 2, 1)],
+            checkpoints: 1,
+            delivery: Delivery::Drainer,
+            insert_recovery_barriers: true,
+            release: false,
+        },
+        unreachable: &["checkpoint declined for missing barrier"],
+    },
+    Preset {
+        name: "deep",
+        summary: "two checkpoints, a floating buffer: a newer checkpoint can subsume an older one (minutes)",
+        config: || ModelConfig {
+            channels: vec![local(1, &[D]), remote(1, &[E, D], 1, 1)],
             checkpoints: 2,
             delivery: Delivery::Drainer,
             insert_recovery_barriers: true,
