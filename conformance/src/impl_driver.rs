@@ -53,7 +53,10 @@ enum Report {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum WorkerState {
     Idle,
-    Paused { channel: u8, point: PausePoint },
+    Paused {
+        channel: u8,
+        point: PausePoint,
+    },
     /// Did not report within the timeout.
     Lost,
 }
@@ -455,7 +458,8 @@ impl ImplDriver {
         match ch.kind {
             // A local channel's recovered data sits in heap memory: nothing to wait for.
             ChannelKind::Local => {
-                let buffer = NetworkBuffer::unpooled(BufferId(60_000 + 100 * c as u32 + i as u32), BufferKind::Data, payload);
+                let buffer =
+                    NetworkBuffer::unpooled(BufferId(60_000 + 100 * c as u32 + i as u32), BufferKind::Data, payload);
                 outcome(channel.on_recovered_state_buffer(buffer))
             }
             ChannelKind::Remote => {
@@ -549,7 +553,10 @@ impl ImplDriver {
                     self.sys.barriers.triggering = false;
                     self.sys.maybe_complete(cp);
                 }
-                return Observation::Persisted { checkpoint: cp, buffers };
+                return Observation::Persisted {
+                    checkpoint: cp,
+                    buffers,
+                };
             }
             Err(ChannelError::CheckpointDeclined {
                 reason: DeclineReason::MissingRecoveryCheckpointBarrier,
@@ -728,9 +735,7 @@ impl Driver for ImplDriver {
             InsertRecoveryCheckpointBarrier { channel, cp } => self.insert_recovery_checkpoint_barrier(channel, cp),
             CheckpointStarted { channel, cp } => self.checkpoint_started(channel, cp),
             OnRecoveredStateConsumed { channel } => self.on_recovered_state_consumed(channel),
-            EnableNotify { channel } => {
-                self.resume(Thread::Task, channel, |p| p == PausePoint::EnableNotify)
-            }
+            EnableNotify { channel } => self.resume(Thread::Task, channel, |p| p == PausePoint::EnableNotify),
             NotifyBufferAvailable { thread, channel, .. } => {
                 self.resume(thread, channel, |p| matches!(p, PausePoint::Announce { .. }))
             }
@@ -740,9 +745,9 @@ impl Driver for ImplDriver {
             OnBuffer { channel } => self.on_buffer(channel),
             SendAddCredit { channel } => self.send_add_credit(channel),
             Recycle { channel, buffer } => self.recycle(channel, buffer),
-            ReturnFloatingBuffer { channel, .. } => {
-                self.resume(Thread::Recycler, channel, |p| matches!(p, PausePoint::ReturnFloating { .. }))
-            }
+            ReturnFloatingBuffer { channel, .. } => self.resume(Thread::Recycler, channel, |p| {
+                matches!(p, PausePoint::ReturnFloating { .. })
+            }),
             ReleaseAllResources { channel } => self.release_all_resources(channel),
         }
     }

@@ -8,9 +8,16 @@
 #![deny(missing_docs)]
 
 pub mod cli;
+pub mod conform;
 pub mod driver;
+pub mod explore;
+pub mod generate;
 pub mod impl_driver;
+pub mod mermaid;
 pub mod observation;
+pub mod progress;
 pub mod projection;
 pub mod replay;
+pub mod report;
+pub mod setup;
 pub mod trace;

@@ -1,11 +1,13 @@
 //! `cdr`: model-check, list presets and variants of the Flink channel-recovery model.
 
 use clap::{Args, Parser, Subcommand};
-use recovery_model::check::{CheckReport, Status, check};
-use recovery_model::config::find_preset;
-use recovery_model::config::{PRESETS, preset_names};
+use conformance::setup::{self, Setup};
+use conformance::trace::Trace;
+use conformance::{mermaid, progress, report};
+use recovery_model::Action;
+use recovery_model::check::{CheckReport, Status};
+use recovery_model::config::PRESETS;
 use recovery_model::variant::VARIANTS;
-use recovery_model::{ModelConfig, RecoveryModel, Variant};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -66,6 +68,13 @@ struct CheckArgs {
     /// Print one JSON object instead of a report.
     #[arg(long)]
     json: bool,
+    /// Write the counterexample as a Mermaid sequence diagram to FILE (fenced when FILE ends
+    /// in .md). With several, the variant's own property, else the first violated.
+    #[arg(long, value_name = "FILE")]
+    mermaid: Option<PathBuf>,
+    /// Write the counterexample as a conformance trace file (JSON) to FILE, for `cdr replay`.
+    #[arg(long, value_name = "FILE")]
+    trace_out: Option<PathBuf>,
 }
 
 fn usage_error(msg: String) -> ExitCode {
@@ -73,38 +82,7 @@ fn usage_error(msg: String) -> ExitCode {
     ExitCode::from(2)
 }
 
-fn parse_variant(name: &str) -> Result<Variant, String> {
-    Variant::from_name(name).ok_or_else(|| {
-        let known: Vec<&str> = VARIANTS.iter().map(|v| v.name).collect();
-        format!("unknown variant `{name}`; known variants: fixed, {}", known.join(", "))
-    })
-}
-
-/// The configuration to check: (label, config, sometimes-properties unreachable by design).
-fn load_config(args: &CheckArgs, variant: Variant) -> Result<(String, ModelConfig, &'static [&'static str]), String> {
-    let (label, cfg, unreachable) = match &args.config {
-        Some(path) => {
-            let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-            let cfg: ModelConfig = serde_json::from_str(&text)
-                .map_err(|e| format!("{} is not a valid ModelConfig: {e}", path.display()))?;
-            (path.display().to_string(), cfg, &[][..])
-        }
-        None => {
-            let name = match (&args.preset, variant.info()) {
-                (Some(p), _) => p.as_str(),
-                (None, Some(info)) => info.preset,
-                (None, None) => "ci",
-            };
-            let p = find_preset(name)
-                .ok_or_else(|| format!("unknown preset `{name}`; known presets: {}", preset_names().join(", ")))?;
-            (name.to_string(), (p.config)(), p.unreachable)
-        }
-    };
-    cfg.validate().map_err(|e| format!("{label}: {e}"))?;
-    Ok((label, cfg, unreachable))
-}
-
-fn print_report(r: &CheckReport) {
+fn print_report(setup: &Setup, r: &CheckReport) {
     println!("model {} / preset {} / variant {}", r.model, r.preset, r.variant);
     println!(
         "states {}  unique {}  max depth {}  {:.2} s  ({:.0} states/s)",
@@ -131,33 +109,76 @@ fn print_report(r: &CheckReport) {
         println!("  {:<10} {:<45} {}", p.expectation, p.name, mark);
     }
     for p in r.properties.iter().filter(|p| p.status == Status::Violated) {
-        println!(
-            "\ncounterexample for \"{}\" ({} steps):",
-            p.name,
-            p.trace.as_ref().map_or(0, Vec::len)
-        );
-        for (i, step) in p.trace.iter().flatten().enumerate() {
-            println!("  {:>3}. {step}", i + 1);
+        println!();
+        match &p.actions {
+            Some(actions) => print!("{}", report::counterexample(setup, p.name, actions)),
+            None => println!("counterexample for \"{}\": none recorded", p.name),
         }
+    }
+    if !r.passed() {
+        println!("\nreproduce: {}", setup.command("check"));
     }
     println!("\n{}", if r.passed() { "PASSED" } else { "FAILED" });
 }
 
+/// The counterexample that `--mermaid` and `--trace-out` write: the variant's own property if
+/// it is violated, else the first violated one.
+fn chosen_counterexample<'r>(setup: &Setup, r: &'r CheckReport) -> Option<(&'static str, &'r [Action])> {
+    let own = setup.model.variant.info().map(|i| i.property);
+    let violated = || r.properties.iter().filter(|p| p.status == Status::Violated);
+    violated()
+        .find(|p| Some(p.name) == own)
+        .or_else(|| violated().next())
+        .and_then(|p| Some((p.name, p.actions.as_deref()?)))
+}
+
+/// Writes `--mermaid` and `--trace-out`; messages go to stderr so that `--json` stays one object.
+fn write_files(args: &CheckArgs, setup: &Setup, r: &CheckReport) -> Result<(), String> {
+    if args.mermaid.is_none() && args.trace_out.is_none() {
+        return Ok(());
+    }
+    let Some((property, actions)) = chosen_counterexample(setup, r) else {
+        eprintln!("no property is violated: no counterexample to write");
+        return Ok(());
+    };
+    if let Some(path) = &args.mermaid {
+        let diagram = mermaid::sequence_diagram(&setup.model, actions, Some(property));
+        std::fs::write(path, mermaid::file_content(&diagram, path))
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        eprintln!("wrote the Mermaid diagram of \"{property}\" to {}", path.display());
+    }
+    if let Some(path) = &args.trace_out {
+        let mut trace = Trace::record(&setup.model, setup.preset, actions).map_err(|e| e.to_string())?;
+        trace.reason = Some(format!(
+            "shortest counterexample of \"{property}\" found by `{}`",
+            setup.command("check")
+        ));
+        trace.write(path).map_err(|e| e.to_string())?;
+        eprintln!("wrote the trace of \"{property}\" to {}", path.display());
+    }
+    Ok(())
+}
+
 fn run_check(args: CheckArgs) -> ExitCode {
-    let variant = match parse_variant(&args.variant) {
-        Ok(v) => v,
+    let setup = match setup::load(args.preset.as_deref(), args.config.as_deref(), &args.variant) {
+        Ok(s) => s,
         Err(e) => return usage_error(e),
     };
-    let (label, cfg, unreachable) = match load_config(&args, variant) {
-        Ok(x) => x,
-        Err(e) => return usage_error(e),
-    };
-    let model = RecoveryModel::new(cfg, variant);
-    let report = check(model, &label, unreachable, args.threads, !args.no_acyclic);
+    let report = progress::check_with_progress(
+        setup.model.clone(),
+        &setup.label,
+        setup.unreachable,
+        args.threads,
+        !args.no_acyclic,
+        progress::wanted(args.json),
+    );
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report).expect("report serializes"));
     } else {
-        print_report(&report);
+        print_report(&setup, &report);
+    }
+    if let Err(e) = write_files(&args, &setup, &report) {
+        return usage_error(e);
     }
     if report.passed() {
         ExitCode::SUCCESS

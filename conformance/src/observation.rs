@@ -119,7 +119,10 @@ impl fmt::Display for Buf {
 impl TryFrom<String> for Buf {
     type Error = String;
     fn try_from(s: String) -> Result<Self, String> {
-        let n = |rest: &str| rest.parse::<u8>().map_err(|_| format!("`{s}` is not a buffer (x0, f0)"));
+        let n = |rest: &str| {
+            rest.parse::<u8>()
+                .map_err(|_| format!("`{s}` is not a buffer (x0, f0)"))
+        };
         match s.split_at_checked(1) {
             Some(("x", rest)) => Ok(Buf(NetBuf::Exclusive(n(rest)?))),
             Some(("f", rest)) => Ok(Buf(NetBuf::Floating(n(rest)?))),

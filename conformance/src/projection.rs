@@ -17,9 +17,11 @@
 //! - `stateConsumedFuture`. The implementation completes it after `enableNotify` has announced
 //!   its credit; the model completes it in the `enableNotify` step, before the announcement.
 //!   Projected: the model's future counts as done once the task's announcement is made.
-//! - A released local channel's `hasPendingPriorityEvent` means nothing and is not shown (the
-//!   model sets it for any channel once partitions are requested, the implementation only
-//!   through a view created before the release).
+//! - A local channel's `hasPendingPriorityEvent` is shown only in recovery and unreleased, where
+//!   it decides what `getNextBuffer` returns. After recovery the implementation clears it when
+//!   it polls the last priority event and the model leaves it; on a released channel the model
+//!   sets it once partitions are requested, the implementation only through a view created
+//!   before the release.
 //! - The Netty client's queued `AddCredit` write is not shown once the channel is released (the
 //!   model never queues one then; the implementation's `notifyCreditAvailable` does not check).
 //! - Not compared: reference counts (the implementation has none), `lastBarrierId` (internal to
@@ -36,7 +38,7 @@ use recovery_impl::recoverable_input_channel::{ChannelSnapshot as ImplChannel, F
 use recovery_impl::result_subpartition::ResultSubpartitionSnapshot;
 use recovery_impl::{BufferKind, BufferSnapshot};
 use recovery_model::channel_state_persister::PersistStatus as ModelPersist;
-use recovery_model::state::{Channel, CheckpointStatus, Entry, NetBuf, Payload, RecyclerPc, State, TaskPc, Violation};
+use recovery_model::state::{Channel, CheckpointStatus, Entry, NetBuf, RecyclerPc, State, TaskPc, Violation};
 use recovery_model::{Action, ChannelKind, RecoveryModel};
 use std::collections::BTreeMap;
 
@@ -151,7 +153,8 @@ fn model_persist(s: ModelPersist) -> PersistStatus {
 fn model_channel(m: &RecoveryModel, s: &State, c: u8) -> ChannelView {
     let ch: &Channel = s.ch(c);
     let kind = m.cfg.channels[c as usize].kind;
-    let announcing = s.task_announce.is_some_and(|a| a.channel == c);
+    // The task has yet to announce this channel's credit: its future is not complete yet.
+    let announcing = s.task_announce.is_some_and(|a| a.channel == c) && !ch.released;
     let mut persisted: BTreeMap<u8, Vec<Item>> = BTreeMap::new();
     for (cp, p) in &ch.ghost_persisted {
         persisted.entry(*cp).or_default().push((*p).into());
@@ -188,12 +191,12 @@ fn model_channel(m: &RecoveryModel, s: &State, c: u8) -> ChannelView {
         in_recovery: ch.in_recovery,
         released: ch.released,
         upstream_ready: ch.upstream_ready,
-        state_consumed: ch.state_consumed && !(announcing && !ch.released),
+        state_consumed: ch.state_consumed && !announcing,
         recovery_seq: ch.recovery_seq,
         queue: ch.queue.iter().map(|e| model_element(kind, e)).collect(),
         priority_len: ch.priority_len as usize,
         stash: ch.stash.iter().map(|e| model_element(kind, e)).collect(),
-        pending_priority: kind == ChannelKind::Local && ch.pending_priority && !ch.released,
+        pending_priority: kind == ChannelKind::Local && ch.pending_priority && ch.in_recovery && !ch.released,
         persist_status: model_persist(ch.persister.status),
         last_seen_barrier: ch.persister.last_seen_barrier as i64,
         persisted,
@@ -297,14 +300,19 @@ pub fn model_observation(m: &RecoveryModel, pre: &State, action: &Action, post: 
                 .filter(|(k, _)| *k == cp)
                 .map(|(_, p)| Item::from(*p))
                 .collect();
-            Observation::Persisted { checkpoint: cp, buffers }
+            Observation::Persisted {
+                checkpoint: cp,
+                buffers,
+            }
         }
         Action::SendBuffer { channel: c } => match post.ch(c).producer.wire.last() {
-            Some(w) if post.ch(c).producer.wire.len() > pre.ch(c).producer.wire.len() => Observation::Sent(WireElement {
-                item: w.payload.into(),
-                seq: w.seq,
-                backlog: w.backlog as i32,
-            }),
+            Some(w) if post.ch(c).producer.wire.len() > pre.ch(c).producer.wire.len() => {
+                Observation::Sent(WireElement {
+                    item: w.payload.into(),
+                    seq: w.seq,
+                    backlog: w.backlog as i32,
+                })
+            }
             _ => Observation::NothingSent,
         },
         Action::SendAddCredit { channel: c } => {
@@ -419,7 +427,7 @@ pub fn impl_channel(p: &ImplParts<'_>) -> ChannelView {
                 .collect(),
             priority_len: 0,
             stash: Vec::new(),
-            pending_priority: l.has_pending_priority_event && !l.released,
+            pending_priority: l.has_pending_priority_event && l.in_recovery && !l.released,
             persist_status: impl_persist(l.persister.checkpoint_status),
             last_seen_barrier: l.persister.last_seen_barrier,
             persisted,
@@ -521,7 +529,10 @@ mod tests {
                 payload: payload_of(1, &item),
             };
             assert_eq!(item_of(1, &b), item);
-            assert!(matches!(item_of(0, &b), Item::Unknown(_)), "another channel's data is unknown");
+            assert!(
+                matches!(item_of(0, &b), Item::Unknown(_)),
+                "another channel's data is unknown"
+            );
         }
     }
 }

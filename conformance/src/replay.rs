@@ -109,7 +109,15 @@ pub fn lockstep(
             // after the error is not modelled, so only the observation counts then.
             let errored = matches!(expected, Observation::Error { .. });
             if expected != actual || (!errored && expected_snapshot != actual_snapshot) {
-                return Err(Box::new(divergence(model.model(), driver, &actions[..=i], expected, actual, expected_snapshot, actual_snapshot)));
+                return Err(Box::new(divergence(
+                    model.model(),
+                    driver,
+                    &actions[..=i],
+                    expected,
+                    actual,
+                    expected_snapshot,
+                    actual_snapshot,
+                )));
             }
         }
     }

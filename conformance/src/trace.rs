@@ -166,7 +166,11 @@ impl Trace {
     }
 
     /// Records the model's predictions along a stateright path.
-    pub fn from_path(model: &RecoveryModel, preset: Option<&str>, path: Path<State, Action>) -> Result<Trace, TraceError> {
+    pub fn from_path(
+        model: &RecoveryModel,
+        preset: Option<&str>,
+        path: Path<State, Action>,
+    ) -> Result<Trace, TraceError> {
         Trace::record(model, preset, &path.into_actions())
     }
 
@@ -183,7 +187,8 @@ impl Trace {
             (None, None) => return Err(TraceError::Malformed("neither `config` nor `preset`".into())),
         };
         cfg.validate().map_err(TraceError::InvalidConfig)?;
-        let variant = Variant::from_name(&self.variant).ok_or_else(|| TraceError::UnknownVariant(self.variant.clone()))?;
+        let variant =
+            Variant::from_name(&self.variant).ok_or_else(|| TraceError::UnknownVariant(self.variant.clone()))?;
         Ok(RecoveryModel::new(cfg, variant))
     }
 
@@ -226,15 +231,18 @@ impl Trace {
 
     /// Reads and checks a trace file.
     pub fn read(path: &std::path::Path) -> Result<Trace, TraceError> {
-        let text = std::fs::read_to_string(path).map_err(|e| TraceError::Io(format!("cannot read {}: {e}", path.display())))?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| TraceError::Io(format!("cannot read {}: {e}", path.display())))?;
         Trace::from_json(&text)
     }
 
     /// Writes the trace as pretty JSON.
     pub fn write(&self, path: &std::path::Path) -> Result<(), TraceError> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|e| TraceError::Io(format!("cannot create {}: {e}", dir.display())))?;
+            std::fs::create_dir_all(dir)
+                .map_err(|e| TraceError::Io(format!("cannot create {}: {e}", dir.display())))?;
         }
-        std::fs::write(path, self.to_json() + "\n").map_err(|e| TraceError::Io(format!("cannot write {}: {e}", path.display())))
+        std::fs::write(path, self.to_json() + "\n")
+            .map_err(|e| TraceError::Io(format!("cannot write {}: {e}", path.display())))
     }
 }

@@ -3,7 +3,10 @@
 use std::process::{Command, Output};
 
 fn cdr(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_cdr")).args(args).output().expect("cdr runs")
+    Command::new(env!("CARGO_BIN_EXE_cdr"))
+        .args(args)
+        .output()
+        .expect("cdr runs")
 }
 
 fn json(out: &Output) -> serde_json::Value {
@@ -16,7 +19,16 @@ fn check_of_tiny_prints_every_verdict_as_json_and_exits_zero() {
     let out = cdr(&["check", "--preset", "tiny", "--json"]);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     let v = json(&out);
-    for key in ["model", "preset", "variant", "states", "unique_states", "max_depth", "seconds", "properties"] {
+    for key in [
+        "model",
+        "preset",
+        "variant",
+        "states",
+        "unique_states",
+        "max_depth",
+        "seconds",
+        "properties",
+    ] {
         assert!(v.get(key).is_some(), "missing {key}");
     }
     assert_eq!(v["preset"], "tiny");
@@ -33,14 +45,24 @@ fn check_of_tiny_prints_every_verdict_as_json_and_exits_zero() {
 
 #[test]
 fn check_of_a_variant_exits_one_with_its_property_violated() {
-    let out = cdr(&["check", "--variant", "recovery-sequence-from-zero", "--json", "--no-acyclic"]);
+    let out = cdr(&[
+        "check",
+        "--variant",
+        "recovery-sequence-from-zero",
+        "--json",
+        "--no-acyclic",
+    ]);
     assert_eq!(out.status.code(), Some(1));
     let v = json(&out);
     assert_eq!(v["preset"], "tiny", "a variant checks its own preset by default");
     let props = v["properties"].as_array().unwrap();
     let p = props.iter().find(|p| p["name"] == "recovery sequence numbers").unwrap();
     assert_eq!(p["status"], "violated");
-    assert_eq!(p["trace"].as_array().unwrap().len(), 2, "the shortest counterexample has two steps");
+    assert_eq!(
+        p["trace"].as_array().unwrap().len(),
+        2,
+        "the shortest counterexample has two steps"
+    );
 }
 
 #[test]

@@ -93,9 +93,41 @@ fn expectation_name(e: &Expectation) -> &'static str {
 /// Runs stateright's BFS on `model` with `threads`, then finds the shortest counterexample of
 /// each violated property with a single-threaded BFS of its own.
 pub fn check(model: RecoveryModel, preset: &str, unreachable: &[&str], threads: usize, acyclic: bool) -> CheckReport {
+    check_with_progress(model, preset, unreachable, threads, acyclic, &mut |_| {})
+}
+
+/// How far a running check has come.
+#[derive(Clone, Copy, Debug)]
+pub struct Progress {
+    /// States visited, counting revisits.
+    pub states: usize,
+    /// Unique states.
+    pub unique_states: usize,
+    /// Longest path so far.
+    pub max_depth: usize,
+}
+
+/// [`check`], calling `on_progress` about every 100 ms while the search runs.
+pub fn check_with_progress(
+    model: RecoveryModel,
+    preset: &str,
+    unreachable: &[&str],
+    threads: usize,
+    acyclic: bool,
+    on_progress: &mut dyn FnMut(Progress),
+) -> CheckReport {
     let start = Instant::now();
     let variant = model.variant.name().to_string();
-    let checker = model.clone().checker().threads(threads.max(1)).spawn_bfs().join();
+    let checker = model.clone().checker().threads(threads.max(1)).spawn_bfs();
+    while !checker.is_done() {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        on_progress(Progress {
+            states: checker.state_count(),
+            unique_states: checker.unique_state_count(),
+            max_depth: checker.max_depth(),
+        });
+    }
+    let checker = checker.join();
     let mut properties = Vec::new();
     for (e, name, _) in PROPERTIES {
         let found = checker.discovery(name);
@@ -147,13 +179,19 @@ fn fingerprint(s: &State) -> u64 {
 /// (the predicates are stable and the graph acyclic, so that is exactly a path that never
 /// satisfies it). Its path is a shortest counterexample. `sometimes` properties have none.
 pub fn shortest_counterexample(model: &RecoveryModel, name: &str) -> Option<Vec<Action>> {
-    let (e, _, pred) = PROPERTIES.iter().find(|(e, n, _)| *n == name && *e != Expectation::Sometimes)?;
-    shortest_path(model, |s| !pred(model, s) && (*e == Expectation::Always || model.is_terminal(s)))
+    let (e, _, pred) = PROPERTIES
+        .iter()
+        .find(|(e, n, _)| *n == name && *e != Expectation::Sometimes)?;
+    shortest_path(model, |s| {
+        !pred(model, s) && (*e == Expectation::Always || model.is_terminal(s))
+    })
 }
 
 /// A shortest path to a state where the `sometimes` property `name` holds.
 pub fn shortest_example(model: &RecoveryModel, name: &str) -> Option<Vec<Action>> {
-    let (_, _, pred) = PROPERTIES.iter().find(|(e, n, _)| *n == name && *e == Expectation::Sometimes)?;
+    let (_, _, pred) = PROPERTIES
+        .iter()
+        .find(|(e, n, _)| *n == name && *e == Expectation::Sometimes)?;
     shortest_path(model, |s| pred(model, s))
 }
 

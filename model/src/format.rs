@@ -3,9 +3,7 @@
 
 use crate::action::{Action, Thread};
 use crate::model::RecoveryModel;
-use crate::state::{
-    Announce, Channel, CheckpointStatus, Delivered, Entry, NetBuf, Payload, RecyclerPc, State, TaskPc,
-};
+use crate::state::{Announce, Channel, CheckpointStatus, Delivered, Entry, NetBuf, Payload, RecyclerPc, State, TaskPc};
 use std::fmt::Write;
 
 /// "netty-client remote#1 onBuffer", "task checkpointStarted(cp 1) on local#0".
@@ -27,7 +25,6 @@ pub fn action(m: &RecoveryModel, a: &Action) -> String {
         None => format!("{thread:<12} {:<9} {method}", "gate"),
     }
 }
-
 
 fn entries(es: &[Entry], priority_len: usize) -> String {
     let items: Vec<String> = es
@@ -132,7 +129,6 @@ pub fn counterexample(m: &RecoveryModel, actions: &[Action]) -> String {
 
 // --- steps: what one action did, for step tables, Mermaid diagrams and Explorer ---
 
-
 /// One step of a path as a person reads it: which thread, which call (with the element it
 /// handles), and what changed in the state.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -172,7 +168,10 @@ pub fn call(last: &State, a: &Action) -> String {
     let head = |v: Option<String>| v.map_or_else(String::new, |p| format!("({p})"));
     match *a {
         Action::OnRecoveredStateBuffer { channel } => {
-            format!("onRecoveredStateBuffer({})", Payload::Recovered(last.ch(channel).ghost_pushed))
+            format!(
+                "onRecoveredStateBuffer({})",
+                Payload::Recovered(last.ch(channel).ghost_pushed)
+            )
         }
         Action::SendBuffer { channel } => format!(
             "sendBuffer{}",
@@ -267,13 +266,20 @@ pub fn task_pc(m: &RecoveryModel, pc: TaskPc) -> String {
         TaskPc::Idle => "idle (polls the gate)".to_string(),
         TaskPc::Trigger { cp, channel, inserted } => format!(
             "triggering cp{cp}: next {} on {}",
-            if inserted { "checkpointStarted" } else { "insertRecoveryCheckpointBarrier" },
+            if inserted {
+                "checkpointStarted"
+            } else {
+                "insertRecoveryCheckpointBarrier"
+            },
             m.channel_name(channel)
         ),
         TaskPc::Consume { channel } => format!("next onRecoveredStateConsumed on {}", m.channel_name(channel)),
         TaskPc::EnableNotify { channel } => format!("next enableNotify on {}", m.channel_name(channel)),
         TaskPc::EnableNotifyRest { channel, avail } => {
-            format!("inside a split enableNotify on {} (counted {avail})", m.channel_name(channel))
+            format!(
+                "inside a split enableNotify on {} (counted {avail})",
+                m.channel_name(channel)
+            )
         }
         TaskPc::AwaitUpstreamReady { channel } => {
             format!("BLOCKED on upstreamReady of {}", m.channel_name(channel))
@@ -403,7 +409,11 @@ fn channel_changes(a: &Channel, b: &Channel) -> Vec<String> {
     flag(&mut out, "stateConsumed", a.state_consumed, b.state_consumed);
     flag(&mut out, "pendingPriorityEvent", a.pending_priority, b.pending_priority);
     if a.recovery_seq != b.recovery_seq {
-        out.push(format!("recoverySequenceNumber {} -> {}", seq(a.recovery_seq), seq(b.recovery_seq)));
+        out.push(format!(
+            "recoverySequenceNumber {} -> {}",
+            seq(a.recovery_seq),
+            seq(b.recovery_seq)
+        ));
     }
     if a.persister != b.persister {
         out.push(format!(
@@ -430,15 +440,28 @@ fn bm_changes(out: &mut Vec<String>, a: &Channel, b: &Channel) {
     diff_into::<NetBuf>(out, "global pool", &a.global_pool, &b.global_pool);
     if a.bm.notify_available != b.bm.notify_available {
         out.push(
-            if b.bm.notify_available { "notify gate opens" } else { "notify gate closes" }.to_string(),
+            if b.bm.notify_available {
+                "notify gate opens"
+            } else {
+                "notify gate closes"
+            }
+            .to_string(),
         );
     }
-    flag(out, "waitingForFloating", a.bm.waiting_for_floating, b.bm.waiting_for_floating);
+    flag(
+        out,
+        "waitingForFloating",
+        a.bm.waiting_for_floating,
+        b.bm.waiting_for_floating,
+    );
 }
 
 fn credit_changes(out: &mut Vec<String>, a: &Channel, b: &Channel) {
     if a.unannounced_credit != b.unannounced_credit {
-        out.push(format!("unannounced credit {} -> {}", a.unannounced_credit, b.unannounced_credit));
+        out.push(format!(
+            "unannounced credit {} -> {}",
+            a.unannounced_credit, b.unannounced_credit
+        ));
     }
     if !a.add_credit_queued && b.add_credit_queued {
         out.push("AddCredit write queued".to_string());

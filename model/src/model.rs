@@ -586,6 +586,10 @@ impl Model for RecoveryModel {
         crate::format::action(self, action)
     }
 
+    fn format_step(&self, last_state: &State, action: Action) -> Option<String> {
+        crate::format::step_outcome(self, last_state, &action)
+    }
+
     fn as_svg(&self, path: stateright::Path<State, Action>) -> Option<String> {
         crate::svg::state(self, path.last_state())
     }

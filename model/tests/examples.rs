@@ -14,6 +14,9 @@ fn every_sometimes_property_has_a_shortest_example_on_ci() {
     for (_, name, _) in PROPERTIES.iter().filter(|(e, _, _)| *e == Expectation::Sometimes) {
         let path = shortest_example(&model, name).unwrap_or_else(|| panic!("no example of {name}"));
         let snapshot_name = name.replace(' ', "-");
-        insta::assert_snapshot!(snapshot_name, format!("example of: {name}\n\n{}", counterexample(&model, &path)));
+        insta::assert_snapshot!(
+            snapshot_name,
+            format!("example of: {name}\n\n{}", counterexample(&model, &path))
+        );
     }
 }

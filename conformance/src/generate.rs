@@ -1,0 +1,249 @@
+//! Trace sources: the reachable graph of a configuration and an edge-complete set of traces
+//! over it, and random walks.
+//!
+//! Edge-complete generation (as MongoDB generated its tests from TLA+): every edge
+//! (state, action) of the reachable graph is taken by at least one trace. A trace reaches an
+//! uncovered edge's source along the BFS tree, takes the edge, then keeps taking uncovered edges
+//! greedily until it reaches a state without one, so that one reset of the implementation
+//! covers as many edges as it can.
+
+use recovery_model::{Action, RecoveryModel, State};
+use stateright::Model;
+use std::collections::HashMap;
+use std::collections::hash_map::DefaultHasher;
+use std::hash::{Hash, Hasher};
+
+/// A state's fingerprint.
+pub fn fingerprint(s: &State) -> u64 {
+    let mut h = DefaultHasher::new();
+    s.hash(&mut h);
+    h.finish()
+}
+
+const NONE: u32 = u32::MAX;
+
+/// The reachable state graph of a model, in compressed form: states are numbered in BFS order
+/// and each state's out-edges are stored contiguously.
+pub struct Graph {
+    /// Out-edges of state `i` are `edge_start[i]..edge_start[i + 1]`.
+    edge_start: Vec<u32>,
+    /// The action of each edge.
+    edge_action: Vec<Action>,
+    /// The target state of each edge.
+    edge_target: Vec<u32>,
+    /// The BFS-tree edge into each state (NONE for the initial state).
+    parent: Vec<u32>,
+    /// Method names of the action kinds that occur on some edge.
+    pub kinds: Vec<&'static str>,
+}
+
+impl Graph {
+    /// Explores every state reachable from the initial state (breadth first).
+    pub fn explore(model: &RecoveryModel) -> Graph {
+        let init = model.init_states().remove(0);
+        let mut ids: HashMap<u64, u32> = HashMap::new();
+        ids.insert(fingerprint(&init), 0);
+        let mut queue = std::collections::VecDeque::from([init]);
+        let (mut edge_start, mut edge_action, mut edge_target, mut parent) =
+            (vec![0u32], Vec::new(), Vec::new(), vec![NONE]);
+        let mut kinds = std::collections::BTreeSet::new();
+        let mut actions = Vec::new();
+        while let Some(s) = queue.pop_front() {
+            actions.clear();
+            model.actions(&s, &mut actions);
+            for a in actions.drain(..) {
+                let Some(next) = model.next_state(&s, a) else { continue };
+                let fp = fingerprint(&next);
+                let n = ids.len() as u32;
+                let target = *ids.entry(fp).or_insert_with(|| {
+                    parent.push(edge_action.len() as u32);
+                    queue.push_back(next);
+                    n
+                });
+                kinds.insert(a.method());
+                edge_action.push(a);
+                edge_target.push(target);
+            }
+            edge_start.push(edge_action.len() as u32);
+        }
+        Graph {
+            edge_start,
+            edge_action,
+            edge_target,
+            parent,
+            kinds: kinds.into_iter().collect(),
+        }
+    }
+
+    /// Number of states.
+    pub fn states(&self) -> usize {
+        self.parent.len()
+    }
+
+    /// Number of edges.
+    pub fn edges(&self) -> usize {
+        self.edge_action.len()
+    }
+
+    fn source_of(&self, edge: u32) -> u32 {
+        // The source is the state whose range holds the edge.
+        (self.edge_start.partition_point(|&start| start <= edge) - 1) as u32
+    }
+
+    /// The BFS-tree path of actions from the initial state to state `s`.
+    fn tree_path(&self, mut s: u32) -> Vec<u32> {
+        let mut edges = Vec::new();
+        while self.parent[s as usize] != NONE {
+            let e = self.parent[s as usize];
+            edges.push(e);
+            s = self.source_of(e);
+        }
+        edges.reverse();
+        edges
+    }
+
+    /// Traces covering every edge: see the module documentation.
+    pub fn edge_cover(&self) -> EdgeCover<'_> {
+        EdgeCover {
+            graph: self,
+            covered: vec![false; self.edges()],
+            next_edge: 0,
+        }
+    }
+}
+
+/// One generated trace: its actions, and how many of them (a prefix) only lead to the first
+/// uncovered edge.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CoverTrace {
+    /// The actions.
+    pub actions: Vec<Action>,
+    /// Steps before the first newly covered edge.
+    pub prefix: usize,
+    /// Edges this trace covers for the first time.
+    pub new_edges: usize,
+    /// The state each step reaches.
+    pub states: Vec<u32>,
+}
+
+/// Iterator over an edge-complete set of traces.
+pub struct EdgeCover<'a> {
+    graph: &'a Graph,
+    covered: Vec<bool>,
+    next_edge: usize,
+}
+
+impl Iterator for EdgeCover<'_> {
+    type Item = CoverTrace;
+
+    fn next(&mut self) -> Option<CoverTrace> {
+        let g = self.graph;
+        while self.next_edge < g.edges() && self.covered[self.next_edge] {
+            self.next_edge += 1;
+        }
+        if self.next_edge == g.edges() {
+            return None;
+        }
+        let first = self.next_edge as u32;
+        let mut edges = g.tree_path(g.source_of(first));
+        let prefix = edges
+            .iter()
+            .position(|e| !self.covered[*e as usize])
+            .unwrap_or(edges.len());
+        edges.push(first);
+        let mut at = g.edge_target[first as usize];
+        loop {
+            let (start, end) = (g.edge_start[at as usize], g.edge_start[at as usize + 1]);
+            match (start..end).find(|e| !self.covered[*e as usize] && *e != first) {
+                Some(e) => {
+                    edges.push(e);
+                    at = g.edge_target[e as usize];
+                }
+                _ => break,
+            }
+        }
+        let mut new_edges = 0;
+        for e in &edges {
+            if !std::mem::replace(&mut self.covered[*e as usize], true) {
+                new_edges += 1;
+            }
+        }
+        Some(CoverTrace {
+            actions: edges.iter().map(|e| g.edge_action[*e as usize]).collect(),
+            prefix,
+            new_edges,
+            states: edges.iter().map(|e| g.edge_target[*e as usize]).collect(),
+        })
+    }
+}
+
+/// SplitMix64: a small, seedable, portable generator for random walks.
+#[derive(Clone, Debug)]
+pub struct SplitMix64(u64);
+
+impl SplitMix64 {
+    /// A generator from `seed`.
+    pub fn new(seed: u64) -> Self {
+        SplitMix64(seed)
+    }
+
+    /// The next number.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// A number below `n` (n > 0).
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next_u64() % n as u64) as usize
+    }
+}
+
+/// A random walk from the initial state until no action is enabled (the graph is acyclic) or
+/// `max_steps` steps; also returns the fingerprints of the states visited.
+pub fn random_walk(model: &RecoveryModel, rng: &mut SplitMix64, max_steps: usize) -> (Vec<Action>, Vec<u64>) {
+    let mut state = model.init_states().remove(0);
+    let mut visited = vec![fingerprint(&state)];
+    let mut walk = Vec::new();
+    let mut actions = Vec::new();
+    while walk.len() < max_steps {
+        actions.clear();
+        model.actions(&state, &mut actions);
+        if actions.is_empty() {
+            break;
+        }
+        let a = actions[rng.below(actions.len())];
+        let Some(next) = model.next_state(&state, a) else { break };
+        walk.push(a);
+        state = next;
+        visited.push(fingerprint(&state));
+    }
+    (walk, visited)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use recovery_model::{Variant, preset};
+
+    #[test]
+    fn edge_cover_takes_every_edge_of_the_tiny_graph() {
+        let model = RecoveryModel::new(preset("tiny").unwrap(), Variant::Fixed);
+        let g = Graph::explore(&model);
+        let traces: Vec<CoverTrace> = g.edge_cover().collect();
+        assert_eq!(traces.iter().map(|t| t.new_edges).sum::<usize>(), g.edges());
+        let mut seen = std::collections::HashSet::new();
+        for t in &traces {
+            let mut s = model.init_states().remove(0);
+            for a in &t.actions {
+                let next = model.next_state(&s, *a).expect("enabled");
+                seen.insert((fingerprint(&s), *a));
+                s = next;
+            }
+        }
+        assert_eq!(seen.len(), g.edges(), "every edge is taken by some trace");
+    }
+}

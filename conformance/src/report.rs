@@ -1,0 +1,105 @@
+//! Counterexamples as a person reads them on a terminal: a step table (step, thread, action,
+//! what changed), the state after the last step, and how to open the same path in Explorer.
+
+use crate::setup::Setup;
+use recovery_model::format;
+use recovery_model::{Action, RecoveryModel};
+use std::fmt::Write;
+
+/// The port `explore` listens on unless `--port` says otherwise.
+pub const DEFAULT_PORT: u16 = 3000;
+
+/// The step table of `actions` from the initial state. Each change of a step gets its own
+/// line, under the "what changed" column.
+pub fn step_table(model: &RecoveryModel, actions: &[Action]) -> String {
+    let (steps, _) = format::steps(model, actions);
+    let action_w = steps
+        .iter()
+        .map(|s| s.channel.len() + 1 + s.call.len())
+        .max()
+        .unwrap_or(0)
+        .clamp(6, 48);
+    let mut out = format!(
+        "{:>4}  {:<12}  {:<action_w$}  what changed\n",
+        "step", "thread", "action"
+    );
+    for (i, s) in steps.iter().enumerate() {
+        let action = format!("{} {}", s.channel, s.call);
+        let mut changes = s.changes.iter();
+        let _ = writeln!(
+            out,
+            "{:>4}  {:<12}  {:<action_w$}  {}",
+            i + 1,
+            s.thread.to_string(),
+            action,
+            changes.next().map_or("", String::as_str)
+        );
+        for c in changes {
+            let _ = writeln!(out, "{:>4}  {:<12}  {:<action_w$}  {c}", "", "", "");
+        }
+    }
+    out
+}
+
+/// The Explorer page of `actions` on a server at `base` (`http://127.0.0.1:3000/`): the deep
+/// link that opens on the path's last state.
+pub fn deep_link(model: &RecoveryModel, actions: &[Action], base: &str) -> Result<String, String> {
+    let fragment = crate::trace::explorer_fragment(model, actions).map_err(|e| e.to_string())?;
+    Ok(format!("{base}{fragment}"))
+}
+
+/// One counterexample for the terminal: heading, step table, last state, Explorer hint.
+pub fn counterexample(setup: &Setup, property: &str, actions: &[Action]) -> String {
+    let model = &setup.model;
+    let mut out = format!(
+        "counterexample for \"{property}\" ({} step{}, shortest):\n",
+        actions.len(),
+        if actions.len() == 1 { "" } else { "s" }
+    );
+    out.push_str(&step_table(model, actions));
+    let (_, last) = format::steps(model, actions);
+    out.push_str("\nstate after the last step:\n");
+    for line in format::state(model, &last).lines() {
+        let _ = writeln!(out, "  {line}");
+    }
+    out.push_str(&explore_hint(setup, actions));
+    out
+}
+
+/// "explore it: cdr explore ... then open http://127.0.0.1:3000/#/steps/...".
+pub fn explore_hint(setup: &Setup, actions: &[Action]) -> String {
+    let base = format!("http://127.0.0.1:{DEFAULT_PORT}/");
+    match deep_link(&setup.model, actions, &base) {
+        Ok(link) => format!(
+            "\nexplore it:  {}\n             then open {link}\n",
+            setup.command("explore")
+        ),
+        Err(e) => format!("\n(no Explorer link: {e})\n"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use recovery_model::check::shortest_counterexample;
+
+    #[test]
+    fn step_table_has_one_numbered_row_per_step_and_says_what_changed() {
+        let setup = crate::setup::load(None, None, "enable-notify-flag-before-count").unwrap();
+        let actions = shortest_counterexample(&setup.model, "credit conservation").unwrap();
+        let table = step_table(&setup.model, &actions);
+        let numbered = table
+            .lines()
+            .filter(|l| l.trim_start().starts_with(char::is_numeric))
+            .count();
+        assert_eq!(numbered, actions.len());
+        assert!(table.contains("recycle(x0)"), "{table}");
+        assert!(
+            table.contains("pending: recycler notifyBufferAvailable(1) on remote#1"),
+            "{table}"
+        );
+        let text = counterexample(&setup, "credit conservation", &actions);
+        assert!(text.contains("cdr explore --preset tiny --variant enable-notify-flag-before-count"));
+        assert!(text.contains("http://127.0.0.1:3000/#/steps/0/"), "{text}");
+    }
+}

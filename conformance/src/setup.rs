@@ -1,0 +1,79 @@
+//! What `check` and `explore` run on: a preset or a config file, and a variant. One place turns
+//! the command-line choice into a model and into the command line that reproduces it.
+
+use recovery_model::config::{find_preset, preset_names};
+use recovery_model::variant::VARIANTS;
+use recovery_model::{ModelConfig, RecoveryModel, Variant};
+use std::path::{Path, PathBuf};
+
+/// A configuration chosen on the command line, ready to check or explore.
+#[derive(Clone, Debug)]
+pub struct Setup {
+    /// The preset name, or the config file's path, for reports.
+    pub label: String,
+    /// The preset, when the configuration is one.
+    pub preset: Option<&'static str>,
+    /// The config file, when the configuration came from one.
+    pub config_file: Option<PathBuf>,
+    /// The model of that configuration and variant.
+    pub model: RecoveryModel,
+    /// `sometimes` properties this configuration cannot reach by design.
+    pub unreachable: &'static [&'static str],
+}
+
+/// Parses a kebab-case variant name, listing the known ones when it is not one.
+pub fn parse_variant(name: &str) -> Result<Variant, String> {
+    Variant::from_name(name).ok_or_else(|| {
+        let known: Vec<&str> = VARIANTS.iter().map(|v| v.name).collect();
+        format!("unknown variant `{name}`; known variants: fixed, {}", known.join(", "))
+    })
+}
+
+/// The configuration to run: `config` if given, else `preset`, else the variant's bug-zoo
+/// preset, else `ci`. Errors are usage errors, worded for the command line.
+pub fn load(preset: Option<&str>, config: Option<&Path>, variant: &str) -> Result<Setup, String> {
+    let variant = parse_variant(variant)?;
+    let (label, preset, config_file, cfg, unreachable) = match config {
+        Some(path) => {
+            let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+            let cfg: ModelConfig = serde_json::from_str(&text)
+                .map_err(|e| format!("{} is not a valid ModelConfig: {e}", path.display()))?;
+            (path.display().to_string(), None, Some(path.to_path_buf()), cfg, &[][..])
+        }
+        None => {
+            let name = match (preset, variant.info()) {
+                (Some(p), _) => p,
+                (None, Some(info)) => info.preset,
+                (None, None) => "ci",
+            };
+            let p = find_preset(name)
+                .ok_or_else(|| format!("unknown preset `{name}`; known presets: {}", preset_names().join(", ")))?;
+            (name.to_string(), Some(p.name), None, (p.config)(), p.unreachable)
+        }
+    };
+    cfg.validate().map_err(|e| format!("{label}: {e}"))?;
+    Ok(Setup {
+        label,
+        preset,
+        config_file,
+        model: RecoveryModel::new(cfg, variant),
+        unreachable,
+    })
+}
+
+impl Setup {
+    /// `cdr SUBCOMMAND --preset P --variant V` (or `--config FILE`): the command that runs
+    /// this configuration again.
+    pub fn command(&self, subcommand: &str) -> String {
+        let mut cmd = format!("cdr {subcommand}");
+        match (&self.config_file, self.preset) {
+            (Some(file), _) => cmd.push_str(&format!(" --config {}", file.display())),
+            (None, Some(p)) => cmd.push_str(&format!(" --preset {p}")),
+            (None, None) => {}
+        }
+        if self.model.variant != Variant::Fixed {
+            cmd.push_str(&format!(" --variant {}", self.model.variant.name()));
+        }
+        cmd
+    }
+}

@@ -1,0 +1,92 @@
+//! `cdr conform` and `cdr replay` from the outside: exit codes, the JSON shape, trace files.
+
+use conformance::trace::Trace;
+use recovery_model::check::shortest_counterexample;
+use recovery_model::{RecoveryModel, Variant, preset};
+use std::process::Command;
+
+fn cdr(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_cdr"))
+        .args(args)
+        .output()
+        .expect("cdr runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn temp(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("cdr-conform-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+#[test]
+fn conform_json_has_every_field_and_exits_zero_without_divergence() {
+    let (code, out, err) = cdr(&["conform", "--preset", "tiny", "--random", "20", "--seed", "7", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    for key in [
+        "traces",
+        "steps",
+        "steps_per_second",
+        "states_covered",
+        "states_total",
+        "edges_covered",
+        "edges_total",
+        "action_kinds_covered",
+        "action_kinds_total",
+        "divergences",
+    ] {
+        assert!(v.get(key).is_some(), "{key} missing: {out}");
+    }
+    assert_eq!(v["traces"], 20);
+    assert_eq!(v["divergences"], 0);
+}
+
+#[test]
+fn conform_with_bad_input_exits_two() {
+    assert_eq!(cdr(&["conform", "--preset", "nope"]).0, 2);
+    assert_eq!(cdr(&["conform", "--preset", "tiny", "--random", "0"]).0, 2);
+    assert_eq!(cdr(&["conform", "--edges", "--random", "3"]).0, 2);
+}
+
+#[test]
+fn replay_of_a_fixed_model_trace_passes_and_of_a_bug_trace_diverges() {
+    let fixed = RecoveryModel::new(preset("tiny").unwrap(), Variant::Fixed);
+    let buggy = RecoveryModel::new(preset("tiny").unwrap(), Variant::NoEventStash);
+    let actions = shortest_counterexample(&buggy, "recovered data precedes live data").unwrap();
+
+    let good = temp("good.json");
+    Trace::record(&fixed, Some("tiny"), &actions[..3])
+        .unwrap()
+        .write(&good)
+        .unwrap();
+    let (code, out, err) = cdr(&["replay", good.to_str().unwrap()]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("PASSED"), "{out}");
+
+    let bad = temp("bug.json");
+    Trace::record(&buggy, Some("tiny"), &actions)
+        .unwrap()
+        .write(&bad)
+        .unwrap();
+    let (code, _, err) = cdr(&["replay", bad.to_str().unwrap()]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("DIVERGENCE") && err.contains("--- model\n+++ impl"),
+        "{err}"
+    );
+}
+
+#[test]
+fn replay_of_a_file_that_is_not_a_trace_exits_two() {
+    let path = temp("garbage.json");
+    std::fs::write(&path, "{\"format_version\": 9, \"model\": \"channel-recovery\"}").unwrap();
+    let (code, _, err) = cdr(&["replay", path.to_str().unwrap()]);
+    assert_eq!(code, 2);
+    assert!(err.contains("version 9 is not supported"), "{err}");
+    assert_eq!(cdr(&["replay", "/no/such/trace.json"]).0, 2);
+}

@@ -1,0 +1,49 @@
+//! Shared by the integration tests: a deliberately broken driver.
+#![allow(dead_code)]
+
+use conformance::driver::Driver;
+use conformance::impl_driver::ImplDriver;
+use conformance::observation::{Observation, Snapshot};
+use recovery_model::Action;
+
+/// The implementation as seen through a bug: the stash replayed at the head of
+/// `receivedBuffers` instead of its tail (what the `stash-replayed-at-head` variant does).
+pub struct StashAtHead {
+    pub inner: ImplDriver,
+    replayed: Vec<(u8, usize)>,
+}
+
+impl StashAtHead {
+    pub fn new(inner: ImplDriver) -> Self {
+        StashAtHead {
+            inner,
+            replayed: Vec::new(),
+        }
+    }
+}
+
+impl Driver for StashAtHead {
+    fn name(&self) -> &str {
+        "stash-at-head"
+    }
+    fn reset(&mut self) {
+        self.replayed.clear();
+        self.inner.reset();
+    }
+    fn apply(&mut self, action: &Action) -> Observation {
+        if let Action::OnRecoveredStateConsumed { channel } = *action {
+            let stashed = self.inner.snapshot().channels[channel as usize].stash.len();
+            self.replayed.push((channel, stashed));
+        }
+        self.inner.apply(action)
+    }
+    fn snapshot(&mut self) -> Snapshot {
+        let mut s = self.inner.snapshot();
+        for (c, k) in &self.replayed {
+            let queue = &mut s.channels[*c as usize].queue;
+            let k = (*k).min(queue.len());
+            queue.rotate_right(k);
+        }
+        s
+    }
+}
