@@ -491,19 +491,19 @@ impl ImplDriver {
     fn request_partitions(&mut self) -> Observation {
         for ch in &mut self.sys.channels {
             let channel = ch.handle.as_recoverable().expect("a physical channel");
-            if !channel.is_released()
-                && let Err(e) = channel.request_subpartitions()
-            {
+            // A released channel is not requested (requestSubpartitions checks !isReleased).
+            if channel.is_released() {
+                continue;
+            }
+            if let Err(e) = channel.request_subpartitions() {
                 return Observation::Error { error: error_kind(&e) };
             }
             if let InputChannelHandle::Remote(remote) = &ch.handle {
-                // A channel released before it asked still had its request in flight in the
-                // model; the server serves it the same way.
-                let request = remote.partition_request().unwrap_or(PartitionRequest {
-                    receiver: ch.info,
-                    credit: ch.exclusive as i32,
-                    needs_recovery: remote.needs_recovery(),
-                });
+                let Some(request) = remote.partition_request() else {
+                    return Observation::Error {
+                        error: ErrorKind::Released,
+                    };
+                };
                 match CreditBasedSequenceNumberingViewReader::new(&request, Arc::clone(&ch.subpartition)) {
                     Ok(reader) => ch.reader = Some(reader),
                     Err(e) => return Observation::Error { error: error_kind(&e) },

@@ -331,12 +331,12 @@ impl RecoveryModel {
         for c in 0..s.channels.len() as u8 {
             let exclusive = self.cfg.channels[c as usize].exclusive;
             let ch = s.ch_mut(c);
+            if ch.released {
+                // requestSubpartitions: checkState(!isReleased); the task is being cancelled.
+                continue;
+            }
             match self.kind(c) {
-                ChannelKind::Local => {
-                    if !ch.released {
-                        ch.upstream_ready = true;
-                    }
-                }
+                ChannelKind::Local => ch.upstream_ready = true,
                 ChannelKind::Remote => {
                     let needs_recovery = true;
                     let ignore = self.variant == Variant::ProducerIgnoresNeedsRecovery;
@@ -401,11 +401,12 @@ impl RecoveryModel {
             (Variant::EnableNotifyFlagBeforeCount, TaskPc::EnableNotifyRest { .. }) => ch.bm.available(),
             _ => ch.bm.enable_notify(),
         };
-        if !ch.released {
+        if avail == 0 && !ch.released {
             ch.state_consumed = true;
         }
         s.task = TaskPc::Idle;
         if avail > 0 {
+            // The future completes after the announcement (notify_buffer_available).
             s.task_announce = Some(Announce { channel: c, n: avail });
         }
     }
@@ -419,6 +420,10 @@ impl RecoveryModel {
             _ => s.recycler = RecyclerPc::Idle,
         }
         let ch = s.ch_mut(c);
+        if thread == Thread::Task && !ch.released {
+            // onRecoveredStateConsumed: stateConsumedFuture.complete() after enableNotify().
+            ch.state_consumed = true;
+        }
         let before = ch.unannounced_credit;
         ch.unannounced_credit += n;
         if n > 0 && before == 0 && !ch.released {
