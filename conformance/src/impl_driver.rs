@@ -22,7 +22,7 @@ use crate::projection::{IdMap, ImplParts, NettyParts, impl_channel, impl_pending
 use recovery_impl::buffer_pool::{LocalBufferPool, NetworkBufferPool};
 use recovery_impl::channel_state_persister::ChannelStateWriter;
 use recovery_impl::credit_based_sequence_numbering_view_reader::{
-    BufferResponse, CreditBasedSequenceNumberingViewReader, PartitionRequest,
+    BufferResponse, CreditBasedSequenceNumberingViewReader,
 };
 use recovery_impl::local_input_channel::LocalInputChannel;
 use recovery_impl::pause_point::{PausePoint, set_thread_hook};
@@ -218,7 +218,6 @@ struct Chan {
     pool: Arc<LocalBufferPool>,
     subpartition: Arc<ResultSubpartition>,
     handle: InputChannelHandle,
-    exclusive: u8,
     // Netty server: the view reader and what it wrote.
     reader: Option<CreditBasedSequenceNumberingViewReader>,
     wire: VecDeque<BufferResponse>,
@@ -307,7 +306,6 @@ impl System {
                 pool,
                 subpartition,
                 handle,
-                exclusive: cc.exclusive,
                 reader: None,
                 wire: VecDeque::new(),
                 add_credit_in_flight: VecDeque::new(),
