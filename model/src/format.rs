@@ -9,17 +9,7 @@ use std::fmt::Write;
 /// "netty-client remote#1 onBuffer", "task checkpointStarted(cp 1) on local#0".
 pub fn action(m: &RecoveryModel, a: &Action) -> String {
     let thread = m.thread(a);
-    let method = match a {
-        Action::InsertRecoveryCheckpointBarrier { cp, .. } => {
-            format!("insertRecoveryCheckpointBarrierIfInRecovery({cp})")
-        }
-        Action::CheckpointStarted { cp, .. } => format!("checkpointStarted({cp})"),
-        Action::EmitCheckpointBarrier { cp, .. } => format!("emitCheckpointBarrier({cp})"),
-        Action::NotifyBufferAvailable { n, .. } => format!("notifyBufferAvailable({n})"),
-        Action::Recycle { buffer, .. } => format!("recycle({buffer})"),
-        Action::ReturnFloatingBuffer { buffer, .. } => format!("recycleFloatingBuffer({buffer})"),
-        other => other.method().to_string(),
-    };
+    let method = method_call(a);
     match a.channel() {
         Some(c) => format!("{thread:<12} {:<9} {method}", m.channel_name(c)),
         None => format!("{thread:<12} {:<9} {method}", "gate"),
@@ -186,6 +176,13 @@ pub fn call(last: &State, a: &Action) -> String {
             head(last.ch(channel).add_credit_in_flight.first().map(|k| k.to_string()))
         ),
         Action::SendAddCredit { channel } => format!("AddCredit({})", last.ch(channel).unannounced_credit),
+        _ => method_call(a),
+    }
+}
+
+/// The Flink method with the arguments the action itself carries.
+fn method_call(a: &Action) -> String {
+    match *a {
         Action::InsertRecoveryCheckpointBarrier { cp, .. } => {
             format!("insertRecoveryCheckpointBarrierIfInRecovery({cp})")
         }
