@@ -27,6 +27,7 @@ use recovery_impl::credit_based_sequence_numbering_view_reader::{
 use recovery_impl::local_input_channel::LocalInputChannel;
 use recovery_impl::pause_point::{PausePoint, set_thread_hook};
 use recovery_impl::recoverable_input_channel::{ChannelContext, ChannelSnapshot, InputChannelInfo};
+use recovery_impl::recovered_input_channel::{RecoveredChannelKind, RecoveredInputChannel};
 use recovery_impl::remote_input_channel::RemoteInputChannel;
 use recovery_impl::result_subpartition::ResultSubpartition;
 use recovery_impl::single_input_gate::{InputChannelHandle, SingleInputGate};
@@ -218,6 +219,8 @@ struct Chan {
     pool: Arc<LocalBufferPool>,
     subpartition: Arc<ResultSubpartition>,
     handle: InputChannelHandle,
+    // Recovered buffers the drainer read (conversion: into the `RecoveredInputChannel`).
+    recovered: u8,
     // Netty server: the view reader and what it wrote.
     reader: Option<CreditBasedSequenceNumberingViewReader>,
     wire: VecDeque<BufferResponse>,
@@ -245,6 +248,7 @@ struct BarrierHandler {
 }
 
 struct System {
+    gate: Arc<SingleInputGate>,
     writer: Arc<ChannelStateWriter>,
     channels: Vec<Chan>,
     barriers: BarrierHandler,
@@ -287,17 +291,29 @@ impl System {
                 writer: Arc::clone(&writer),
                 network_buffers_per_channel: cc.exclusive as usize,
             };
-            let handle = match cc.kind {
-                ChannelKind::Local => {
+            let handle = match (cfg.delivery, cc.kind) {
+                // Conversion: the gate starts with placeholders that `requestPartitions(true)`
+                // converts with `toInputChannel(true)`.
+                (Delivery::Conversion, ChannelKind::Local) => {
+                    let partition = Arc::clone(&subpartition);
+                    InputChannelHandle::Recovered(RecoveredInputChannel::new(
+                        context,
+                        RecoveredChannelKind::Local { partition },
+                    ))
+                }
+                (Delivery::Conversion, ChannelKind::Remote) => {
+                    InputChannelHandle::Recovered(RecoveredInputChannel::new(context, RecoveredChannelKind::Remote))
+                }
+                (Delivery::Drainer, ChannelKind::Local) => {
                     InputChannelHandle::Local(LocalInputChannel::new(context, Arc::clone(&subpartition), true))
                 }
-                ChannelKind::Remote => InputChannelHandle::Remote(RemoteInputChannel::new(context, true)),
+                (Delivery::Drainer, ChannelKind::Remote) => {
+                    InputChannelHandle::Remote(RemoteInputChannel::new(context, true))
+                }
             };
-            handle
-                .as_recoverable()
-                .expect("a physical channel")
-                .setup()
-                .expect("exclusive segments exist");
+            if let Some(physical) = handle.as_recoverable() {
+                physical.setup().expect("exclusive segments exist");
+            }
             channels.push(Chan {
                 kind: cc.kind,
                 info,
@@ -306,6 +322,7 @@ impl System {
                 pool,
                 subpartition,
                 handle,
+                recovered: cc.recovered,
                 reader: None,
                 wire: VecDeque::new(),
                 add_credit_in_flight: VecDeque::new(),
@@ -317,6 +334,7 @@ impl System {
         gate.set_input_channels(channels.iter().map(|ch| ch.handle.clone()).collect());
         let n = cfg.checkpoints as usize;
         System {
+            gate,
             writer,
             channels,
             barriers: BarrierHandler {
@@ -377,7 +395,8 @@ impl System {
     }
 }
 
-fn error_kind(e: &ChannelError) -> ErrorKind {
+/// The observation's name of an implementation error.
+pub(crate) fn error_kind(e: &ChannelError) -> ErrorKind {
     match e {
         ChannelError::ProtocolViolation(_) => ErrorKind::ProtocolViolation,
         ChannelError::IllegalState(_) => ErrorKind::IllegalState,
@@ -412,8 +431,9 @@ pub struct ImplDriver {
 }
 
 impl ImplDriver {
-    /// A fresh implementation of `cfg`. Only the drainer delivery is driven; a conversion
-    /// configuration's `convertRecoveredInputChannels` step is reported as unperformable.
+    /// A fresh implementation of `cfg`. With the drainer delivery the gate holds physical
+    /// channels in recovery from the start; with the conversion delivery it holds
+    /// `RecoveredInputChannel`s until `convertRecoveredInputChannels`.
     pub fn new(cfg: &ModelConfig) -> Self {
         ImplDriver {
             cfg: cfg.clone(),
@@ -488,7 +508,9 @@ impl ImplDriver {
     /// server creates a view reader for each remote request (with zero credit: `needsRecovery`).
     fn request_partitions(&mut self) -> Observation {
         for ch in &mut self.sys.channels {
-            let channel = ch.handle.as_recoverable().expect("a physical channel");
+            let Some(channel) = ch.handle.as_recoverable() else {
+                return unperformable("a recovered channel is not converted");
+            };
             // A released channel is not requested (requestSubpartitions checks !isReleased).
             if channel.is_released() {
                 continue;
@@ -496,16 +518,69 @@ impl ImplDriver {
             if let Err(e) = channel.request_subpartitions() {
                 return Observation::Error { error: error_kind(&e) };
             }
-            if let InputChannelHandle::Remote(remote) = &ch.handle {
-                let Some(request) = remote.partition_request() else {
-                    return Observation::Error {
-                        error: ErrorKind::Released,
-                    };
-                };
-                match CreditBasedSequenceNumberingViewReader::new(&request, Arc::clone(&ch.subpartition)) {
-                    Ok(reader) => ch.reader = Some(reader),
-                    Err(e) => return Observation::Error { error: error_kind(&e) },
+            if let Err(observation) = Self::serve_partition_request(ch) {
+                return observation;
+            }
+        }
+        Observation::Done
+    }
+
+    /// The producer's Netty server answers a remote channel's `PartitionRequest` with a view
+    /// reader.
+    fn serve_partition_request(ch: &mut Chan) -> Result<(), Observation> {
+        let InputChannelHandle::Remote(remote) = &ch.handle else {
+            return Ok(());
+        };
+        let Some(request) = remote.partition_request() else {
+            return Err(Observation::Error {
+                error: ErrorKind::Released,
+            });
+        };
+        match CreditBasedSequenceNumberingViewReader::new(&request, Arc::clone(&ch.subpartition)) {
+            Ok(reader) => ch.reader = Some(reader),
+            Err(e) => return Err(Observation::Error { error: error_kind(&e) }),
+        }
+        Ok(())
+    }
+
+    /// `convertRecoveredInputChannels` inside the `requestPartitions(true)` mail. First the
+    /// drainer's side, which the model leaves implicit: every recovered buffer was read into the
+    /// channel's `RecoveredInputChannel` (heap memory, unpooled) and `finishReadRecoveredState`
+    /// appended the legacy `EndOfInputChannelStateEvent`. Then the gate's
+    /// `request_partitions(true)` on the task worker (a call that blocks is reported as such):
+    /// `toInputChannel(true)` per channel pushes every buffer and the sentinel, then every
+    /// subpartition is requested. The driver's handles follow the gate's array.
+    fn convert_recovered_input_channels(&mut self) -> Observation {
+        let timeout = self.timeout;
+        for (c, ch) in self.sys.channels.iter_mut().enumerate() {
+            let InputChannelHandle::Recovered(recovered) = &ch.handle else {
+                return unperformable("no recovered channel to convert (drainer delivery or converted)");
+            };
+            for i in 0..ch.recovered {
+                let payload = payload_of(c as u8, &Item::Recovered(i));
+                let buffer =
+                    NetworkBuffer::unpooled(BufferId(60_000 + 100 * c as u32 + i as u32), BufferKind::Data, payload);
+                if let Err(e) = recovered.on_recovered_state_buffer(buffer) {
+                    return Observation::Error { error: error_kind(&e) };
                 }
+            }
+            if let Err(e) = recovered.finish_read_recovered_state() {
+                return Observation::Error { error: error_kind(&e) };
+            }
+        }
+        let gate = Arc::clone(&self.sys.gate);
+        let job: Job = Box::new(move || outcome(gate.request_partitions(true)));
+        let observation = self.workers.task.start(0, job, timeout);
+        if observation != Observation::Done || self.workers.task.state != WorkerState::Idle {
+            return observation;
+        }
+        for (c, ch) in self.sys.channels.iter_mut().enumerate() {
+            match self.sys.gate.channel(c) {
+                Some(handle) if handle.as_recoverable().is_some() => ch.handle = handle,
+                _ => return unperformable(format!("channel {c} was not converted")),
+            }
+            if let Err(observation) = Self::serve_partition_request(ch) {
+                return observation;
             }
         }
         Observation::Done
@@ -727,7 +802,7 @@ impl Driver for ImplDriver {
         match *action {
             OnRecoveredStateBuffer { channel } => self.on_recovered_state_buffer(channel),
             FinishRecoveredBufferDelivery { channel } => self.finish_recovered_buffer_delivery(channel),
-            ConvertRecoveredInputChannels => unperformable("the conversion path is not driven"),
+            ConvertRecoveredInputChannels => self.convert_recovered_input_channels(),
             RequestPartitions => self.request_partitions(),
             GetNextBuffer { channel } => self.get_next_buffer(channel),
             InsertRecoveryCheckpointBarrier { channel, cp } => self.insert_recovery_checkpoint_barrier(channel, cp),
@@ -776,6 +851,7 @@ impl Driver for ImplDriver {
             let held: Vec<BufferId> = ch.held.iter().map(NetworkBuffer::id).collect();
             channels.push(impl_channel(&ImplParts {
                 index: c as u8,
+                kind: ch.kind,
                 ids: ch.ids,
                 channel: &snapshot,
                 subpartition: &ch.subpartition.snapshot(),

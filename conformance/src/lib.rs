@@ -21,3 +21,4 @@ pub mod replay;
 pub mod report;
 pub mod setup;
 pub mod trace;
+pub mod validate;

@@ -216,6 +216,9 @@ pub fn model_snapshot(m: &RecoveryModel, s: &State) -> Snapshot {
         (None, TaskPc::EnableNotifyRest { channel, .. }) => Pending::Elsewhere {
             what: format!("between the two halves of a split enableNotify on channel {channel}"),
         },
+        (None, TaskPc::AwaitUpstreamReady { channel }) => Pending::Elsewhere {
+            what: format!("awaiting upstreamReady in finishRecoveredBufferDelivery on channel {channel}"),
+        },
         _ => Pending::Idle,
     };
     let netty_client = s.client_announce.map_or(Pending::Idle, |a| Pending::Announce {
@@ -345,6 +348,8 @@ pub struct NettyParts {
 pub struct ImplParts<'a> {
     /// Channel index.
     pub index: u8,
+    /// What it is (or, not converted yet, what it becomes).
+    pub kind: ChannelKind,
     /// Its buffer names.
     pub ids: IdMap,
     /// The channel's own snapshot.
@@ -458,8 +463,12 @@ pub fn impl_channel(p: &ImplParts<'_>) -> ChannelView {
                 credit: Some(impl_credit(p, &r.buffer_manager, r.unannounced_credit, r.released)),
             }
         }
+        // Not converted yet (conversion delivery). The model creates every channel set up, its
+        // exclusive buffers assigned and credit notification off; the implementation assigns
+        // them in `toInputChannel`'s `setup()`. Until then the exclusive segments still in the
+        // global pool are shown as the channel's, where the model has them.
         ImplChannel::Recovered(r) => ChannelView {
-            kind: ChannelKind::Local,
+            kind: p.kind,
             in_recovery: true,
             released: r.released,
             upstream_ready: false,
@@ -481,7 +490,19 @@ pub fn impl_channel(p: &ImplParts<'_>) -> ChannelView {
             last_seen_barrier: -1,
             persisted,
             subpartition,
-            credit: None,
+            credit: (p.kind == ChannelKind::Remote).then(|| {
+                let mut credit = impl_credit(p, &r.buffer_manager, 0, r.released);
+                // A recovered channel announces no credit whatever its manager's flag says
+                // (its `notifyBufferAvailable` does nothing): as in recovery, notify is off.
+                credit.notify_available = false;
+                let exclusive = |b: &Buf| matches!(b.0, NetBuf::Exclusive(_));
+                credit
+                    .buffers
+                    .exclusive
+                    .extend(credit.buffers.global.iter().copied().filter(exclusive));
+                credit.buffers.global.retain(|b| !exclusive(b));
+                credit
+            }),
         },
     }
 }

@@ -6,11 +6,13 @@ mod common;
 use common::StashAtHead;
 use conformance::conform::conform_edges;
 use conformance::driver::ModelDriver;
+use conformance::generate::{SplitMix64, random_walk};
 use conformance::impl_driver::ImplDriver;
+use conformance::observation::{Item, Observation};
 use conformance::replay::{Compare, lockstep};
 use recovery_model::check::shortest_counterexample;
 use recovery_model::variant::VARIANTS;
-use recovery_model::{Action, RecoveryModel, Variant, preset};
+use recovery_model::{Action, ChannelKind, RecoveryModel, Variant, preset};
 use std::time::Duration;
 
 fn model(name: &str, variant: Variant) -> RecoveryModel {
@@ -29,6 +31,87 @@ fn every_edge_of_tiny_replays_on_the_implementation_without_divergence() {
     assert_eq!(r.divergences, 0);
     // tiny has no release, no floating buffer and no conversion.
     assert_eq!(r.action_kinds_covered, Action::KINDS.len() - 3);
+}
+
+#[test]
+fn every_edge_of_the_conversion_preset_replays_on_the_implementation_without_divergence() {
+    let m = model("conversion", Variant::Fixed);
+    let mut driver = ImplDriver::new(&m.cfg);
+    let r = conform_edges(&m, &mut driver, 1);
+    if let Some(d) = &r.first_divergence {
+        panic!("{d}");
+    }
+    assert_eq!((r.edges_covered, r.states_covered), (r.edges_total, r.states_total));
+    assert_eq!(r.divergences, 0);
+    assert!(r.kinds_missed.is_empty(), "{:?}", r.kinds_missed);
+    let unreachable = &r.kinds_unreachable;
+    assert!(
+        !unreachable.contains(&"convertRecoveredInputChannels"),
+        "{unreachable:?}"
+    );
+    // No drainer (its push and finish), no separate requestPartitions, no release, and no
+    // floating buffer handed back in this preset.
+    assert_eq!(r.action_kinds_covered, Action::KINDS.len() - 5, "{unreachable:?}");
+}
+
+#[test]
+fn random_walks_with_releases_floating_buffers_and_two_checkpoints_agree_with_the_implementation() {
+    // `ci`, `floating` and `deep` are too large for every edge in a debug test; random walks to
+    // a terminal state cover what `tiny` lacks: releases at any point (`ci`; a release ends most
+    // walks early), floating buffers handed back (`floating`, no release), and a second
+    // checkpoint whose recovery barrier can come first or subsume (`deep`).
+    let mut kinds = std::collections::BTreeSet::new();
+    let mut rng = SplitMix64::new(7);
+    for (name, walks) in [("ci", 2000), ("floating", 300), ("deep", 500)] {
+        let m = model(name, Variant::Fixed);
+        let mut reference = ModelDriver::new(m.clone());
+        let mut driver = ImplDriver::new(&m.cfg);
+        for _ in 0..walks {
+            let (walk, _) = random_walk(&m, &mut rng, 200);
+            if let Err(d) = lockstep(&mut reference, &mut driver, &walk, Compare::Every) {
+                panic!("{name}: {d}");
+            }
+            kinds.extend(walk.iter().map(Action::method));
+        }
+    }
+    // Every kind but the conversion.
+    assert_eq!(kinds.len(), Action::KINDS.len() - 1, "{kinds:?}");
+}
+
+#[test]
+fn finish_delivery_during_conversion_diverges_because_the_fixed_conversion_does_not_block() {
+    let info = VARIANTS
+        .iter()
+        .find(|v| v.variant == Variant::FinishDeliveryDuringConversion)
+        .unwrap();
+    let m = model(info.preset, info.variant);
+    let actions = shortest_counterexample(&m, info.property).unwrap();
+    let mut reference = ModelDriver::new(m.clone());
+    let mut driver = ImplDriver::new(&m.cfg).with_timeout(Duration::from_millis(500));
+    let d = lockstep(&mut reference, &mut driver, &actions, Compare::Every).expect_err("the fix is in");
+    assert_eq!(d.action(), Action::ConvertRecoveredInputChannels, "{d}");
+    // Both calls return (the variant's task parks inside the mail), but the implementation
+    // finished the conversion: nothing waits on upstreamReady, every channel is requested.
+    assert_eq!(
+        (&d.expected, &d.actual),
+        (&Observation::Done, &Observation::Done),
+        "{d}"
+    );
+    let report = d.to_string();
+    assert!(report.contains("awaiting upstreamReady"), "{report}");
+    assert!(
+        d.actual_snapshot
+            .channels
+            .iter()
+            .all(|ch| ch.upstream_ready || ch.kind == ChannelKind::Remote)
+    );
+    assert!(
+        d.actual_snapshot
+            .channels
+            .iter()
+            .all(|ch| ch.queue.last().map(|e| &e.item) == Some(&Item::EndOfRecovery)),
+        "{report}"
+    );
 }
 
 #[test]

@@ -12,6 +12,7 @@ pub mod buffer_pool;
 pub mod channel_state_persister;
 pub mod credit_based_sequence_numbering_view_reader;
 pub mod error;
+pub mod event_log;
 pub mod local_input_channel;
 pub mod network_buffer;
 pub mod pause_point;

@@ -23,6 +23,7 @@ use serde::{Deserialize, Serialize};
 use crate::buffer_manager::{BufferManager, BufferManagerChannel, BufferManagerSnapshot};
 use crate::channel_state_persister::{ChannelStatePersister, ChannelStatePersisterSnapshot};
 use crate::error::{ChannelError, Result};
+use crate::event_log::{self, Event};
 use crate::network_buffer::{BufferKind, BufferSnapshot, CheckpointId, DataType, NetworkBuffer};
 use crate::recoverable_input_channel::{
     BufferAndAvailability, ChannelContext, ChannelSnapshot, FutureStatus, InputChannelInfo, RecoverableInputChannel,
@@ -353,9 +354,16 @@ impl RecoverableInputChannel for LocalInputChannel {
             if self.shared.released.load(Ordering::SeqCst) {
                 Err((buffer, None))
             } else {
-                state
+                let offered = state
                     .offer_recovered_buffer(buffer)
-                    .map_err(|(buffer, error)| (buffer, Some(error)))
+                    .map_err(|(buffer, error)| (buffer, Some(error)));
+                if offered.is_ok() {
+                    event_log::record(|| Event::OnRecoveredStateBuffer {
+                        channel: self.context.channel_info,
+                        buffer: state.buffers.back().expect("just appended").snapshot(),
+                    });
+                }
+                offered
             }
         };
         match offered {
@@ -384,7 +392,12 @@ impl RecoverableInputChannel for LocalInputChannel {
                 return Err(ChannelError::illegal_state("Recovery delivery already finished."));
             }
             let sentinel = NetworkBuffer::event(BufferKind::EndOfFetchedChannelState);
-            state.offer_recovered_buffer(sentinel).map_err(|(_, error)| error)?
+            let offered = state.offer_recovered_buffer(sentinel).map_err(|(_, error)| error);
+            event_log::record(|| Event::FinishRecoveredBufferDelivery {
+                channel: self.context.channel_info,
+                outcome: offered.as_ref().map(|_| ()).map_err(Clone::clone),
+            });
+            offered?
         };
         if was_empty {
             self.notify_channel_non_empty();
@@ -395,6 +408,10 @@ impl RecoverableInputChannel for LocalInputChannel {
     fn insert_recovery_checkpoint_barrier_if_in_recovery(&self, checkpoint_id: CheckpointId) -> Result<()> {
         let was_empty = {
             let mut state = self.recovered_buffers.lock();
+            event_log::record(|| Event::InsertRecoveryCheckpointBarrierIfInRecovery {
+                channel: self.context.channel_info,
+                checkpoint_id,
+            });
             if self.shared.released.load(Ordering::SeqCst) || !state.in_recovery {
                 return Ok(());
             }
@@ -419,9 +436,16 @@ impl RecoverableInputChannel for LocalInputChannel {
     fn on_recovered_state_consumed(&self) -> Result<()> {
         {
             let mut state = self.recovered_buffers.lock();
-            if !state.in_recovery {
-                return Err(ChannelError::illegal_state("Recovery already finished."));
-            }
+            let outcome = if state.in_recovery {
+                Ok(())
+            } else {
+                Err(ChannelError::illegal_state("Recovery already finished."))
+            };
+            event_log::record(|| Event::OnRecoveredStateConsumed {
+                channel: self.context.channel_info,
+                outcome: outcome.clone(),
+            });
+            outcome?;
             state.in_recovery = false;
         }
         // Re-queue the channel so that live data is polled.
@@ -452,7 +476,13 @@ impl RecoverableInputChannel for LocalInputChannel {
                 && !priority_pending
                 && let Some(buffer) = state.buffers.pop_front()
             {
-                return Ok(Some(Self::wrap_recovered_buffer(&mut state, buffer, probe)));
+                let next = Self::wrap_recovered_buffer(&mut state, buffer, probe);
+                event_log::record(|| Event::GetNextBuffer {
+                    channel: self.context.channel_info,
+                    buffer: next.buffer.snapshot(),
+                    sequence_number: next.sequence_number,
+                });
+                return Ok(Some(next));
             }
             in_recovery
         };
@@ -476,8 +506,19 @@ impl RecoverableInputChannel for LocalInputChannel {
             } else {
                 (Vec::new(), Ok(Vec::new()))
             };
-            let outcome = collected.and_then(|to_persist| state.persister.start_persisting(checkpoint_id, to_persist));
-            (removed, outcome)
+            let outcome = collected.and_then(|to_persist| {
+                let persisted = to_persist.clone();
+                state
+                    .persister
+                    .start_persisting(checkpoint_id, to_persist)
+                    .map(|()| persisted)
+            });
+            event_log::record(|| Event::CheckpointStarted {
+                channel: self.context.channel_info,
+                checkpoint_id,
+                outcome: outcome.clone(),
+            });
+            (removed, outcome.map(drop))
         };
         removed.into_iter().for_each(NetworkBuffer::recycle_quietly);
         outcome

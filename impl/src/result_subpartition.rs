@@ -11,6 +11,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{ChannelError, Result};
+use crate::event_log::{self, Event};
 use crate::network_buffer::{BufferSnapshot, DataType, NetworkBuffer};
 use crate::prioritized_deque::PrioritizedDeque;
 use crate::sync::{Arc, Mutex};
@@ -104,6 +105,10 @@ impl ResultSubpartition {
                 return Err(ChannelError::released("Subpartition has already been released."));
             }
             let was_empty = state.buffers.is_empty();
+            event_log::record(|| Event::Add {
+                subpartition: self.event_id(),
+                buffer: buffer.snapshot(),
+            });
             if buffer.kind().has_priority() {
                 state.buffers.add_priority_element(buffer);
                 let priority_sequence_number = state.sequence_number + state.buffers.num_priority_elements() as i32 - 1;
@@ -156,12 +161,24 @@ impl ResultSubpartition {
         let buffer = state.buffers.poll()?;
         let sequence_number = state.sequence_number;
         state.sequence_number += 1;
-        Some(BufferAndBacklog {
+        let polled = BufferAndBacklog {
             buffer,
             buffers_in_backlog: Self::backlog(&state),
             next_data_type: state.buffers.peek().map_or(DataType::None, NetworkBuffer::data_type),
             sequence_number,
-        })
+        };
+        event_log::record(|| Event::PollBuffer {
+            subpartition: self.event_id(),
+            buffer: polled.buffer.snapshot(),
+            sequence_number,
+            backlog: polled.buffers_in_backlog,
+        });
+        Some(polled)
+    }
+
+    /// This subpartition's name in an [`event_log`]: its address, stable while it lives.
+    pub fn event_id(&self) -> usize {
+        self as *const Self as usize
     }
 
     fn backlog(state: &SubpartitionBuffers) -> i32 {

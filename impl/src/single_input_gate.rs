@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 use crate::buffer_pool::{LocalBufferPool, NetworkBufferPool};
 use crate::channel_state_persister::ChannelStateWriter;
 use crate::error::{ChannelError, Result};
+use crate::event_log::{self, Event};
 use crate::local_input_channel::LocalInputChannel;
 use crate::network_buffer::{BufferKind, CheckpointId, DataType, NetworkBuffer};
 use crate::recoverable_input_channel::{
@@ -342,6 +343,7 @@ impl SingleInputGate {
         if gate.closed {
             return Err(ChannelError::released("Input gate is already closed."));
         }
+        event_log::record(|| Event::RequestPartitions { gate: self.gate_index });
         Self::convert_recovered_input_channels(&mut gate, needs_recovery)?;
         for channel in &gate.channels {
             match channel {

@@ -1,0 +1,358 @@
+//! Validation, implementation to spec: real multi-threaded runs of `recovery-impl` record an
+//! event log (the IO thread delivering recovered state, the producer writing checkpoint
+//! barriers, the task thread requesting partitions, polling through the gate and triggering
+//! the checkpoint), and the model must accept every log; corrupted logs are rejected at the
+//! first step that cannot be placed.
+
+use conformance::generate::SplitMix64;
+use conformance::observation::{Item, Observation};
+use conformance::projection::{item_of, payload_of};
+use conformance::validate::{Step, steps, validate};
+use recovery_impl::buffer_pool::{LocalBufferPool, NetworkBufferPool};
+use recovery_impl::channel_state_persister::ChannelStateWriter;
+use recovery_impl::event_log::{EventLog, Recorded, Recorder, set_thread_recorder};
+use recovery_impl::local_input_channel::LocalInputChannel;
+use recovery_impl::result_subpartition::ResultSubpartition;
+use recovery_impl::single_input_gate::{InputChannelHandle, SingleInputGate};
+use recovery_impl::{BufferId, BufferKind, NetworkBuffer, RecoverableInputChannel};
+use recovery_model::config::{ChannelConfig, ChannelKind, Delivery, ModelConfig, Upstream};
+use recovery_model::{Action, RecoveryModel, Variant};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// Two local channels, the first with two recovered buffers and an event upstream, one
+/// checkpoint: within the model's bounds, and every thread of a local recovery races.
+fn config() -> ModelConfig {
+    let local = |recovered, upstream: &[Upstream]| ChannelConfig {
+        kind: ChannelKind::Local,
+        recovered,
+        upstream: upstream.to_vec(),
+        exclusive: 0,
+        floating: 0,
+    };
+    ModelConfig {
+        channels: vec![
+            local(2, &[Upstream::Data, Upstream::Event]),
+            local(1, &[Upstream::Data]),
+        ],
+        checkpoints: 1,
+        delivery: Delivery::Drainer,
+        insert_recovery_barriers: true,
+        release: false,
+    }
+}
+
+struct Run {
+    log: Vec<Recorded>,
+    subpartitions: Vec<usize>,
+}
+
+fn jitter(rng: &mut SplitMix64) {
+    match rng.below(4) {
+        0 => {}
+        1 => thread::yield_now(),
+        _ => thread::sleep(Duration::from_micros(rng.below(200) as u64)),
+    }
+}
+
+fn upstream_buffer(c: u8, i: u8, u: Upstream) -> NetworkBuffer {
+    let (kind, item) = match u {
+        Upstream::Data => (BufferKind::Data, Item::Data(i)),
+        Upstream::Event => (BufferKind::Event, Item::Event(i)),
+    };
+    NetworkBuffer::unpooled(BufferId(50_000 + 100 * c as u32 + i as u32), kind, payload_of(c, &item))
+}
+
+/// One run on real threads named after the model's: `io`, `producer`, `task`.
+fn run(cfg: &ModelConfig, seed: u64) -> Run {
+    let log = EventLog::new();
+    let writer = Arc::new(ChannelStateWriter::new());
+    let gate = SingleInputGate::new(0, LocalBufferPool::new(NetworkBufferPool::new(0), 0).unwrap());
+    let mut channels = Vec::new();
+    let mut partitions = Vec::new();
+    for (c, cc) in cfg.channels.iter().enumerate() {
+        let partition = ResultSubpartition::new();
+        for (i, u) in cc.upstream.iter().enumerate() {
+            partition.add(upstream_buffer(c as u8, i as u8, *u)).unwrap();
+        }
+        let context = gate.channel_context(c as u32, NetworkBufferPool::new(0), Arc::clone(&writer), 0);
+        let channel = LocalInputChannel::new(context, Arc::clone(&partition), true);
+        channel.setup().unwrap();
+        channels.push(channel);
+        partitions.push(partition);
+    }
+    gate.set_input_channels(
+        channels
+            .iter()
+            .map(|ch| InputChannelHandle::Local(Arc::clone(ch)))
+            .collect(),
+    );
+    let recorder = || Some(Arc::clone(&log) as Arc<dyn Recorder>);
+
+    // IO thread: the drainer's program, every channel's recovered buffers, then the sentinels.
+    let (io_channels, io_cfg, io_recorder) = (channels.clone(), cfg.clone(), recorder());
+    let io_done = Arc::new(AtomicBool::new(false));
+    let io_flag = Arc::clone(&io_done);
+    let io = thread::Builder::new().name("io".into()).spawn(move || {
+        set_thread_recorder(io_recorder);
+        let mut rng = SplitMix64::new(seed ^ 0x10);
+        for (c, ch) in io_channels.iter().enumerate() {
+            for i in 0..io_cfg.channels[c].recovered {
+                jitter(&mut rng);
+                let payload = payload_of(c as u8, &Item::Recovered(i));
+                let id = BufferId(60_000 + 100 * c as u32 + i as u32);
+                ch.on_recovered_state_buffer(NetworkBuffer::unpooled(id, BufferKind::Data, payload))
+                    .unwrap();
+            }
+        }
+        for ch in &io_channels {
+            ch.finish_recovered_buffer_delivery().unwrap();
+        }
+        io_flag.store(true, Ordering::SeqCst);
+    });
+
+    // Producer: the upstream takes checkpoint 1 and writes its priority barrier everywhere.
+    let (producer_partitions, producer_recorder) = (partitions.clone(), recorder());
+    let producer = thread::Builder::new().name("producer".into()).spawn(move || {
+        set_thread_recorder(producer_recorder);
+        let mut rng = SplitMix64::new(seed ^ 0x20);
+        for p in &producer_partitions {
+            jitter(&mut rng);
+            p.add(NetworkBuffer::event(BufferKind::CheckpointBarrier(1))).unwrap();
+        }
+    });
+
+    // Task: requestPartitions at a random point, polls the gate, handles barriers as
+    // SingleCheckpointBarrierHandler does, until everything upstream was delivered.
+    let (task_gate, task_channels, task_recorder) = (Arc::clone(&gate), channels.clone(), recorder());
+    let expected_live: usize = cfg.channels.iter().map(|cc| cc.upstream.len() + 1).sum();
+    let task = thread::Builder::new().name("task".into()).spawn(move || {
+        set_thread_recorder(task_recorder);
+        let mut rng = SplitMix64::new(seed ^ 0x30);
+        let request_after = rng.below(4);
+        let (mut polls, mut requested, mut live) = (0, false, 0);
+        let (mut triggered, mut ended) = (false, false);
+        let mut seen = vec![false; task_channels.len()];
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while live < expected_live || !io_done.load(Ordering::SeqCst) {
+            assert!(Instant::now() < deadline, "the run did not finish");
+            if !requested && polls >= request_after {
+                task_gate.request_partitions(true).unwrap();
+                requested = true;
+            }
+            polls += 1;
+            jitter(&mut rng);
+            let Some(next) = task_gate.poll_next().unwrap() else {
+                continue;
+            };
+            let c = next.channel_info.input_channel_idx as usize;
+            let item = item_of(c as u8, &next.buffer.snapshot());
+            next.buffer.recycle_buffer().unwrap();
+            match item {
+                Item::Barrier(cp) => {
+                    live += 1;
+                    seen[c] = true;
+                    if !triggered {
+                        triggered = true;
+                        for ch in &task_channels {
+                            ch.insert_recovery_checkpoint_barrier_if_in_recovery(cp as i64).unwrap();
+                            if ch.checkpoint_started(cp as i64).is_err() {
+                                ended = true;
+                                task_channels.iter().for_each(|ch| ch.checkpoint_stopped(cp as i64));
+                                break;
+                            }
+                        }
+                    }
+                    if !ended && seen.iter().all(|s| *s) {
+                        ended = true;
+                        task_channels.iter().for_each(|ch| ch.checkpoint_stopped(cp as i64));
+                    }
+                }
+                Item::Data(_) | Item::Event(_) => live += 1,
+                _ => {}
+            }
+        }
+    });
+    for t in [io, producer, task] {
+        t.unwrap().join().expect("a thread of the run panicked");
+    }
+    Run {
+        log: log.events(),
+        subpartitions: partitions.iter().map(|p| p.event_id()).collect(),
+    }
+}
+
+fn model() -> RecoveryModel {
+    RecoveryModel::new(config(), Variant::Fixed)
+}
+
+#[test]
+fn logs_of_real_multi_threaded_runs_are_accepted_by_the_model() {
+    let m = model();
+    // VALIDATE_ROUNDS=3000 for a longer run (docs/conformance.md reports one).
+    let rounds = std::env::var("VALIDATE_ROUNDS").map_or(40, |r| r.parse().expect("a number"));
+    let mut exact = 0;
+    let mut interleavings = std::collections::HashSet::new();
+    for seed in 0..rounds {
+        let r = run(&m.cfg, seed);
+        let steps = steps(&r.log, &r.subpartitions).unwrap();
+        interleavings.insert(steps.iter().map(|s| s.action).collect::<Vec<_>>());
+        // Every push, poll, sentinel, trigger and barrier of the run is in the log.
+        assert!(steps.len() >= 16, "{} steps", steps.len());
+        let placed = validate(&m, &steps, 1)
+            .or_else(|_| validate(&m, &steps, 4))
+            .unwrap_or_else(|rejection| panic!("seed {seed}: {rejection}\nlog:\n{}", listing(&steps)));
+        if placed == steps.iter().map(|s| s.action).collect::<Vec<_>>() {
+            exact += 1;
+        }
+    }
+    println!(
+        "{exact} of {rounds} logs accepted in exactly the recorded order (the rest with a barrier deferred), {} distinct interleavings",
+        interleavings.len()
+    );
+    // The runs race: they are not all the same interleaving.
+    assert!(interleavings.len() > 1);
+}
+
+fn listing(steps: &[Step]) -> String {
+    steps
+        .iter()
+        .enumerate()
+        .map(|(i, s)| format!("  {:>3}. {s}\n", i + 1))
+        .collect()
+}
+
+/// A log of a real run that the model accepts in its recorded order and that satisfies `wanted`.
+fn accepted_log(wanted: impl Fn(&[Step]) -> bool) -> Vec<Step> {
+    let m = model();
+    for seed in 100..300 {
+        let r = run(&m.cfg, seed);
+        let steps = steps(&r.log, &r.subpartitions).unwrap();
+        if wanted(&steps) && validate(&m, &steps, 1).is_ok() {
+            return steps;
+        }
+    }
+    panic!("no run's log was accepted in its recorded order");
+}
+
+/// Where channel 0 hands out recovered element `i`.
+fn poll_of_recovered(steps: &[Step], i: u8) -> usize {
+    steps
+        .iter()
+        .position(|s| {
+            matches!(&s.observation, Observation::Polled { item: Item::Recovered(k), .. } if *k == i)
+                && s.action == Action::GetNextBuffer { channel: 0 }
+        })
+        .expect("channel 0 hands out its recovered elements")
+}
+
+#[test]
+fn a_log_with_a_dropped_poll_is_rejected_at_the_next_poll_of_that_channel() {
+    let m = model();
+    // A run where no checkpoint of channel 0 starts between its first two recovered polls (a
+    // checkpoint there would persist what the model still holds and be rejected first).
+    let mut log = accepted_log(|steps| {
+        let (a, b) = (poll_of_recovered(steps, 0), poll_of_recovered(steps, 1));
+        !steps[a..b]
+            .iter()
+            .any(|s| matches!(s.action, Action::CheckpointStarted { channel: 0, .. }))
+    });
+    let (dropped, next) = (poll_of_recovered(&log, 0), poll_of_recovered(&log, 1));
+    log.remove(dropped);
+    let rejection = validate(&m, &log, 4).expect_err("a poll is missing");
+    // The next recovered poll of channel 0 shows r1 where the model still hands out r0.
+    assert_eq!(rejection.index, next - 1, "{rejection}");
+    assert_eq!(rejection.step.action, Action::GetNextBuffer { channel: 0 });
+    assert!(rejection.reason.contains("the model predicts"), "{rejection}");
+}
+
+#[test]
+fn a_log_with_two_polls_of_a_channel_swapped_is_rejected_at_the_first_of_them() {
+    let m = model();
+    let mut log = accepted_log(|_| true);
+    let (a, b) = (poll_of_recovered(&log, 0), poll_of_recovered(&log, 1));
+    log.swap(a, b);
+    let rejection = validate(&m, &log, 4).expect_err("two polls are reordered");
+    assert_eq!(rejection.index, a, "{rejection}");
+    assert_eq!(rejection.step.action, Action::GetNextBuffer { channel: 0 });
+}
+
+#[test]
+fn a_log_with_a_dropped_recovered_push_is_rejected_at_the_push_that_follows() {
+    let m = model();
+    let mut log = accepted_log(|_| true);
+    let pushes: Vec<usize> = (0..log.len())
+        .filter(|i| log[*i].action == Action::OnRecoveredStateBuffer { channel: 0 })
+        .collect();
+    log.remove(pushes[0]);
+    let rejection = validate(&m, &log, 4).expect_err("a push is missing");
+    assert_eq!(rejection.index, pushes[1] - 1, "{rejection}");
+    assert!(
+        rejection.reason.contains("the model pushes r0, the log pushed r1"),
+        "{rejection}"
+    );
+}
+
+#[test]
+fn the_window_places_an_event_logged_too_early_after_the_events_of_other_threads_it_needs() {
+    let m = model();
+    let mut log = accepted_log(|_| true);
+    let push = log
+        .iter()
+        .position(|s| s.pushed == Some(Item::Recovered(0)) && s.action == Action::OnRecoveredStateBuffer { channel: 0 })
+        .unwrap();
+    let poll = poll_of_recovered(&log, 0);
+    // The task's poll of r0 logged before the IO thread's push of r0.
+    let moved = log.remove(poll);
+    log.insert(push, moved);
+    let rejection = validate(&m, &log, 1).expect_err("the recorded order polls before the push");
+    assert_eq!(rejection.index, push, "{rejection}");
+    // The push is now one step later: a window of two places it first.
+    let placed = validate(&m, &log, 2).expect("the window places the push first");
+    assert_eq!(placed.len(), log.len());
+    assert_eq!(placed[push], Action::OnRecoveredStateBuffer { channel: 0 });
+}
+
+#[test]
+fn a_barrier_added_before_its_notification_is_deferred_past_the_recovered_polls_it_did_not_overtake() {
+    let m = model();
+    let emit = Action::EmitCheckpointBarrier { channel: 0, cp: 1 };
+    let position = |steps: &[Step], a: Action| steps.iter().position(|s| s.action == a).unwrap();
+    // A run where channel 0 hands out r0 after partitions were requested and before its
+    // barrier is added.
+    let mut log = accepted_log(|steps| {
+        let poll = poll_of_recovered(steps, 0);
+        position(steps, Action::RequestPartitions) < poll && poll < position(steps, emit)
+    });
+    // Its barrier logged right after the request: as if the producer's add came first and its
+    // notifyPriorityEvent only after the poll of r0.
+    let moved = log.remove(position(&log, emit));
+    let requested = position(&log, Action::RequestPartitions);
+    log.insert(requested + 1, moved);
+    let placed = validate(&m, &log, 1).unwrap_or_else(|r| panic!("{r}\nlog:\n{}", listing(&log)));
+    // Channel 0's first poll (r0: its barrier came later) is placed before the barrier.
+    let placed_poll = placed
+        .iter()
+        .position(|a| *a == Action::GetNextBuffer { channel: 0 })
+        .unwrap();
+    let placed_emit = placed.iter().position(|a| *a == emit).unwrap();
+    assert!(
+        placed_emit > placed_poll,
+        "barrier at {placed_emit}, poll of r0 at {placed_poll}"
+    );
+}
+
+#[test]
+fn a_thread_playing_two_model_threads_is_rejected() {
+    let m = model();
+    let mut log = accepted_log(|_| true);
+    let push = log
+        .iter()
+        .position(|s| matches!(s.action, Action::OnRecoveredStateBuffer { .. }))
+        .unwrap();
+    log[push].thread = "task".into();
+    let rejection = validate(&m, &log, 4).expect_err("the task does not push recovered state");
+    assert!(rejection.reason.contains("played the model's"), "{rejection}");
+}
