@@ -413,6 +413,12 @@ pub fn impl_channel(p: &ImplParts<'_>) -> ChannelView {
     }
     let subpartition = p.subpartition.buffers.iter().map(|b| item_of(c, b)).collect();
     let done = |f: &FutureStatus| *f != FutureStatus::Pending;
+    // A queue element that carries no sequence number (numbered when consumed, or not yet).
+    let unnumbered = |b: &BufferSnapshot| Element {
+        item: item_of(c, b),
+        seq: None,
+        buffer: p.ids.buf(b.id),
+    };
     match p.channel {
         ImplChannel::Local(l) => ChannelView {
             kind: ChannelKind::Local,
@@ -421,15 +427,7 @@ pub fn impl_channel(p: &ImplParts<'_>) -> ChannelView {
             upstream_ready: l.upstream_ready,
             state_consumed: done(&l.state_consumed),
             recovery_seq: l.recovery_sequence_number,
-            queue: l
-                .recovered_buffers
-                .iter()
-                .map(|b| Element {
-                    item: item_of(c, b),
-                    seq: None,
-                    buffer: p.ids.buf(b.id),
-                })
-                .collect(),
+            queue: l.recovered_buffers.iter().map(unnumbered).collect(),
             priority_len: 0,
             stash: Vec::new(),
             pending_priority: l.has_pending_priority_event && l.in_recovery && !l.released,
@@ -474,15 +472,7 @@ pub fn impl_channel(p: &ImplParts<'_>) -> ChannelView {
             upstream_ready: false,
             state_consumed: done(&r.state_consumed),
             recovery_seq: r.sequence_number,
-            queue: r
-                .received_buffers
-                .iter()
-                .map(|b| Element {
-                    item: item_of(c, b),
-                    seq: None,
-                    buffer: p.ids.buf(b.id),
-                })
-                .collect(),
+            queue: r.received_buffers.iter().map(unnumbered).collect(),
             priority_len: 0,
             stash: Vec::new(),
             pending_priority: false,

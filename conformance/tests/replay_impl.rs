@@ -19,30 +19,29 @@ fn model(name: &str, variant: Variant) -> RecoveryModel {
     RecoveryModel::new(preset(name).unwrap(), variant)
 }
 
-#[test]
-fn every_edge_of_tiny_replays_on_the_implementation_without_divergence() {
-    let m = model("tiny", Variant::Fixed);
+/// Replays every edge of preset `name` and asserts full coverage and no divergence.
+fn every_edge_without_divergence(name: &str) -> conformance::conform::ConformReport {
+    let m = model(name, Variant::Fixed);
     let mut driver = ImplDriver::new(&m.cfg);
     let r = conform_edges(&m, &mut driver, 1);
     if let Some(d) = &r.first_divergence {
-        panic!("{d}");
+        panic!("{name}: {d}");
     }
     assert_eq!((r.edges_covered, r.states_covered), (r.edges_total, r.states_total));
     assert_eq!(r.divergences, 0);
+    r
+}
+
+#[test]
+fn every_edge_of_tiny_replays_on_the_implementation_without_divergence() {
+    let r = every_edge_without_divergence("tiny");
     // tiny has no release, no floating buffer and no conversion.
     assert_eq!(r.action_kinds_covered, Action::KINDS.len() - 3);
 }
 
 #[test]
 fn every_edge_of_the_conversion_preset_replays_on_the_implementation_without_divergence() {
-    let m = model("conversion", Variant::Fixed);
-    let mut driver = ImplDriver::new(&m.cfg);
-    let r = conform_edges(&m, &mut driver, 1);
-    if let Some(d) = &r.first_divergence {
-        panic!("{d}");
-    }
-    assert_eq!((r.edges_covered, r.states_covered), (r.edges_total, r.states_total));
-    assert_eq!(r.divergences, 0);
+    let r = every_edge_without_divergence("conversion");
     assert!(r.kinds_missed.is_empty(), "{:?}", r.kinds_missed);
     let unreachable = &r.kinds_unreachable;
     assert!(
