@@ -117,7 +117,7 @@ impl BufferManager {
 
     /// `LocalBufferPool.recycle` of a floating buffer: hand it to this manager if it waits for
     /// one (`notifyBufferAvailable(Buffer)`), else back to the pool. Returns the credit to announce.
-    pub fn recycle_floating(&mut self, released: bool, buffer: NetBuf, variant: Variant) -> u8 {
+    pub fn notify_buffer_available(&mut self, released: bool, buffer: NetBuf, variant: Variant) -> u8 {
         // Flink checks isReleased outside the lock (cross-manager deadlock); same effect here.
         if !self.waiting_for_floating || released {
             self.pool.push(buffer);

@@ -447,7 +447,7 @@ impl RecoveryModel {
     }
 
     fn recycle_floating(&self, ch: &mut Channel, c: u8, buffer: NetBuf) -> RecyclerPc {
-        match ch.bm.recycle_floating(ch.released, buffer, self.variant) {
+        match ch.bm.notify_buffer_available(ch.released, buffer, self.variant) {
             0 => RecyclerPc::Idle,
             n => RecyclerPc::Announce(Announce { channel: c, n }),
         }

@@ -96,7 +96,7 @@ pub fn on_recovered_state_consumed(ch: &mut Channel, variant: Variant) -> Option
 
 /// `getInflightBuffersUnsafe(cp)` of master's `checkpointStarted`: the queued data buffers
 /// received before this channel's barrier (all of them when no barrier was seen).
-pub fn inflight_buffers(ch: &Channel) -> Vec<Payload> {
+pub fn get_inflight_buffers(ch: &Channel) -> Vec<Payload> {
     let (_, barrier_seq) = ch.last_barrier;
     ch.queue[ch.priority_len as usize..]
         .iter()

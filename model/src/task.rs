@@ -90,7 +90,7 @@ pub fn checkpoint_started(s: &mut State, cfg: &ModelConfig, variant: Variant, c:
         if cp as i8 > ch.last_barrier.0 {
             ch.last_barrier = (-1, -1);
         }
-        Ok(remote::inflight_buffers(ch))
+        Ok(remote::get_inflight_buffers(ch))
     } else {
         Ok(Vec::new())
     };
