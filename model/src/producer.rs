@@ -19,7 +19,8 @@ pub struct Wire {
 /// Subpartition, reader and wire of one channel.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
 pub struct Producer {
-    /// Upstream elements written so far (index of the next one).
+    /// Upstream elements written: all of them, from the start (see [`Producer::with_output`]);
+    /// kept so that [`Producer::dequeued`] needs no configuration.
     pub emitted: u8,
     /// Checkpoint barriers written so far.
     pub barriers: u8,

@@ -366,7 +366,6 @@ fn drained(m: &RecoveryModel, s: &State, c: u8) -> bool {
     s.task == TaskPc::Idle
         && !ch.in_recovery
         && ch.ghost_pushed == cc.recovered
-        && ch.producer.emitted as usize == cc.upstream.len()
         && ch.producer.barriers == m.cfg.checkpoints
         && ch.producer.subpartition.is_empty()
         && ch.producer.wire.is_empty()
