@@ -17,7 +17,7 @@
 //! `SingleCheckpointBarrierHandler` would.
 
 use crate::driver::Driver;
-use crate::observation::{ErrorKind, Item, Observation, Pending, Refusal, Snapshot, WireElement};
+use crate::observation::{DataType, ErrorKind, Item, Observation, Pending, Refusal, Snapshot, WireElement};
 use crate::projection::{IdMap, ImplParts, NettyParts, impl_channel, impl_pending, item_of, payload_of};
 use recovery_impl::buffer_pool::{LocalBufferPool, NetworkBufferPool};
 use recovery_impl::channel_state_persister::ChannelStateWriter;
@@ -395,6 +395,16 @@ impl System {
     }
 }
 
+/// The observation's name of a `Buffer.DataType`.
+fn data_type(t: recovery_impl::DataType) -> DataType {
+    match t {
+        recovery_impl::DataType::None => DataType::None,
+        recovery_impl::DataType::DataBuffer => DataType::DataBuffer,
+        recovery_impl::DataType::EventBuffer => DataType::EventBuffer,
+        recovery_impl::DataType::PriorityEventBuffer => DataType::PriorityEventBuffer,
+    }
+}
+
 /// The observation's name of an implementation error.
 pub(crate) fn error_kind(e: &ChannelError) -> ErrorKind {
     match e {
@@ -595,6 +605,7 @@ impl ImplDriver {
         };
         let item = item_of(c, &next.buffer.snapshot());
         let seq = next.sequence_number;
+        let next_type = data_type(next.next_data_type);
         if ch.ids.buf(next.buffer.id()).is_some() {
             // The operator holds the network buffer until the recycler drops it.
             ch.held.push(next.buffer);
@@ -604,7 +615,11 @@ impl ImplDriver {
         if let Item::Barrier(cp) = item {
             self.sys.on_barrier(c, cp);
         }
-        Observation::Polled { item, seq }
+        Observation::Polled {
+            item,
+            seq,
+            next: next_type,
+        }
     }
 
     fn insert_recovery_checkpoint_barrier(&mut self, c: u8, cp: u8) -> Observation {
@@ -679,8 +694,9 @@ impl ImplDriver {
                     seq: response.sequence_number,
                     backlog: response.backlog,
                 };
+                let next = data_type(response.next_data_type);
                 ch.wire.push_back(response);
-                Observation::Sent(sent)
+                Observation::Sent { sent, next }
             }
             Ok(None) => Observation::NothingSent,
             Err(ChannelError::IllegalState(_)) => Observation::Error {

@@ -164,6 +164,38 @@ pub struct WireElement {
     pub backlog: i32,
 }
 
+/// `Buffer.DataType` of what follows the returned element (`nextDataType`, `moreAvailable` when
+/// not `none`): the gate keeps a channel queued on it (at the head when it has priority), the
+/// Netty server keeps a view reader queued on it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DataType {
+    /// `NONE`: nothing the caller may take next.
+    None,
+    /// `DATA_BUFFER`.
+    DataBuffer,
+    /// `EVENT_BUFFER`.
+    EventBuffer,
+    /// `PRIORITIZED_EVENT_BUFFER`.
+    PriorityEventBuffer,
+}
+
+impl DataType {
+    /// The type of an element the model names.
+    pub fn of(p: Payload) -> Self {
+        match p {
+            Payload::Recovered(_) | Payload::Data(_) => DataType::DataBuffer,
+            Payload::Barrier(_) => DataType::PriorityEventBuffer,
+            Payload::Event(_) | Payload::RecoveryBarrier(_) | Payload::EndOfRecovery => DataType::EventBuffer,
+        }
+    }
+
+    /// The type of the head of a queue, `none` when it is empty.
+    pub fn of_head(head: Option<Payload>) -> Self {
+        head.map_or(DataType::None, DataType::of)
+    }
+}
+
 /// Why a call failed, by kind (messages differ between the two descriptions on purpose).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -209,6 +241,8 @@ pub enum Observation {
         item: Item,
         /// Its sequence number.
         seq: i32,
+        /// What follows it.
+        next: DataType,
     },
     /// `getNextBuffer` returned nothing.
     NothingPolled,
@@ -227,7 +261,12 @@ pub enum Observation {
         reason: Refusal,
     },
     /// The view reader sent a `BufferResponse`.
-    Sent(WireElement),
+    Sent {
+        /// What was sent.
+        sent: WireElement,
+        /// What the reader may send next (`none` also when only data without credit follows).
+        next: DataType,
+    },
     /// The view reader had nothing it may send.
     NothingSent,
     /// The Netty client took the unannounced credit and wrote `AddCredit(credit)` (None: none
@@ -249,6 +288,17 @@ pub enum Observation {
         /// What is wrong.
         reason: String,
     },
+}
+
+impl Observation {
+    /// The observation with `nextDataType` left out (set to `none`), for sources that do not
+    /// record it (an implementation's event log).
+    pub fn without_next(mut self) -> Self {
+        if let Observation::Polled { next, .. } | Observation::Sent { next, .. } = &mut self {
+            *next = DataType::None;
+        }
+        self
+    }
 }
 
 /// A thread that is between two critical sections of one call (a pause point of the

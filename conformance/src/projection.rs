@@ -38,7 +38,7 @@ use recovery_impl::recoverable_input_channel::{ChannelSnapshot as ImplChannel, F
 use recovery_impl::result_subpartition::ResultSubpartitionSnapshot;
 use recovery_impl::{BufferKind, BufferSnapshot};
 use recovery_model::channel_state_persister::PersistStatus as ModelPersist;
-use recovery_model::state::{Channel, CheckpointStatus, Entry, NetBuf, RecyclerPc, State, TaskPc, Violation};
+use recovery_model::state::{Channel, CheckpointStatus, Entry, NetBuf, Payload, RecyclerPc, State, TaskPc, Violation};
 use recovery_model::{Action, ChannelKind, RecoveryModel};
 use std::collections::BTreeMap;
 
@@ -256,6 +256,23 @@ pub fn violation_kind(v: Violation) -> ErrorKind {
     }
 }
 
+/// `nextDataType` of a `getNextBuffer` of channel `c` that returned `polled`, from the state
+/// after it: a remote channel and a local one in recovery look at their own queue (a local
+/// one never at its subpartition then, except behind a pulled priority event that has another
+/// priority event behind it); a local channel after recovery reports its subpartition's head.
+fn next_after_poll(m: &RecoveryModel, post: &State, c: u8, polled: Payload) -> DataType {
+    let ch = post.ch(c);
+    let own = DataType::of_head(ch.queue.first().map(|e| e.payload));
+    match m.cfg.channels[c as usize].kind {
+        ChannelKind::Remote => own,
+        ChannelKind::Local if ch.in_recovery => match (polled, ch.producer.subpartition.first()) {
+            (Payload::Barrier(_), Some(next @ Payload::Barrier(_))) => DataType::of(*next),
+            _ => own,
+        },
+        ChannelKind::Local => DataType::of_head(ch.producer.subpartition.first().copied()),
+    }
+}
+
 /// What the model predicts a caller sees when `action` takes `pre` to `post`.
 pub fn model_observation(m: &RecoveryModel, pre: &State, action: &Action, post: &State) -> Observation {
     if let (None, Some((_, v))) = (pre.violation, post.violation) {
@@ -271,6 +288,7 @@ pub fn model_observation(m: &RecoveryModel, pre: &State, action: &Action, post: 
                 return Observation::Polled {
                     item: d.payload.into(),
                     seq: d.seq,
+                    next: next_after_poll(m, post, c, d.payload),
                 };
             }
             if post.task == (TaskPc::Consume { channel: c }) {
@@ -281,6 +299,7 @@ pub fn model_observation(m: &RecoveryModel, pre: &State, action: &Action, post: 
                 return Observation::Polled {
                     item: Item::EndOfRecovery,
                     seq,
+                    next: next_after_poll(m, post, c, Payload::EndOfRecovery),
                 };
             }
             Observation::NothingPolled
@@ -310,11 +329,20 @@ pub fn model_observation(m: &RecoveryModel, pre: &State, action: &Action, post: 
         }
         Action::SendBuffer { channel: c } => match post.ch(c).producer.wire.last() {
             Some(w) if post.ch(c).producer.wire.len() > pre.ch(c).producer.wire.len() => {
-                Observation::Sent(WireElement {
-                    item: w.payload.into(),
-                    seq: w.seq,
-                    backlog: w.backlog as i32,
-                })
+                let producer = &post.ch(c).producer;
+                // A data buffer without credit is not available to the reader.
+                let next = match DataType::of_head(producer.subpartition.first().copied()) {
+                    DataType::DataBuffer if producer.reader_credit == Some(0) => DataType::None,
+                    next => next,
+                };
+                Observation::Sent {
+                    sent: WireElement {
+                        item: w.payload.into(),
+                        seq: w.seq,
+                        backlog: w.backlog as i32,
+                    },
+                    next,
+                }
             }
             _ => Observation::NothingSent,
         },

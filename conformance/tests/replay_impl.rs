@@ -8,11 +8,12 @@ use conformance::conform::conform_edges;
 use conformance::driver::ModelDriver;
 use conformance::generate::{SplitMix64, random_walk};
 use conformance::impl_driver::ImplDriver;
-use conformance::observation::{Item, Observation};
+use conformance::observation::{Item, Observation, diff};
 use conformance::replay::{Compare, lockstep};
 use recovery_model::check::shortest_counterexample;
 use recovery_model::variant::VARIANTS;
 use recovery_model::{Action, ChannelKind, RecoveryModel, Variant, preset};
+use std::fmt::Write;
 use std::time::Duration;
 
 fn model(name: &str, variant: Variant) -> RecoveryModel {
@@ -138,6 +139,7 @@ fn broken_driver_replaying_the_stash_at_the_head_is_reported_with_step_and_diff(
 
 #[test]
 fn no_bug_zoo_counterexample_is_reproducible_on_the_fixed_implementation() {
+    let mut pinned = String::new();
     for info in VARIANTS {
         let m = model(info.preset, info.variant);
         let actions = shortest_counterexample(&m, info.property).unwrap_or_else(|| panic!("{}: not caught", info.name));
@@ -145,12 +147,20 @@ fn no_bug_zoo_counterexample_is_reproducible_on_the_fixed_implementation() {
         let mut driver = ImplDriver::new(&m.cfg).with_timeout(Duration::from_millis(500));
         let result = lockstep(&mut reference, &mut driver, &actions, Compare::Every);
         let d = result.expect_err(&format!("{}: the implementation reproduced the bug", info.name));
-        println!(
-            "{:<42} {:>2} steps, diverges at step {:>2}: {}",
+        // Pinned whole: where the fixed implementation departs from the buggy model and how
+        // (its error, its snapshot), so that its defensive checks are part of the oracle.
+        let json = |o: &Observation| serde_json::to_string(o).expect("serializes");
+        let _ = writeln!(
+            pinned,
+            "## {} ({} steps)\nstep {}: {}\nmodel: {}\nimpl:  {}\n{}",
             info.name,
             actions.len(),
             d.step,
-            d.readable[d.step - 1]
+            d.readable[d.step - 1],
+            json(&d.expected),
+            json(&d.actual),
+            diff(&d.expected_snapshot, &d.actual_snapshot, 1)
         );
     }
+    insta::assert_snapshot!("bug_zoo_divergences", pinned);
 }

@@ -84,10 +84,13 @@ fn edit(f: impl FnOnce(&mut serde_json::Value)) -> String {
 
 #[test]
 fn trace_of_another_format_version_is_rejected() {
-    let text = edit(|v| v["format_version"] = serde_json::json!(FORMAT_VERSION + 1));
-    let err = Trace::from_json(&text).unwrap_err();
-    assert!(matches!(err, TraceError::WrongVersion { .. }), "{err}");
-    assert!(err.to_string().contains("version 2 is not supported"), "{err}");
+    for other in [FORMAT_VERSION - 1, FORMAT_VERSION + 1] {
+        let text = edit(|v| v["format_version"] = serde_json::json!(other));
+        let err = Trace::from_json(&text).unwrap_err();
+        assert!(matches!(err, TraceError::WrongVersion { .. }), "{err}");
+        let expected = format!("version {other} is not supported (this build reads version {FORMAT_VERSION})");
+        assert!(err.to_string().contains(&expected), "{err}");
+    }
 }
 
 #[test]
