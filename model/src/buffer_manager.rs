@@ -55,14 +55,28 @@ impl BufferManager {
         }
     }
 
-    /// `requestBufferBlocking()` once a buffer is queued (the caller waits while none is):
-    /// lends a buffer to recovery, floating first.
+    /// Whether `requestBufferBlocking()` returns now: a buffer is queued, or the manager is not
+    /// yet waiting for floating buffers and the `LocalBufferPool` has one.
+    pub fn can_request_buffer_blocking(&self) -> bool {
+        self.available() > 0 || (!self.waiting_for_floating && !self.pool.is_empty())
+    }
+
+    /// `requestBufferBlocking()` once it returns (the caller waits while it would not): lends a
+    /// buffer to recovery, floating first, else one straight from the `LocalBufferPool`.
+    /// [INFER] A drainer that finds neither registers as the pool's listener in Flink
+    /// (`isWaitingForFloatingBuffers`, `numRequiredBuffers = 1`); the model does not: it waits
+    /// until a buffer is queued or the pool has one, and takes it then.
     pub fn request_buffer_blocking(&mut self) -> Option<NetBuf> {
-        if self.floating.is_empty() {
-            self.exclusive.pop_front()
-        } else {
-            self.floating.pop_front()
+        if !self.floating.is_empty() {
+            return self.floating.pop_front();
         }
+        if !self.exclusive.is_empty() {
+            return self.exclusive.pop_front();
+        }
+        if self.waiting_for_floating {
+            return None;
+        }
+        self.pool.pop_front()
     }
 
     /// `tryRequestBuffers()`: take pool buffers while fewer than required are available.

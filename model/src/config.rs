@@ -190,6 +190,21 @@ pub const PRESETS: &[Preset] = &[
         unreachable: &["checkpoint declined for missing barrier"],
     },
     Preset {
+        name: "borrow",
+        summary: "two recovered buffers, one exclusive buffer: the drainer borrows the floating buffer from the pool",
+        config: || ModelConfig {
+            // No live data on the remote channel: no backlog requests the floating buffer
+            // first, so the second recovered buffer must come from the pool.
+            channels: vec![local(1, &[D]), remote(2, &[E], 1, 1)],
+            checkpoints: 1,
+            delivery: Delivery::Drainer,
+            insert_recovery_barriers: true,
+            release: false,
+        },
+        // One exclusive buffer: enableNotify and a recycle never both have one to announce.
+        unreachable: &["recycle races enableNotify", "checkpoint declined for missing barrier"],
+    },
+    Preset {
         name: "conversion",
         summary: "PR3's in-memory path: toInputChannel(true) pushes everything on the task thread",
         config: || ModelConfig {

@@ -213,8 +213,9 @@ impl RecoveryModel {
             Some(&IoStep::Push(c)) => {
                 let ch = s.ch(c);
                 // Remote: requestRecoveryBufferBlocking() awaits upstreamReady, then a buffer.
-                let ready =
-                    self.kind(c) == ChannelKind::Local || ch.released || (ch.upstream_ready && ch.bm.available() > 0);
+                let ready = self.kind(c) == ChannelKind::Local
+                    || ch.released
+                    || (ch.upstream_ready && ch.bm.can_request_buffer_blocking());
                 if ready {
                     out.push(Action::OnRecoveredStateBuffer { channel: c });
                 }

@@ -1,12 +1,13 @@
 //! One frozen path per `sometimes` property on the `ci` preset: the shortest way to reach each
 //! interesting situation, so that a model change that moves it shows up in review.
 
-use recovery_model::check::shortest_example;
+use recovery_model::check::{shortest_example, shortest_path};
 use recovery_model::config::find_preset;
 use recovery_model::format::counterexample;
 use recovery_model::properties::PROPERTIES;
-use recovery_model::{RecoveryModel, Variant};
-use stateright::Expectation;
+use recovery_model::state::{NetBuf, Payload};
+use recovery_model::{Action, RecoveryModel, Variant};
+use stateright::{Expectation, Model};
 
 #[test]
 fn every_sometimes_property_has_a_shortest_example_on_ci() {
@@ -19,4 +20,39 @@ fn every_sometimes_property_has_a_shortest_example_on_ci() {
             format!("example of: {name}\n\n{}", counterexample(&model, &path))
         );
     }
+}
+
+#[test]
+fn the_drainer_borrows_a_floating_buffer_from_the_pool_when_its_exclusive_one_is_lent() {
+    // `requestBufferBlocking` falls back to the `LocalBufferPool` when the manager's queues are
+    // empty: the recovered data then sits in a floating buffer that never was queued.
+    let model = RecoveryModel::new((find_preset("borrow").unwrap().config)(), Variant::Fixed);
+    let c = 1;
+    let mut path = shortest_path(&model, |s| {
+        let ch = s.ch(c);
+        ch.upstream_ready && ch.in_recovery && ch.ghost_pushed == 1 && ch.bm.available() == 0 && !ch.bm.pool.is_empty()
+    })
+    .expect("the exclusive buffer is lent and the pool has one");
+    let mut s = model.init_states().remove(0);
+    for a in &path {
+        s = model.next_state(&s, *a).unwrap();
+    }
+    let push = Action::OnRecoveredStateBuffer { channel: c };
+    let mut enabled = Vec::new();
+    model.actions(&s, &mut enabled);
+    assert!(enabled.contains(&push), "the drainer waits instead: {enabled:?}");
+    let borrowed = model.next_state(&s, push).unwrap();
+    let last = borrowed.ch(c).queue.last().copied().unwrap();
+    assert_eq!(
+        (last.payload, last.buffer),
+        (Payload::Recovered(1), Some(NetBuf::Floating(0)))
+    );
+    path.push(push);
+    insta::assert_snapshot!(
+        "drainer-borrows-floating-buffer",
+        format!(
+            "example of: recovered data in a buffer borrowed from the pool\n\n{}",
+            counterexample(&model, &path)
+        )
+    );
 }
