@@ -59,11 +59,18 @@ fn random_walks_with_releases_floating_buffers_and_two_checkpoints_agree_with_th
     // `ci`, `floating` and `deep` are too large for every edge in a debug test; random walks to
     // a terminal state cover what `tiny` lacks: releases at any point (`ci`; a release ends most
     // walks early), floating buffers handed back (`floating`, no release), and a second
-    // checkpoint whose recovery barrier can come first or subsume (`deep`), and the drainer
-    // borrowing a buffer from the pool (`borrow`).
+    // checkpoint whose recovery barrier can come first or subsume (`deep`), the drainer
+    // borrowing a buffer from the pool (`borrow`, remote channel first), and two exclusive
+    // buffers of initial credit (`wide`).
     let mut kinds = std::collections::BTreeSet::new();
     let mut rng = SplitMix64::new(7);
-    for (name, walks) in [("ci", 2000), ("floating", 300), ("deep", 500), ("borrow", 300)] {
+    for (name, walks) in [
+        ("ci", 2000),
+        ("floating", 300),
+        ("deep", 500),
+        ("borrow", 300),
+        ("wide", 300),
+    ] {
         let m = model(name, Variant::Fixed);
         let mut reference = ModelDriver::new(m.clone());
         let mut driver = ImplDriver::new(&m.cfg);

@@ -191,11 +191,12 @@ pub const PRESETS: &[Preset] = &[
     },
     Preset {
         name: "borrow",
-        summary: "two recovered buffers, one exclusive buffer: the drainer borrows the floating buffer from the pool",
+        summary: "remote + local; two recovered buffers, one exclusive buffer: the drainer borrows from the pool",
         config: || ModelConfig {
             // No live data on the remote channel: no backlog requests the floating buffer
-            // first, so the second recovered buffer must come from the pool.
-            channels: vec![local(1, &[D]), remote(2, &[E], 1, 1)],
+            // first, so the second recovered buffer must come from the pool. The remote channel
+            // comes first here, so that no channel kind always has the same index.
+            channels: vec![remote(2, &[E], 1, 1), local(1, &[D])],
             checkpoints: 1,
             delivery: Delivery::Drainer,
             insert_recovery_barriers: true,

@@ -27,7 +27,7 @@ fn the_drainer_borrows_a_floating_buffer_from_the_pool_when_its_exclusive_one_is
     // `requestBufferBlocking` falls back to the `LocalBufferPool` when the manager's queues are
     // empty: the recovered data then sits in a floating buffer that never was queued.
     let model = RecoveryModel::new((find_preset("borrow").unwrap().config)(), Variant::Fixed);
-    let c = 1;
+    let c = 0;
     let mut path = shortest_path(&model, |s| {
         let ch = s.ch(c);
         ch.upstream_ready && ch.in_recovery && ch.ghost_pushed == 1 && ch.bm.available() == 0 && !ch.bm.pool.is_empty()
