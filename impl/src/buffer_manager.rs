@@ -18,8 +18,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::buffer_pool::{BufferListener, LocalBufferPool, NetworkBufferPool};
 use crate::error::{ChannelError, Result};
+use crate::event_log::{self, Event};
 use crate::network_buffer::{BufferId, BufferRecycler, NetworkBuffer};
 use crate::pause_point::{self, PausePoint};
+use crate::recoverable_input_channel::InputChannelInfo;
 use std::sync::Weak;
 
 use crate::sync::{Arc, Condvar, Mutex};
@@ -32,6 +34,11 @@ pub trait BufferManagerChannel: Send + Sync {
     fn notify_buffer_available(&self, number_of_buffers: usize);
     /// `InputChannel.setError(cause)`: an error raised in a callback thread.
     fn set_error(&self, error: ChannelError);
+    /// The channel the manager's [`event_log`] events are recorded for; `None` (the default)
+    /// records none (a `RecoveredInputChannel`'s or a local channel's recovery manager).
+    fn channel_info(&self) -> Option<InputChannelInfo> {
+        None
+    }
 }
 
 /// Snapshot of a [`BufferManager`], taken under its `bufferQueue` lock.
@@ -138,6 +145,13 @@ impl BufferManager {
         })
     }
 
+    /// Records the event `make` builds for the channel, if the channel's events are recorded.
+    fn record(&self, make: impl FnOnce(InputChannelInfo) -> Event) {
+        if let Some(channel) = self.channel.channel_info() {
+            event_log::record(|| make(channel));
+        }
+    }
+
     fn this(&self) -> Arc<Self> {
         self.me
             .upgrade()
@@ -153,7 +167,12 @@ impl BufferManager {
     pub fn request_buffer(&self) -> Option<NetworkBuffer> {
         let mut queue = self.buffer_queue.lock();
         queue.num_required_buffers -= 1;
-        self.take_buffer(&mut queue)
+        let buffer = self.take_buffer(&mut queue);
+        self.record(|channel| Event::RequestBuffer {
+            channel,
+            buffer: buffer.as_ref().map(NetworkBuffer::id),
+        });
+        buffer
     }
 
     /// `requestBufferBlocking()`: waits on the `bufferQueue` monitor until a buffer is queued,
@@ -161,15 +180,25 @@ impl BufferManager {
     /// local pool is released.
     pub fn request_buffer_blocking(&self) -> Result<NetworkBuffer> {
         let mut queue = self.buffer_queue.lock();
+        let record = |outcome: std::result::Result<&NetworkBuffer, &ChannelError>| {
+            self.record(|channel| Event::RequestBufferBlocking {
+                channel,
+                outcome: outcome.map(NetworkBuffer::id).map_err(Clone::clone),
+            })
+        };
         loop {
             if let Some(buffer) = self.take_buffer(&mut queue) {
+                record(Ok(&buffer));
                 return Ok(buffer);
             }
             if self.channel.is_released() {
-                return Err(ChannelError::released("Input channel has already been released."));
+                let error = ChannelError::released("Input channel has already been released.");
+                record(Err(&error));
+                return Err(error);
             }
             if !queue.waiting_for_floating_buffers {
                 if let Some(buffer) = self.buffer_pool.request_buffer() {
+                    record(Ok(&buffer));
                     return Ok(buffer);
                 }
                 let listener: Arc<dyn BufferListener> = self.this() as Arc<dyn BufferListener>;
@@ -177,7 +206,9 @@ impl BufferManager {
                     queue.waiting_for_floating_buffers = true;
                     queue.num_required_buffers = 1;
                 } else if self.buffer_pool.is_destroyed() {
-                    return Err(ChannelError::released("Local buffer pool has already been released."));
+                    let error = ChannelError::released("Local buffer pool has already been released.");
+                    record(Err(&error));
+                    return Err(error);
                 } else {
                     continue;
                 }
@@ -222,12 +253,19 @@ impl BufferManager {
         let mut queue = self.buffer_queue.lock();
         // Similar to notify_buffer_available(): never add a buffer after the channel released
         // all buffers via releaseAllResources().
-        if self.channel.is_released() {
-            return 0;
-        }
-        queue.num_required_buffers = num_required;
-        let requested = self.try_request_buffers(&mut queue);
-        queue.announce(requested)
+        let announce = if self.channel.is_released() {
+            0
+        } else {
+            queue.num_required_buffers = num_required;
+            let requested = self.try_request_buffers(&mut queue);
+            queue.announce(requested)
+        };
+        self.record(|channel| Event::RequestFloatingBuffers {
+            channel,
+            num_required,
+            announce,
+        });
+        announce
     }
 
     /// `tryRequestBuffers()`: under the lock, requests pool buffers until the requirement is met
@@ -246,10 +284,13 @@ impl BufferManager {
             {
                 queue.waiting_for_floating_buffers = true;
                 break;
-            } else {
+            } else if self.buffer_pool.is_destroyed() {
                 // Destroyed pool: nothing more to get.
                 break;
             }
+            // Otherwise a buffer was recycled to the pool between the two calls: request again,
+            // as Flink's loop does (giving up here would leave the channel short of its
+            // requirement without being a listener).
         }
         requested
     }
@@ -271,12 +312,25 @@ impl BufferManager {
             }
             if self.channel.is_released() {
                 queue.exclusive_owned.remove(&id);
+                self.record(|channel| Event::Recycle {
+                    channel,
+                    buffer: id,
+                    then: None,
+                });
                 drop(queue);
                 return self.global_pool.recycle_memory_segments(vec![id]);
             }
             released_floating = queue.add_exclusive_buffer(id);
             self.buffers_available.notify_all();
             announce = released_floating.is_none() && queue.announce(1) == 1;
+            self.record(|channel| Event::Recycle {
+                channel,
+                buffer: id,
+                then: match &released_floating {
+                    Some(floating) => Some(PausePoint::ReturnFloating { buffer: floating.id() }),
+                    None => announce.then_some(PausePoint::Announce { n: 1 }),
+                },
+            });
         }
         if let Some(floating) = released_floating {
             pause_point::reached(PausePoint::ReturnFloating { buffer: floating.id() });
@@ -298,13 +352,23 @@ impl BufferManager {
         let available = {
             let mut queue = self.buffer_queue.lock();
             if queue.notify_available {
-                return Err(ChannelError::illegal_state("Buffer notification is already enabled."));
+                let error = ChannelError::illegal_state("Buffer notification is already enabled.");
+                self.record(|channel| Event::EnableNotify {
+                    channel,
+                    outcome: Err(error.clone()),
+                });
+                return Err(error);
             }
             // Flag and count together: a buffer recycled before this point is counted here, a
             // buffer recycled after it sees the flag and announces itself (never both).
             queue.notify_available = true;
             let available = queue.available_buffer_size();
-            queue.announce(available)
+            let available = queue.announce(available);
+            self.record(|channel| Event::EnableNotify {
+                channel,
+                outcome: Ok(available),
+            });
+            available
         };
         if available > 0 {
             pause_point::reached(PausePoint::Announce { n: available });
@@ -357,7 +421,13 @@ impl BufferManager {
                 queue.exclusive_owned.remove(id);
             }
             self.buffers_available.notify_all();
-            queue.floating.drain(..).collect()
+            let floating: Vec<NetworkBuffer> = queue.floating.drain(..).collect();
+            self.record(|channel| Event::ReleaseAllBuffers {
+                channel,
+                exclusive: exclusive.clone(),
+                floating: floating.iter().map(NetworkBuffer::id).collect(),
+            });
+            floating
         };
         for buffer in floating {
             if let Err(error) = buffer.recycle_buffer() {
@@ -407,7 +477,17 @@ impl BufferListener for BufferManager {
         }
         let announce = {
             let mut queue = self.buffer_queue.lock();
+            let id = buffer.id();
+            let record = |taken: bool, announce: usize| {
+                self.record(|channel| Event::BufferListenerNotifyBufferAvailable {
+                    channel,
+                    buffer: id,
+                    taken,
+                    announce,
+                })
+            };
             if !queue.waiting_for_floating_buffers {
+                record(false, 0);
                 drop(queue);
                 self.channel.set_error(ChannelError::illegal_state(
                     "This channel should be waiting for floating buffers.",
@@ -419,12 +499,15 @@ impl BufferListener for BufferManager {
             if self.channel.is_released()
                 || queue.available_buffer_size() as i64 >= i64::from(queue.num_required_buffers)
             {
+                record(false, 0);
                 return Err(buffer);
             }
             queue.floating.push_back(buffer);
             let requested = 1 + self.try_request_buffers(&mut queue);
             self.buffers_available.notify_all();
-            queue.announce(requested)
+            let announce = queue.announce(requested);
+            record(true, announce);
+            announce
         };
         if announce > 0 {
             pause_point::reached(PausePoint::Announce { n: announce });

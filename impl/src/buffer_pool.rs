@@ -16,6 +16,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{ChannelError, Result};
+use crate::event_log::{self, Event};
 use crate::network_buffer::{BufferId, BufferRecycler, NetworkBuffer};
 use crate::sync::{Arc, Mutex};
 
@@ -205,7 +206,7 @@ impl LocalBufferPool {
                 if !segments.lent.contains(&id) {
                     return Err(ChannelError::DoubleRecycle(id));
                 }
-                if segments.destroyed {
+                let decision = if segments.destroyed {
                     segments.lent.remove(&id);
                     RecycleTo::Global
                 } else if let Some(listener) = segments.listeners.pop_front() {
@@ -214,7 +215,12 @@ impl LocalBufferPool {
                     segments.lent.remove(&id);
                     segments.available.push_back(id);
                     RecycleTo::Pool
-                }
+                };
+                event_log::record(|| Event::LocalBufferPoolRecycle {
+                    buffer: id,
+                    to_listener: matches!(decision, RecycleTo::Listener(_)),
+                });
+                decision
             };
             match decision {
                 RecycleTo::Pool => return Ok(()),

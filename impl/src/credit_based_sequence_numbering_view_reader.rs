@@ -5,11 +5,14 @@
 //! credit, so it sends events only, until the consumer's `AddCredit` arrives.
 //!
 //! Locking contract: like Flink's, the reader is confined to the netty server thread and has
-//! no lock (`&mut self`); it polls the subpartition, whose own lock it takes briefly.
+//! no lock (`&mut self`); it polls the subpartition, whose own lock it takes briefly. Its
+//! `addCredit` is recorded in the [`event_log`](crate::event_log) where it happens (the thread
+//! owns the reader); what it sends is the subpartition's `pollBuffer` event.
 
 use serde::{Deserialize, Serialize};
 
 use crate::error::{ChannelError, Result};
+use crate::event_log::{self, Event};
 use crate::network_buffer::{DataType, NetworkBuffer};
 use crate::recoverable_input_channel::InputChannelInfo;
 use crate::result_subpartition::ResultSubpartition;
@@ -80,6 +83,10 @@ impl CreditBasedSequenceNumberingViewReader {
     /// `addCredit(creditDeltas)`: an `AddCredit` message arrived.
     pub fn add_credit(&mut self, credit_deltas: i32) {
         self.num_credits_available += credit_deltas;
+        event_log::record(|| Event::AddCredit {
+            receiver: self.receiver,
+            credit: credit_deltas,
+        });
     }
 
     /// `getNumCreditsAvailable()`.

@@ -3,47 +3,80 @@
 //!
 //! Information only, like [`pause_point`](crate::pause_point): a thread may install a
 //! [`Recorder`]; without one (the default) recording costs one thread-local read and builds
-//! nothing. Events are named after the Flink methods that produce them, the vocabulary of the
-//! model's actions, so that a checker can replay a log through the model (the conformance
-//! suite's validation). A recorder runs under the caller's lock: it must be a leaf (take no lock
-//! of this crate, call nothing back).
+//! nothing (and nothing at all under `cfg(loom)`). Events are named after the Flink methods that
+//! produce them, the vocabulary of the model's actions, so that a checker can replay a log
+//! through the model (the conformance suite's validation). A recorder runs under the caller's
+//! lock: it must be a leaf (take no lock of this crate, call nothing back).
 //!
-//! Recorded (what a caller of the method can see, plus what it pushed):
-//! - [`Event::RequestPartitions`]: `SingleInputGate.requestPartitions` began (under
-//!   `requestLock`, before any channel is converted or requested).
+//! A decision taken by one atomic operation rather than under a lock (`unannouncedCredit`,
+//! `isReleased`) is recorded with the operation performed inside the recorder's own order
+//! ([`Recorder::record_atomically`]), so that the log orders it against the events of other
+//! threads exactly as the atomic's modification order does.
+//!
+//! Recorded (what a caller of the method can see, plus what is needed to name it):
+//! - [`Event::RequestPartitions`], [`Event::ConvertRecoveredInputChannels`]:
+//!   `SingleInputGate.requestPartitions` began (under `requestLock`, before any channel is
+//!   converted or requested); the second when it begins by converting recovered channels.
 //! - [`Event::OnRecoveredStateBuffer`], [`Event::FinishRecoveredBufferDelivery`],
 //!   [`Event::InsertRecoveryCheckpointBarrierIfInRecovery`], [`Event::OnRecoveredStateConsumed`],
-//!   [`Event::CheckpointStarted`]: a local channel's calls, under `recoveredBuffers`.
-//! - [`Event::GetNextBuffer`]: a local channel handed out a recovered element (under
-//!   `recoveredBuffers`); live and priority elements are [`Event::PollBuffer`]s of its
-//!   subpartition.
+//!   [`Event::CheckpointStarted`], [`Event::GetNextBuffer`]: a local (`recoveredBuffers`) or
+//!   remote (`receivedBuffers`) channel's calls, also on a released channel. A local channel's
+//!   live and priority elements are [`Event::PollBuffer`]s of its subpartition.
+//! - [`Event::OnBuffer`]: a remote channel's `onBuffer` under `receivedBuffers`.
+//! - [`Event::RequestBuffer`], [`Event::RequestBufferBlocking`],
+//!   [`Event::RequestFloatingBuffers`], [`Event::EnableNotify`], [`Event::Recycle`],
+//!   [`Event::BufferListenerNotifyBufferAvailable`], [`Event::ReleaseAllBuffers`]: a remote
+//!   channel's `BufferManager`, under `bufferQueue`, with the credit it decided to announce or
+//!   the floating buffer it decided to give back (where the call pauses next).
+//! - [`Event::LocalBufferPoolRecycle`]: `LocalBufferPool.recycle` of a floating buffer, under
+//!   the pool's lock.
+//! - [`Event::NotifyBufferAvailable`], [`Event::GetAndResetUnannouncedCredit`],
+//!   [`Event::ReleaseAllResources`]: the atomics of a remote channel (`unannouncedCredit`,
+//!   `isReleased`); `ReleaseAllResources` of a local channel too.
+//! - [`Event::AddCredit`]: the Netty server's view reader (thread-confined, no lock).
 //! - [`Event::Add`], [`Event::PollBuffer`]: `ResultSubpartition.add` (producer) and
-//!   `pollBuffer` (the consumer's view), under the subpartition's lock.
+//!   `pollBuffer` (a local channel's view, or a remote channel's view reader on the Netty
+//!   server), under the subpartition's lock.
 //!
-//! Not recorded: remote channels, the buffer managers, releases, calls that changed nothing
-//! (a poll that found nothing).
+//! Not recorded: a `RecoveredInputChannel`'s calls and its `BufferManager`'s (and a local
+//! channel's recovery `BufferManager`'s), `checkpointStopped`, `setup` and
+//! `requestSubpartitions`, calls that changed nothing (a poll that found nothing, an
+//! announcement of zero credit), and calls that failed before deciding anything (a double
+//! recycle).
 
 use std::cell::RefCell;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::error::ChannelError;
-use crate::network_buffer::{BufferSnapshot, CheckpointId};
+use crate::network_buffer::{BufferId, BufferSnapshot, CheckpointId};
+use crate::pause_point::PausePoint;
 use crate::recoverable_input_channel::InputChannelInfo;
 
 /// One recorded step.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Event {
-    /// `SingleInputGate.requestPartitions(needsRecovery)` began, once per gate.
+    /// `SingleInputGate.requestPartitions(needsRecovery)` began, once per gate, with no
+    /// recovered channel to convert.
     RequestPartitions {
         /// The gate's index.
         gate: u32,
     },
-    /// `onRecoveredStateBuffer(buffer)` appended `buffer` (a released channel records nothing).
+    /// `SingleInputGate.requestPartitions(needsRecovery)` began, once per gate, by
+    /// `convertRecoveredInputChannels` (the pushes of `toInputChannel` follow as
+    /// [`Event::OnRecoveredStateBuffer`]s of the same thread).
+    ConvertRecoveredInputChannels {
+        /// The gate's index.
+        gate: u32,
+    },
+    /// `onRecoveredStateBuffer(buffer)` (including the sentinel `toInputChannel` pushes).
     OnRecoveredStateBuffer {
         /// The channel.
         channel: InputChannelInfo,
-        /// What was appended.
+        /// The element offered.
         buffer: BufferSnapshot,
+        /// `Ok(true)`: appended; `Ok(false)`: the channel is released and recycles it; or the
+        /// `checkState` that failed.
+        outcome: Result<bool, ChannelError>,
     },
     /// `finishRecoveredBufferDelivery()` after `upstreamReady`: the sentinel's append (or why
     /// not).
@@ -76,8 +109,9 @@ pub enum Event {
         /// The call's result.
         outcome: Result<(), ChannelError>,
     },
-    /// `getNextBuffer()` returned a recovered element (data, `RecoveryCheckpointBarrier`, the
-    /// sentinel) from the channel's own queue.
+    /// `getNextBuffer()` returned an element from the channel's own queue: a local channel's
+    /// recovered elements (data, `RecoveryCheckpointBarrier`, the sentinel), every element of a
+    /// remote channel's `receivedBuffers`.
     GetNextBuffer {
         /// The channel.
         channel: InputChannelInfo,
@@ -104,12 +138,137 @@ pub enum Event {
         /// The backlog after it.
         backlog: i32,
     },
+    /// `RemoteInputChannel.onBuffer(buffer, sequenceNumber, backlog)`: what `receivedBuffers`
+    /// decided (the `onSenderBacklog` that follows is [`Event::RequestFloatingBuffers`]).
+    OnBuffer {
+        /// The channel.
+        channel: InputChannelInfo,
+        /// The element (a data buffer: the consumer buffer it was copied into).
+        buffer: BufferSnapshot,
+        /// The `BufferResponse`'s sequence number.
+        sequence_number: i32,
+        /// The `BufferResponse`'s backlog.
+        backlog: i32,
+        /// `Ok(true)`: queued or stashed; `Ok(false)`: the channel is released and recycles it;
+        /// or why it was rejected.
+        outcome: Result<bool, ChannelError>,
+    },
+    /// `BufferManager.requestBuffer()` (Netty client, for an arriving data buffer).
+    RequestBuffer {
+        /// The channel.
+        channel: InputChannelInfo,
+        /// The buffer taken, if one was queued.
+        buffer: Option<BufferId>,
+    },
+    /// `BufferManager.requestBufferBlocking()` returned (the drainer's buffer for a recovered
+    /// buffer).
+    RequestBufferBlocking {
+        /// The channel.
+        channel: InputChannelInfo,
+        /// The buffer taken, or why none.
+        outcome: Result<BufferId, ChannelError>,
+    },
+    /// `BufferManager.requestFloatingBuffers(numRequired)` of `onSenderBacklog`.
+    RequestFloatingBuffers {
+        /// The channel.
+        channel: InputChannelInfo,
+        /// `numRequired`: the backlog plus the initial credit.
+        num_required: i32,
+        /// The credit to announce after the lock (0: none).
+        announce: usize,
+    },
+    /// `BufferManager.enableNotify()`.
+    EnableNotify {
+        /// The channel.
+        channel: InputChannelInfo,
+        /// The credit to announce after the lock, or the `checkState` that failed.
+        outcome: Result<usize, ChannelError>,
+    },
+    /// `InputChannel.notifyBufferAvailable(numAvailableBuffers)` of a remote channel: credit
+    /// added to `unannouncedCredit` (never 0).
+    NotifyBufferAvailable {
+        /// The channel.
+        channel: InputChannelInfo,
+        /// The credit announced.
+        number_of_buffers: usize,
+    },
+    /// `getAndResetUnannouncedCredit()` (Netty client, building an `AddCredit` message).
+    GetAndResetUnannouncedCredit {
+        /// The channel.
+        channel: InputChannelInfo,
+        /// The credit taken.
+        credit: i32,
+        /// Whether the channel was released then (its messages are dropped).
+        released: bool,
+    },
+    /// `CreditBasedSequenceNumberingViewReader.addCredit(creditDeltas)` (Netty server).
+    AddCredit {
+        /// The requesting channel.
+        receiver: InputChannelInfo,
+        /// The credit added.
+        credit: i32,
+    },
+    /// `BufferManager.recycle(segment)` of an exclusive segment.
+    Recycle {
+        /// The channel.
+        channel: InputChannelInfo,
+        /// The segment.
+        buffer: BufferId,
+        /// Where the call pauses after the lock: announcing one credit, or giving a floating
+        /// buffer back (`None`: neither, e.g. notification off or the channel released).
+        then: Option<PausePoint>,
+    },
+    /// `LocalBufferPool.recycle(segment)` of a floating buffer.
+    LocalBufferPoolRecycle {
+        /// The segment.
+        buffer: BufferId,
+        /// Whether it is offered to a waiting `BufferListener` (after the lock; otherwise it
+        /// stays in the pool or goes to the global pool).
+        to_listener: bool,
+    },
+    /// `BufferManager.notifyBufferAvailable(Buffer)`: the `BufferListener` callback of the
+    /// `LocalBufferPool`, under `bufferQueue`.
+    BufferListenerNotifyBufferAvailable {
+        /// The channel.
+        channel: InputChannelInfo,
+        /// The floating buffer offered.
+        buffer: BufferId,
+        /// Whether the manager took it (otherwise it goes back to the pool).
+        taken: bool,
+        /// The credit to announce after the lock (0: none).
+        announce: usize,
+    },
+    /// `releaseAllResources()` set `isReleased` (the first call only); a remote channel's
+    /// drain and [`Event::ReleaseAllBuffers`] follow.
+    ReleaseAllResources {
+        /// The channel.
+        channel: InputChannelInfo,
+    },
+    /// `BufferManager.releaseAllBuffers(buffers)`: the queued buffers leave the manager.
+    ReleaseAllBuffers {
+        /// The channel.
+        channel: InputChannelInfo,
+        /// Segments back to the global pool (drained and queued exclusive ones).
+        exclusive: Vec<BufferId>,
+        /// Queued floating buffers, recycled to the pool after the lock.
+        floating: Vec<BufferId>,
+    },
 }
 
 /// Receives events. Runs under the recording component's lock.
 pub trait Recorder: Send + Sync {
     /// Called once per event, on the thread that produced it.
     fn record(&self, event: Event);
+
+    /// Runs `step`, one atomic operation of the calling component that returns the event it
+    /// decided (if any), and records that event, as one step of this recorder's order: a
+    /// recorder that orders its events puts the operation inside that order. `step` takes no
+    /// lock. The default runs it and then records.
+    fn record_atomically(&self, step: &mut dyn FnMut() -> Option<Event>) {
+        if let Some(event) = step() {
+            self.record(event);
+        }
+    }
 }
 
 /// One event of an [`EventLog`] and the thread that produced it.
@@ -140,16 +299,29 @@ impl EventLog {
     }
 }
 
+fn thread_name() -> String {
+    let current = std::thread::current();
+    current
+        .name()
+        .map_or_else(|| format!("{:?}", current.id()), str::to_string)
+}
+
 impl Recorder for EventLog {
     fn record(&self, event: Event) {
-        let current = std::thread::current();
-        let thread = current
-            .name()
-            .map_or_else(|| format!("{:?}", current.id()), str::to_string);
+        let thread = thread_name();
         self.events
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .push(Recorded { thread, event });
+    }
+
+    /// The operation runs under the log's lock, so the log's order is the operation's order.
+    fn record_atomically(&self, step: &mut dyn FnMut() -> Option<Event>) {
+        let thread = thread_name();
+        let mut events = self.events.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(event) = step() {
+            events.push(Recorded { thread, event });
+        }
     }
 }
 
@@ -172,4 +344,27 @@ pub(crate) fn record(make: impl FnOnce() -> Event) {
     });
     #[cfg(loom)]
     let _ = make;
+}
+
+/// Performs the atomic operation `op` and, if the calling thread has a recorder, records the
+/// event `make` builds from its result, `op` running inside the recorder's order
+/// ([`Recorder::record_atomically`]). Without a recorder (and under loom) it is just `op()`.
+pub(crate) fn record_atomic<R>(op: impl FnOnce() -> R, make: impl FnOnce(&R) -> Option<Event>) -> R {
+    #[cfg(not(loom))]
+    {
+        let recorder = RECORDER.with(|r| r.borrow().clone());
+        if let Some(recorder) = recorder {
+            let (mut op, mut make, mut result) = (Some(op), Some(make), None);
+            recorder.record_atomically(&mut || {
+                let r = (op.take().expect("runs once"))();
+                let event = (make.take().expect("runs once"))(&r);
+                result = Some(r);
+                event
+            });
+            return result.expect("a recorder runs the operation");
+        }
+    }
+    #[cfg(loom)]
+    let _ = make;
+    op()
 }

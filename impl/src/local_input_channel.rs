@@ -351,20 +351,24 @@ impl RecoverableInputChannel for LocalInputChannel {
     fn on_recovered_state_buffer(&self, buffer: NetworkBuffer) -> Result<()> {
         let offered = {
             let mut state = self.recovered_buffers.lock();
-            if self.shared.released.load(Ordering::SeqCst) {
+            let snapshot = buffer.snapshot();
+            let offered = if self.shared.released.load(Ordering::SeqCst) {
                 Err((buffer, None))
             } else {
-                let offered = state
+                state
                     .offer_recovered_buffer(buffer)
-                    .map_err(|(buffer, error)| (buffer, Some(error)));
-                if offered.is_ok() {
-                    event_log::record(|| Event::OnRecoveredStateBuffer {
-                        channel: self.context.channel_info,
-                        buffer: state.buffers.back().expect("just appended").snapshot(),
-                    });
-                }
-                offered
-            }
+                    .map_err(|(buffer, error)| (buffer, Some(error)))
+            };
+            event_log::record(|| Event::OnRecoveredStateBuffer {
+                channel: self.context.channel_info,
+                buffer: snapshot,
+                outcome: match &offered {
+                    Ok(_) => Ok(true),
+                    Err((_, None)) => Ok(false),
+                    Err((_, Some(error))) => Err(error.clone()),
+                },
+            });
+            offered
         };
         match offered {
             Ok(was_empty) => {
@@ -385,14 +389,15 @@ impl RecoverableInputChannel for LocalInputChannel {
         self.upstream_ready.wait();
         let was_empty = {
             let mut state = self.recovered_buffers.lock();
-            if self.shared.released.load(Ordering::SeqCst) {
-                return Ok(());
-            }
-            if !state.in_recovery {
-                return Err(ChannelError::illegal_state("Recovery delivery already finished."));
-            }
-            let sentinel = NetworkBuffer::event(BufferKind::EndOfFetchedChannelState);
-            let offered = state.offer_recovered_buffer(sentinel).map_err(|(_, error)| error);
+            let offered = if self.shared.released.load(Ordering::SeqCst) {
+                // A released channel appends nothing.
+                Ok(false)
+            } else if !state.in_recovery {
+                Err(ChannelError::illegal_state("Recovery delivery already finished."))
+            } else {
+                let sentinel = NetworkBuffer::event(BufferKind::EndOfFetchedChannelState);
+                state.offer_recovered_buffer(sentinel).map_err(|(_, error)| error)
+            };
             event_log::record(|| Event::FinishRecoveredBufferDelivery {
                 channel: self.context.channel_info,
                 outcome: offered.as_ref().map(|_| ()).map_err(Clone::clone),
@@ -557,7 +562,12 @@ impl RecoverableInputChannel for LocalInputChannel {
 
     /// `releaseAllResources()`: opens the latch, fails the future, recycles the queue.
     fn release_all_resources(&self) -> Result<()> {
-        if self.shared.released.swap(true, Ordering::SeqCst) {
+        let channel = self.context.channel_info;
+        let was_released = event_log::record_atomic(
+            || self.shared.released.swap(true, Ordering::SeqCst),
+            |was_released| (!was_released).then_some(Event::ReleaseAllResources { channel }),
+        );
+        if was_released {
             return Ok(());
         }
         self.upstream_ready.count_down();

@@ -26,6 +26,7 @@ use crate::buffer_manager::{BufferManager, BufferManagerChannel, BufferManagerSn
 use crate::channel_state_persister::{ChannelStatePersister, ChannelStatePersisterSnapshot, NO_CHECKPOINT};
 use crate::credit_based_sequence_numbering_view_reader::PartitionRequest;
 use crate::error::{ChannelError, Result};
+use crate::event_log::{self, Event};
 use crate::network_buffer::{BufferKind, BufferSnapshot, CheckpointId, DataType, NetworkBuffer};
 use crate::pause_point::{self, PausePoint};
 use crate::prioritized_deque::PrioritizedDeque;
@@ -112,6 +113,7 @@ pub struct RemoteInputChannelSnapshot {
 
 /// State shared with the buffer manager: the credit side of the channel.
 struct RemoteChannelShared {
+    channel_info: InputChannelInfo,
     released: AtomicBool,
     unannounced_credit: AtomicI32,
     credit_notifications: AtomicU64,
@@ -123,15 +125,29 @@ impl BufferManagerChannel for RemoteChannelShared {
         self.released.load(Ordering::SeqCst)
     }
 
+    fn channel_info(&self) -> Option<InputChannelInfo> {
+        Some(self.channel_info)
+    }
+
     /// `notifyBufferAvailable(n)`: the first credit since the last `AddCredit` schedules one
     /// (`notifyCreditAvailable()`).
     fn notify_buffer_available(&self, number_of_buffers: usize) {
-        if number_of_buffers > 0
-            && self
-                .unannounced_credit
-                .fetch_add(number_of_buffers as i32, Ordering::SeqCst)
-                == 0
-        {
+        if number_of_buffers == 0 {
+            return;
+        }
+        let before = event_log::record_atomic(
+            || {
+                self.unannounced_credit
+                    .fetch_add(number_of_buffers as i32, Ordering::SeqCst)
+            },
+            |_| {
+                Some(Event::NotifyBufferAvailable {
+                    channel: self.channel_info,
+                    number_of_buffers,
+                })
+            },
+        );
+        if before == 0 {
             self.credit_notifications.fetch_add(1, Ordering::SeqCst);
         }
     }
@@ -261,6 +277,7 @@ impl RemoteInputChannel {
     /// credit notification disabled (`notifyInitiallyEnabled = !needsRecovery`).
     pub fn new(context: ChannelContext, needs_recovery: bool) -> Arc<Self> {
         let shared = Arc::new(RemoteChannelShared {
+            channel_info: context.channel_info,
             released: AtomicBool::new(false),
             unannounced_credit: AtomicI32::new(0),
             credit_notifications: AtomicU64::new(0),
@@ -347,7 +364,16 @@ impl RemoteInputChannel {
     /// `getAndResetUnannouncedCredit()` (netty client thread): the credit of the next
     /// `AddCredit` message (skipped if 0).
     pub fn get_and_reset_unannounced_credit(&self) -> i32 {
-        self.shared.unannounced_credit.swap(0, Ordering::SeqCst)
+        event_log::record_atomic(
+            || self.shared.unannounced_credit.swap(0, Ordering::SeqCst),
+            |credit| {
+                Some(Event::GetAndResetUnannouncedCredit {
+                    channel: self.context.channel_info,
+                    credit: *credit,
+                    released: self.shared.released.load(Ordering::SeqCst),
+                })
+            },
+        )
     }
 
     /// `getUnannouncedCredit()`.
@@ -376,6 +402,16 @@ impl RemoteInputChannel {
     /// and data is a protocol violation. Opens `upstreamReady`.
     pub fn on_buffer(&self, buffer: NetworkBuffer, sequence_number: i32, backlog: i32) -> Result<()> {
         let kind = buffer.kind();
+        let snapshot = buffer.snapshot();
+        let record = |outcome: std::result::Result<bool, &ChannelError>| {
+            event_log::record(|| Event::OnBuffer {
+                channel: self.context.channel_info,
+                buffer: snapshot,
+                sequence_number,
+                backlog,
+                outcome: outcome.map_err(Clone::clone),
+            })
+        };
         let (notify_priority, notify_non_empty, rejected) = {
             let mut state = self.received_buffers.lock();
             if state.expected_sequence_number != sequence_number {
@@ -383,6 +419,7 @@ impl RemoteInputChannel {
                     expected: state.expected_sequence_number,
                     actual: sequence_number,
                 };
+                record(Err(&error));
                 drop(state);
                 buffer.recycle_buffer()?;
                 self.shared.set_error(error.clone());
@@ -390,14 +427,17 @@ impl RemoteInputChannel {
             }
             // Never add a buffer after releaseAllResources() drained the queue.
             if self.shared.released.load(Ordering::SeqCst) {
+                record(Ok(false));
                 (false, false, Some((buffer, None)))
             } else if state.in_recovery && kind.is_buffer() {
                 let error = ChannelError::ProtocolViolation(format!(
                     "Data buffer {sequence_number} received while channel {:?} is in recovery (credit must be withheld).",
                     self.context.channel_info
                 ));
+                record(Err(&error));
                 (false, false, Some((buffer, Some(error))))
             } else {
+                record(Ok(true));
                 let barrier_id = state.persister.check_for_barrier(&buffer);
                 if let Some(barrier_id) = barrier_id
                     && barrier_id > state.last_barrier_id
@@ -503,13 +543,24 @@ impl RecoverableInputChannel for RemoteInputChannel {
     fn on_recovered_state_buffer(&self, buffer: NetworkBuffer) -> Result<()> {
         let appended = {
             let mut state = self.received_buffers.lock();
-            if self.shared.released.load(Ordering::SeqCst) {
+            let snapshot = buffer.snapshot();
+            let appended = if self.shared.released.load(Ordering::SeqCst) {
                 Err((buffer, None))
             } else {
                 state
                     .append_recovered_buffer(buffer)
                     .map_err(|(buffer, error)| (buffer, Some(error)))
-            }
+            };
+            event_log::record(|| Event::OnRecoveredStateBuffer {
+                channel: self.context.channel_info,
+                buffer: snapshot,
+                outcome: match &appended {
+                    Ok(_) => Ok(true),
+                    Err((_, None)) => Ok(false),
+                    Err((_, Some(error))) => Err(error.clone()),
+                },
+            });
+            appended
         };
         match appended {
             Ok(was_empty) => {
@@ -529,21 +580,36 @@ impl RecoverableInputChannel for RemoteInputChannel {
     /// outside any lock, then appends the sentinel. Neither unstashes nor enables credit.
     fn finish_recovered_buffer_delivery(&self) -> Result<()> {
         self.upstream_ready.wait();
-        if self.shared.released.load(Ordering::SeqCst) {
-            return Ok(());
+        let was_empty = {
+            let mut state = self.received_buffers.lock();
+            let appended = if self.shared.released.load(Ordering::SeqCst) {
+                // A released channel appends nothing.
+                Ok(false)
+            } else if !state.in_recovery {
+                Err(ChannelError::illegal_state("Recovery delivery already finished."))
+            } else {
+                let sentinel = NetworkBuffer::event(BufferKind::EndOfFetchedChannelState);
+                state.append_recovered_buffer(sentinel).map_err(|(_, error)| error)
+            };
+            event_log::record(|| Event::FinishRecoveredBufferDelivery {
+                channel: self.context.channel_info,
+                outcome: appended.as_ref().map(|_| ()).map_err(Clone::clone),
+            });
+            appended?
+        };
+        if was_empty {
+            self.context.gate.notify_channel_non_empty(self.channel_index());
         }
-        {
-            let state = self.received_buffers.lock();
-            if !state.in_recovery {
-                return Err(ChannelError::illegal_state("Recovery delivery already finished."));
-            }
-        }
-        self.on_recovered_state_buffer(NetworkBuffer::event(BufferKind::EndOfFetchedChannelState))
+        Ok(())
     }
 
     fn insert_recovery_checkpoint_barrier_if_in_recovery(&self, checkpoint_id: CheckpointId) -> Result<()> {
         let was_empty = {
             let mut state = self.received_buffers.lock();
+            event_log::record(|| Event::InsertRecoveryCheckpointBarrierIfInRecovery {
+                channel: self.context.channel_info,
+                checkpoint_id,
+            });
             if self.shared.released.load(Ordering::SeqCst) || !state.in_recovery {
                 return Ok(());
             }
@@ -567,9 +633,16 @@ impl RecoverableInputChannel for RemoteInputChannel {
     fn on_recovered_state_consumed(&self) -> Result<()> {
         let notify_non_empty = {
             let mut state = self.received_buffers.lock();
-            if !state.in_recovery {
-                return Err(ChannelError::illegal_state("Recovery already finished."));
-            }
+            let outcome = if state.in_recovery {
+                Ok(())
+            } else {
+                Err(ChannelError::illegal_state("Recovery already finished."))
+            };
+            event_log::record(|| Event::OnRecoveredStateConsumed {
+                channel: self.context.channel_info,
+                outcome: outcome.clone(),
+            });
+            outcome?;
             // Flip and unstash in ONE critical section: an event arriving concurrently either
             // was stashed before (and is moved now) or sees `in_recovery == false` and lands
             // after the moved ones, so upstream order is kept.
@@ -610,6 +683,13 @@ impl RecoverableInputChannel for RemoteInputChannel {
                 ));
             }
             let next = state.buffers.poll();
+            if let Some(next) = &next {
+                event_log::record(|| Event::GetNextBuffer {
+                    channel: self.context.channel_info,
+                    buffer: next.buffer.snapshot(),
+                    sequence_number: next.sequence_number,
+                });
+            }
             let next_data_type = state
                 .buffers
                 .peek()
@@ -635,12 +715,9 @@ impl RecoverableInputChannel for RemoteInputChannel {
     fn checkpoint_started(&self, checkpoint_id: CheckpointId) -> Result<()> {
         let (removed, outcome) = {
             let mut state = self.received_buffers.lock();
-            if state.in_recovery {
+            let (removed, collected) = if state.in_recovery {
                 let start = state.buffers.num_priority_elements();
-                let (removed, collected) = collect_pre_recovery_barrier(&mut state.buffers, start, checkpoint_id);
-                let outcome =
-                    collected.and_then(|to_persist| state.persister.start_persisting(checkpoint_id, to_persist));
-                (removed, outcome)
+                collect_pre_recovery_barrier(&mut state.buffers, start, checkpoint_id)
             } else if checkpoint_id < state.last_barrier_id {
                 let error = ChannelError::CheckpointSubsumed {
                     checkpoint_id,
@@ -652,9 +729,21 @@ impl RecoverableInputChannel for RemoteInputChannel {
                     // An obsolete barrier was received earlier: ignore its sequence number.
                     state.reset_last_barrier();
                 }
-                let inflight = state.get_inflight_buffers(checkpoint_id);
-                (Vec::new(), state.persister.start_persisting(checkpoint_id, inflight))
-            }
+                (Vec::new(), Ok(state.get_inflight_buffers(checkpoint_id)))
+            };
+            let outcome = collected.and_then(|to_persist| {
+                let persisted = to_persist.clone();
+                state
+                    .persister
+                    .start_persisting(checkpoint_id, to_persist)
+                    .map(|()| persisted)
+            });
+            event_log::record(|| Event::CheckpointStarted {
+                channel: self.context.channel_info,
+                checkpoint_id,
+                outcome: outcome.clone(),
+            });
+            (removed, outcome.map(drop))
         };
         removed.into_iter().for_each(|element| element.buffer.recycle_quietly());
         outcome
@@ -695,7 +784,12 @@ impl RecoverableInputChannel for RemoteInputChannel {
     /// `releaseAllResources()`: drains the queue and the stash, releases all buffers, opens
     /// `upstreamReady` and fails the future.
     fn release_all_resources(&self) -> Result<()> {
-        if self.shared.released.swap(true, Ordering::SeqCst) {
+        let channel = self.context.channel_info;
+        let was_released = event_log::record_atomic(
+            || self.shared.released.swap(true, Ordering::SeqCst),
+            |was_released| (!was_released).then_some(Event::ReleaseAllResources { channel }),
+        );
+        if was_released {
             return Ok(());
         }
         let drained: Vec<NetworkBuffer> = {

@@ -343,7 +343,14 @@ impl SingleInputGate {
         if gate.closed {
             return Err(ChannelError::released("Input gate is already closed."));
         }
-        event_log::record(|| Event::RequestPartitions { gate: self.gate_index });
+        let converting = gate
+            .channels
+            .iter()
+            .any(|channel| matches!(channel, InputChannelHandle::Recovered(_)));
+        event_log::record(|| match converting {
+            true => Event::ConvertRecoveredInputChannels { gate: self.gate_index },
+            false => Event::RequestPartitions { gate: self.gate_index },
+        });
         Self::convert_recovered_input_channels(&mut gate, needs_recovery)?;
         for channel in &gate.channels {
             match channel {

@@ -1,0 +1,867 @@
+//! Validation, implementation to spec, of remote channels: real multi-threaded runs of
+//! `recovery-impl` with a local and a remote channel record an event log, and the model must
+//! accept every log. The threads are named after the model's: `io` (the drainer), `producer`
+//! (checkpoint barriers), `netty-server` (the view reader: sends, `addCredit`), `netty-client`
+//! (`onBuffer`, `AddCredit` writes), `task` (conversion or `requestPartitions`, polls through
+//! the gate, `SingleCheckpointBarrierHandler`'s trigger), `recycler` (drops the buffers the task
+//! consumed) and `canceler` (`releaseAllResources` at a random point). Corrupted logs are
+//! rejected at the first step that cannot be placed.
+
+use conformance::generate::SplitMix64;
+use conformance::observation::{DataType, Item, Observation};
+use conformance::projection::{IdMap, item_of, payload_of};
+use conformance::validate::{Received, Step, steps, validate};
+use recovery_impl::buffer_pool::{LocalBufferPool, NetworkBufferPool};
+use recovery_impl::channel_state_persister::ChannelStateWriter;
+use recovery_impl::credit_based_sequence_numbering_view_reader::{
+    BufferResponse, CreditBasedSequenceNumberingViewReader,
+};
+use recovery_impl::event_log::{Event, EventLog, Recorded, Recorder, set_thread_recorder};
+use recovery_impl::local_input_channel::LocalInputChannel;
+use recovery_impl::recoverable_input_channel::{ChannelContext, InputChannelInfo};
+use recovery_impl::recovered_input_channel::{RecoveredChannelKind, RecoveredInputChannel};
+use recovery_impl::remote_input_channel::RemoteInputChannel;
+use recovery_impl::result_subpartition::ResultSubpartition;
+use recovery_impl::single_input_gate::{InputChannelHandle, SingleInputGate};
+use recovery_impl::{BufferId, BufferKind, ChannelError, NetworkBuffer, RecoverableInputChannel};
+use recovery_model::config::{ChannelConfig, ChannelKind, Delivery, ModelConfig, Upstream};
+use recovery_model::{Action, RecoveryModel, Variant};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::channel;
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+use Upstream::{Data as D, Event as E};
+
+fn local(recovered: u8, upstream: &[Upstream]) -> ChannelConfig {
+    ChannelConfig {
+        kind: ChannelKind::Local,
+        recovered,
+        upstream: upstream.to_vec(),
+        exclusive: 0,
+        floating: 0,
+    }
+}
+
+fn remote(recovered: u8, upstream: &[Upstream], exclusive: u8, floating: u8) -> ChannelConfig {
+    ChannelConfig {
+        kind: ChannelKind::Remote,
+        recovered,
+        upstream: upstream.to_vec(),
+        exclusive,
+        floating,
+    }
+}
+
+/// The drainer's path (preset `tiny` with release): a local channel, and a remote channel with
+/// one exclusive buffer and no floating one (see `a_drainer_with_a_floating_buffer`), released
+/// at a random point in half of the runs.
+fn drainer() -> ModelConfig {
+    ModelConfig {
+        channels: vec![local(1, &[D]), remote(1, &[E, D], 1, 0)],
+        checkpoints: 1,
+        delivery: Delivery::Drainer,
+        insert_recovery_barriers: true,
+        release: true,
+    }
+}
+
+/// PR3's conversion (preset `conversion` with a second data buffer upstream of the remote
+/// channel): the floating buffer's listener, its announcement, and an exclusive recycle handing
+/// it back.
+fn conversion() -> ModelConfig {
+    ModelConfig {
+        channels: vec![local(1, &[D]), remote(1, &[E, D, D], 1, 1)],
+        checkpoints: 1,
+        delivery: Delivery::Conversion,
+        insert_recovery_barriers: true,
+        release: false,
+    }
+}
+
+struct Run {
+    log: Vec<Recorded>,
+    subpartitions: Vec<usize>,
+}
+
+fn jitter(rng: &mut SplitMix64) {
+    match rng.below(4) {
+        0 => {}
+        1 => thread::yield_now(),
+        _ => thread::sleep(Duration::from_micros(rng.below(200) as u64)),
+    }
+}
+
+fn upstream_buffer(c: u8, i: u8, u: Upstream) -> NetworkBuffer {
+    let (kind, item) = match u {
+        Upstream::Data => (BufferKind::Data, Item::Data(i)),
+        Upstream::Event => (BufferKind::Event, Item::Event(i)),
+    };
+    NetworkBuffer::unpooled(BufferId(50_000 + 100 * c as u32 + i as u32), kind, payload_of(c, &item))
+}
+
+fn recovered_payload(c: u8, i: u8) -> u64 {
+    payload_of(c, &Item::Recovered(i))
+}
+
+/// A thread named after a model thread, with the log as its recorder.
+fn spawn(name: &str, log: &Arc<EventLog>, body: impl FnOnce() + Send + 'static) -> JoinHandle<()> {
+    let recorder = Arc::clone(log) as Arc<dyn Recorder>;
+    thread::Builder::new()
+        .name(name.into())
+        .spawn(move || {
+            set_thread_recorder(Some(recorder));
+            body();
+        })
+        .expect("spawn a thread of the run")
+}
+
+/// The remote channel at index `c` once the gate holds it (after the conversion).
+fn remote_of(gate: &SingleInputGate, c: usize) -> Option<Arc<RemoteInputChannel>> {
+    gate.channel(c).and_then(|h| h.as_remote().cloned())
+}
+
+fn recovered_buffer(c: u8, i: u8) -> NetworkBuffer {
+    let id = BufferId(60_000 + 100 * c as u32 + i as u32);
+    NetworkBuffer::unpooled(id, BufferKind::Data, recovered_payload(c, i))
+}
+
+/// One run on real threads (see the module documentation). The pools are built as the
+/// conformance driver builds them, so that segment ids name the model's buffers.
+fn run(cfg: &ModelConfig, seed: u64) -> Run {
+    let log = EventLog::new();
+    let writer = Arc::new(ChannelStateWriter::new());
+    let gate = SingleInputGate::new(0, LocalBufferPool::new(NetworkBufferPool::new(0), 0).unwrap());
+    let mut handles = Vec::new();
+    let mut partitions = Vec::new();
+    for (c, cc) in cfg.channels.iter().enumerate() {
+        let c8 = c as u8;
+        let ids = IdMap::new(c8, cc.floating, cc.exclusive);
+        let global = NetworkBufferPool::with_first_id(ids.base, (cc.floating + cc.exclusive) as u32);
+        let pool = LocalBufferPool::new(Arc::clone(&global), cc.floating as usize).unwrap();
+        let partition = ResultSubpartition::new();
+        for (i, u) in cc.upstream.iter().enumerate() {
+            partition.add(upstream_buffer(c8, i as u8, *u)).unwrap();
+        }
+        let context = ChannelContext {
+            channel_info: InputChannelInfo {
+                gate_idx: 0,
+                input_channel_idx: c as u32,
+            },
+            gate: Arc::clone(gate.channels_with_data()),
+            global_pool: global,
+            buffer_pool: pool,
+            writer: Arc::clone(&writer),
+            network_buffers_per_channel: cc.exclusive as usize,
+        };
+        let handle = match (cfg.delivery, cc.kind) {
+            (Delivery::Drainer, ChannelKind::Local) => {
+                let channel = LocalInputChannel::new(context, Arc::clone(&partition), true);
+                channel.setup().unwrap();
+                InputChannelHandle::Local(channel)
+            }
+            (Delivery::Drainer, ChannelKind::Remote) => {
+                let channel = RemoteInputChannel::new(context, true);
+                channel.setup().unwrap();
+                InputChannelHandle::Remote(channel)
+            }
+            // What the drainer read before the task converts: heap buffers and the legacy
+            // EndOfInputChannelStateEvent (the model leaves this implicit; nothing is recorded).
+            (Delivery::Conversion, kind) => {
+                let kind = match kind {
+                    ChannelKind::Local => RecoveredChannelKind::Local {
+                        partition: Arc::clone(&partition),
+                    },
+                    ChannelKind::Remote => RecoveredChannelKind::Remote,
+                };
+                let recovered = RecoveredInputChannel::new(context, kind);
+                for i in 0..cc.recovered {
+                    recovered.on_recovered_state_buffer(recovered_buffer(c8, i)).unwrap();
+                }
+                recovered.finish_read_recovered_state().unwrap();
+                InputChannelHandle::Recovered(recovered)
+            }
+        };
+        handles.push(handle);
+        partitions.push(partition);
+    }
+    gate.set_input_channels(handles);
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut threads = Vec::new();
+
+    // IO: the drainer's program (drainer delivery only).
+    let io_done = Arc::new(AtomicBool::new(cfg.delivery == Delivery::Conversion));
+    if cfg.delivery == Delivery::Drainer {
+        let (gate, cfg, done) = (Arc::clone(&gate), cfg.clone(), Arc::clone(&io_done));
+        threads.push(spawn("io", &log, move || {
+            let mut rng = SplitMix64::new(seed ^ 0x10);
+            let channels: Vec<_> = (0..cfg.channels.len())
+                .map(|c| gate.channel(c).unwrap().as_recoverable().unwrap())
+                .collect();
+            for (c, ch) in channels.iter().enumerate() {
+                for i in 0..cfg.channels[c].recovered {
+                    jitter(&mut rng);
+                    // A local channel's recovered data is in heap memory.
+                    if cfg.channels[c].kind == ChannelKind::Local {
+                        ch.on_recovered_state_buffer(recovered_buffer(c as u8, i)).unwrap();
+                        continue;
+                    }
+                    match ch.request_recovery_buffer_blocking() {
+                        Ok(buffer) => {
+                            let buffer = buffer.fill(BufferKind::Data, recovered_payload(c as u8, i));
+                            ch.on_recovered_state_buffer(buffer).unwrap();
+                        }
+                        // A released channel: the model's drainer goes on, pushing into it.
+                        Err(ChannelError::Released(_)) => {}
+                        Err(e) => panic!("requestBufferBlocking: {e}"),
+                    }
+                }
+            }
+            for ch in &channels {
+                ch.finish_recovered_buffer_delivery().unwrap();
+            }
+            done.store(true, Ordering::SeqCst);
+        }));
+    }
+
+    // Producer: the upstream takes checkpoint 1 and writes its priority barrier.
+    let producer_partitions = partitions.clone();
+    threads.push(spawn("producer", &log, move || {
+        let mut rng = SplitMix64::new(seed ^ 0x20);
+        for p in &producer_partitions {
+            jitter(&mut rng);
+            p.add(NetworkBuffer::event(BufferKind::CheckpointBarrier(1))).unwrap();
+        }
+    }));
+
+    // The Netty wire in both directions.
+    let (responses, wire) = channel::<(usize, BufferResponse)>();
+    let (credits, add_credits) = channel::<(usize, i32)>();
+
+    // Netty server: a view reader per partition request; sends what credit allows.
+    let (server_gate, server_partitions, server_stop) = (Arc::clone(&gate), partitions.clone(), Arc::clone(&stop));
+    threads.push(spawn("netty-server", &log, move || {
+        let mut rng = SplitMix64::new(seed ^ 0x40);
+        let mut readers: Vec<Option<CreditBasedSequenceNumberingViewReader>> =
+            server_partitions.iter().map(|_| None).collect();
+        while !server_stop.load(Ordering::SeqCst) {
+            jitter(&mut rng);
+            for (c, reader) in readers.iter_mut().enumerate() {
+                if reader.is_none()
+                    && let Some(request) = remote_of(&server_gate, c).and_then(|r| r.partition_request())
+                {
+                    let subpartition = Arc::clone(&server_partitions[c]);
+                    *reader = Some(CreditBasedSequenceNumberingViewReader::new(&request, subpartition).unwrap());
+                }
+            }
+            while let Ok((c, credit)) = add_credits.try_recv() {
+                readers[c]
+                    .as_mut()
+                    .expect("credit for a requested partition")
+                    .add_credit(credit);
+            }
+            for (c, reader) in readers.iter_mut().enumerate() {
+                if let Some(reader) = reader
+                    && let Some(response) = reader.get_next_buffer().expect("the reader respects credit")
+                {
+                    let _ = responses.send((c, response));
+                }
+            }
+        }
+    }));
+
+    // Netty client: decodes responses into buffers from requestBuffer(), onBuffer, and writes
+    // AddCredit(getAndResetUnannouncedCredit()) once credit was announced.
+    let (client_gate, client_stop, channels) = (Arc::clone(&gate), Arc::clone(&stop), cfg.channels.len());
+    threads.push(spawn("netty-client", &log, move || {
+        let mut rng = SplitMix64::new(seed ^ 0x50);
+        while !client_stop.load(Ordering::SeqCst) {
+            jitter(&mut rng);
+            while let Ok((c, response)) = wire.try_recv() {
+                let remote = remote_of(&client_gate, c).expect("a response for a remote channel");
+                // CreditBasedPartitionRequestClientHandler drops a released channel's messages.
+                if remote.is_released() {
+                    response.buffer.recycle_buffer().unwrap();
+                    continue;
+                }
+                let buffer = if response.buffer.is_buffer() {
+                    match remote.request_buffer() {
+                        Some(target) => {
+                            let (kind, payload) = (response.buffer.kind(), response.buffer.payload());
+                            response.buffer.recycle_buffer().unwrap();
+                            target.fill(kind, payload)
+                        }
+                        // Released meanwhile (onBuffer discards it), or credit over-announced
+                        // (the model rejects the log).
+                        None => response.buffer,
+                    }
+                } else {
+                    response.buffer
+                };
+                // An error is in the log, where the model judges it.
+                let _ = remote.on_buffer(buffer, response.sequence_number, response.backlog);
+            }
+            for c in 0..channels {
+                if let Some(remote) = remote_of(&client_gate, c)
+                    && !remote.is_released()
+                    && remote.unannounced_credit() > 0
+                {
+                    let credit = remote.get_and_reset_unannounced_credit();
+                    if credit > 0 && !remote.is_released() {
+                        let _ = credits.send((c, credit));
+                    }
+                }
+            }
+        }
+    }));
+
+    // Recycler: drops the network buffers the task consumed.
+    let (held, to_recycle) = channel::<NetworkBuffer>();
+    threads.push(spawn("recycler", &log, move || {
+        let mut rng = SplitMix64::new(seed ^ 0x60);
+        for buffer in to_recycle {
+            jitter(&mut rng);
+            buffer.recycle_buffer().unwrap();
+        }
+    }));
+
+    // Canceler: in about half of the runs of a configuration with release, releases the remote
+    // channel at a random point.
+    let mut rng = SplitMix64::new(seed ^ 0x70);
+    if cfg.release && rng.below(2) == 0 {
+        let delay = Duration::from_micros(rng.below(3_000) as u64);
+        let canceler_gate = Arc::clone(&gate);
+        let c = cfg
+            .channels
+            .iter()
+            .position(|cc| cc.kind == ChannelKind::Remote)
+            .unwrap();
+        threads.push(spawn("canceler", &log, move || {
+            thread::sleep(delay);
+            let remote = remote_of(&canceler_gate, c).expect("a remote channel");
+            remote.release_all_resources().unwrap();
+        }));
+    }
+
+    // Task: converts (or requests partitions at a random point), polls the gate, handles the
+    // barrier as SingleCheckpointBarrierHandler does, until every channel delivered everything
+    // upstream or is released.
+    let ids: Vec<IdMap> = (cfg.channels.iter().enumerate())
+        .map(|(c, cc)| IdMap::new(c as u8, cc.floating, cc.exclusive))
+        .collect();
+    let expected: Vec<usize> = (cfg.channels.iter())
+        .map(|cc| cc.upstream.len() + cfg.checkpoints as usize)
+        .collect();
+    let (task_gate, conversion) = (Arc::clone(&gate), cfg.delivery == Delivery::Conversion);
+    let task = spawn("task", &log, move || {
+        let mut rng = SplitMix64::new(seed ^ 0x30);
+        let request_after = if conversion { 0 } else { rng.below(4) };
+        let (mut polls, mut requested) = (0, false);
+        let (mut triggered, mut ended) = (false, false);
+        let channels = ids.len();
+        let (mut live, mut seen) = (vec![0; channels], vec![false; channels]);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let released = |gate: &SingleInputGate, c: usize| remote_of(gate, c).is_some_and(|r| r.is_released());
+        let any_released = |gate: &SingleInputGate| (0..channels).any(|c| released(gate, c));
+        let done =
+            |gate: &SingleInputGate, live: &[usize]| (0..channels).all(|c| live[c] >= expected[c] || released(gate, c));
+        while !done(&task_gate, &live) || !io_done.load(Ordering::SeqCst) {
+            assert!(Instant::now() < deadline, "the run did not finish");
+            if !requested && polls >= request_after {
+                // A released channel makes the request fail (the model skips it).
+                let _ = task_gate.request_partitions(true);
+                requested = true;
+            }
+            polls += 1;
+            jitter(&mut rng);
+            let next = match task_gate.poll_next() {
+                Ok(Some(next)) => next,
+                Ok(None) => continue,
+                // A released channel's queue is drained: the task goes on with the others.
+                Err(_) if any_released(&task_gate) => continue,
+                Err(e) => panic!("pollNext: {e}"),
+            };
+            let c = next.channel_info.input_channel_idx as usize;
+            let item = item_of(c as u8, &next.buffer.snapshot());
+            if ids[c].buf(next.buffer.id()).is_some() {
+                let _ = held.send(next.buffer);
+            } else {
+                next.buffer.recycle_buffer().unwrap();
+            }
+            if matches!(item, Item::Data(_) | Item::Event(_) | Item::Barrier(_)) {
+                live[c] += 1;
+            }
+            if let Item::Barrier(cp) = item {
+                seen[c] = true;
+                let all: Vec<_> = (0..channels).map(|c| task_gate.channel(c).unwrap()).collect();
+                if !triggered {
+                    triggered = true;
+                    for ch in &all {
+                        let recoverable = ch.as_recoverable().unwrap();
+                        recoverable
+                            .insert_recovery_checkpoint_barrier_if_in_recovery(cp as i64)
+                            .unwrap();
+                        if ch.checkpoint_started(cp as i64).is_err() {
+                            ended = true;
+                            all.iter().for_each(|ch| ch.checkpoint_stopped(cp as i64));
+                            break;
+                        }
+                    }
+                }
+                // Complete once every live channel's barrier is in.
+                if !ended && (0..channels).all(|c| seen[c] || released(&task_gate, c)) {
+                    ended = true;
+                    all.iter().for_each(|ch| ch.checkpoint_stopped(cp as i64));
+                }
+            }
+        }
+        drop(held);
+    });
+    task.join().expect("the task thread panicked");
+    // Let the Netty threads serve what is in flight, then stop them.
+    thread::sleep(Duration::from_millis(2));
+    stop.store(true, Ordering::SeqCst);
+    for t in threads {
+        t.join().expect("a thread of the run panicked");
+    }
+    Run {
+        log: log.events(),
+        subpartitions: partitions.iter().map(|p| p.event_id()).collect(),
+    }
+}
+
+fn listing(steps: &[Step]) -> String {
+    steps
+        .iter()
+        .enumerate()
+        .map(|(i, s)| format!("  {:>3}. {s}\n", i + 1))
+        .collect()
+}
+
+/// Runs `rounds` seeds of `cfg`, asserts that the model accepts every log, and returns the
+/// action kinds the logs contained (with how many steps of each).
+fn accept_runs(cfg: ModelConfig, rounds: u64) -> BTreeMap<&'static str, usize> {
+    let m = RecoveryModel::new(cfg, Variant::Fixed);
+    let mut kinds = BTreeMap::new();
+    let (mut exact, mut interleavings) = (0, std::collections::HashSet::new());
+    let (mut compound, mut gaps) = (0, 0);
+    for seed in 0..rounds {
+        let r = run(&m.cfg, seed);
+        let steps = steps(&m, &r.log, &r.subpartitions).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+        let placed = match validate(&m, &steps, 1).or_else(|_| validate(&m, &steps, 4)) {
+            Ok(placed) => placed,
+            Err(rejection) if on_buffer_split_across_enable_notify(&r.log) => {
+                println!("seed {seed}: known gap (onBuffer split across enableNotify): {rejection}");
+                gaps += 1;
+                continue;
+            }
+            Err(rejection) => panic!("seed {seed}: {rejection}\nlog:\n{}", listing(&steps)),
+        };
+        let logged: Vec<Action> = steps.iter().map(|s| s.action).collect();
+        exact += usize::from(placed == logged);
+        compound += usize::from(steps.iter().any(|s| s.span > 0));
+        interleavings.insert(logged);
+        for s in &steps {
+            *kinds.entry(s.action.method()).or_insert(0) += 1;
+        }
+    }
+    println!(
+        "{rounds} runs: {} accepted, {exact} of them in exactly the recorded order (the rest with a \
+         compound step placed inside its span or a barrier deferred), {compound} with a compound \
+         step spanning other threads' steps, {} distinct interleavings, {gaps} rejected for the \
+         known gap; kinds: {kinds:?}",
+        rounds as usize - gaps,
+        interleavings.len()
+    );
+    assert!(interleavings.len() > 1, "the runs race");
+    kinds
+}
+
+/// The known gap of the model's granularity that real runs with a floating buffer reach (see
+/// `docs/conformance.md`): the Netty client's `onBuffer` queued an element during recovery,
+/// and before its `onSenderBacklog` asked for floating buffers, the task consumed the recovery
+/// and ran `enableNotify` on that channel. The floating buffer's credit is then announced by
+/// the Netty client, not counted by `enableNotify`; the model's `onBuffer` is one step, so it
+/// cannot both queue the element before the task polls it and ask for the floating buffer
+/// after notification is on. Detected on the raw log: an `onBuffer` that queued an element, an
+/// `enableNotify` of its channel, then the `requestFloatingBuffers` of that `onBuffer`.
+fn on_buffer_split_across_enable_notify(log: &[Recorded]) -> bool {
+    log.iter().enumerate().any(|(k, r)| {
+        let Event::OnBuffer {
+            channel,
+            outcome: Ok(true),
+            ..
+        } = &r.event
+        else {
+            return false;
+        };
+        let Some(j) = log[k + 1..]
+            .iter()
+            .position(|e| e.thread == r.thread)
+            .map(|j| k + 1 + j)
+        else {
+            return false;
+        };
+        matches!(log[j].event, Event::RequestFloatingBuffers { channel: c, .. } if c == *channel)
+            && log[k + 1..j]
+                .iter()
+                .any(|e| matches!(e.event, Event::EnableNotify { channel: c, .. } if c == *channel))
+    })
+}
+
+fn rounds() -> u64 {
+    // VALIDATE_ROUNDS=3000 for a longer run (docs/conformance.md reports one).
+    std::env::var("VALIDATE_ROUNDS").map_or(40, |r| r.parse().expect("a number"))
+}
+
+#[test]
+fn logs_of_remote_runs_with_the_drainer_and_releases_are_accepted_by_the_model() {
+    let kinds = accept_runs(drainer(), rounds());
+    for kind in [
+        "onRecoveredStateBuffer",
+        "finishRecoveredBufferDelivery",
+        "releaseAllResources",
+        "onBuffer",
+    ] {
+        assert!(kinds.contains_key(kind), "{kind} missing: {kinds:?}");
+    }
+}
+
+#[test]
+fn logs_of_remote_runs_with_the_conversion_are_accepted_by_the_model() {
+    let kinds = accept_runs(conversion(), rounds());
+    for kind in [
+        "convertRecoveredInputChannels",
+        "recycleFloatingBuffer",
+        "notifyBufferAvailable",
+    ] {
+        assert!(kinds.contains_key(kind), "{kind} missing: {kinds:?}");
+    }
+}
+
+/// The accepted logs of the two configurations contain every action kind of the model.
+#[test]
+fn the_accepted_remote_logs_cover_every_action_kind() {
+    let mut all = BTreeSet::new();
+    for cfg in [drainer(), conversion()] {
+        all.extend(accept_runs(cfg, rounds()).into_keys());
+    }
+    let missing: Vec<_> = Action::KINDS.iter().filter(|k| !all.contains(*k)).collect();
+    println!(
+        "{} of {} action kinds in the accepted logs",
+        all.len(),
+        Action::KINDS.len()
+    );
+    assert!(missing.is_empty(), "kinds never logged: {missing:?}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Corrupted logs
+// ---------------------------------------------------------------------------------------------
+
+/// A log of a real run of `cfg` that the model accepts in its recorded order and that
+/// satisfies `wanted`.
+fn accepted_log(cfg: ModelConfig, wanted: impl Fn(&[Step]) -> bool) -> (RecoveryModel, Vec<Step>) {
+    let m = RecoveryModel::new(cfg, Variant::Fixed);
+    for seed in 100..400 {
+        let r = run(&m.cfg, seed);
+        let steps = steps(&m, &r.log, &r.subpartitions).unwrap();
+        if wanted(&steps) && validate(&m, &steps, 1).is_ok() {
+            return (m, steps);
+        }
+    }
+    panic!("no run's log was accepted in its recorded order");
+}
+
+/// Where the Netty client's `onBuffer` took `item` from the wire.
+fn on_buffer_of(steps: &[Step], item: &Item) -> usize {
+    steps
+        .iter()
+        .position(|s| matches!(&s.received, Some(Received::Response(w)) if w.item == *item))
+        .unwrap_or_else(|| panic!("onBuffer of {item} logged"))
+}
+
+/// The remote channel of both configurations.
+const REMOTE: u8 = 1;
+
+/// Where the task polled `item` from the remote channel.
+fn poll_of(steps: &[Step], item: &Item) -> usize {
+    steps
+        .iter()
+        .position(|s| {
+            s.action == Action::GetNextBuffer { channel: REMOTE }
+                && matches!(&s.observation, Observation::Polled { item: i, .. } if i == item)
+        })
+        .unwrap_or_else(|| panic!("poll of {item} logged"))
+}
+
+#[test]
+fn a_log_with_a_dropped_on_buffer_is_rejected_at_the_next_on_buffer() {
+    let (d1, d2) = (Item::Data(1), Item::Data(2));
+    // A run where d2 arrives before the task polls d1 (so the next step that needs d1 is the
+    // onBuffer of d2).
+    let (m, mut log) = accepted_log(conversion(), |steps| {
+        let (a, b) = (on_buffer_of(steps, &d1), on_buffer_of(steps, &d2));
+        b < poll_of(steps, &d1) && steps[a + 1..b].iter().all(|s| s.thread != "netty-client")
+    });
+    let (dropped, next) = (on_buffer_of(&log, &d1), on_buffer_of(&log, &d2));
+    log.remove(dropped);
+    let rejection = validate(&m, &log, 4).expect_err("an onBuffer is missing");
+    assert_eq!(rejection.index, next - 1, "{rejection}");
+    assert_eq!(rejection.step.action, Action::OnBuffer { channel: REMOTE });
+    assert!(
+        rejection
+            .reason
+            .contains("the model's next BufferResponse is {\"item\":\"d1\""),
+        "{rejection}"
+    );
+}
+
+#[test]
+fn a_log_with_a_wrong_credit_in_send_add_credit_is_rejected_there() {
+    let (m, mut log) = accepted_log(conversion(), |steps| {
+        steps
+            .iter()
+            .any(|s| matches!(s.observation, Observation::CreditSent { credit: Some(_) }))
+    });
+    let at = log
+        .iter()
+        .position(|s| matches!(s.observation, Observation::CreditSent { credit: Some(_) }))
+        .unwrap();
+    let Observation::CreditSent { credit: Some(k) } = log[at].observation else {
+        unreachable!()
+    };
+    log[at].observation = Observation::CreditSent { credit: Some(k + 1) };
+    let rejection = validate(&m, &log, 4).expect_err("the credit is wrong");
+    assert_eq!(rejection.index, at, "{rejection}");
+    assert_eq!(rejection.step.action, Action::SendAddCredit { channel: REMOTE });
+    assert!(
+        rejection.reason.contains(&format!(
+            "the model predicts {{\"kind\":\"credit-sent\",\"credit\":{k}}}"
+        )),
+        "{rejection}"
+    );
+}
+
+/// Where the task announced credit after `enableNotify`, and its next step.
+fn task_announcement(steps: &[Step]) -> Option<(usize, usize)> {
+    let at = steps.iter().position(|s| {
+        matches!(
+            s.action,
+            Action::NotifyBufferAvailable {
+                thread: recovery_model::Thread::Task,
+                ..
+            }
+        )
+    })?;
+    let next = at + 1 + steps[at + 1..].iter().position(|s| s.thread == "task")?;
+    Some((at, next))
+}
+
+#[test]
+fn a_log_with_a_dropped_credit_announcement_is_rejected_at_the_next_step_of_that_thread() {
+    // A run where no AddCredit is written between the task's announcement and its next step
+    // (that write needs the announced credit and would be rejected first).
+    let (m, mut log) = accepted_log(conversion(), |steps| {
+        task_announcement(steps).is_some_and(|(at, next)| {
+            steps[at..next]
+                .iter()
+                .all(|s| !matches!(s.action, Action::SendAddCredit { .. }))
+        })
+    });
+    let (at, next) = task_announcement(&log).unwrap();
+    log.remove(at);
+    let rejection = validate(&m, &log, 4).expect_err("an announcement is missing");
+    // The model's task must announce before it does anything else.
+    assert_eq!(rejection.index, next - 1, "{rejection}");
+    assert!(rejection.reason.contains("is not enabled"), "{rejection}");
+}
+
+/// A log as a real run records it (the interleaving occurs in about 1 of 200 drainer runs):
+/// the drainer takes x0 for r0, the task polls the barrier and inserts `RecoveryCheckpointBarrier`
+/// 1, then the drainer appends r0 behind it. The model's push is one step; placed where the
+/// drainer took the buffer it would put r0 before the recovery barrier and persist it. The push
+/// spans the poll and the insertion and is placed at its append.
+#[test]
+fn a_push_split_around_a_recovery_barrier_is_placed_at_its_append() {
+    let cfg = ModelConfig {
+        channels: vec![remote(1, &[E, D], 1, 0)],
+        checkpoints: 1,
+        delivery: Delivery::Drainer,
+        insert_recovery_barriers: true,
+        release: false,
+    };
+    let m = RecoveryModel::new(cfg, Variant::Fixed);
+    let channel = InputChannelInfo {
+        gate_idx: 0,
+        input_channel_idx: 0,
+    };
+    let x0 = IdMap::new(0, 0, 1).id(recovery_model::state::NetBuf::Exclusive(0));
+    let barrier = NetworkBuffer::event(BufferKind::CheckpointBarrier(1)).snapshot();
+    let r0 = recovered_buffer(0, 0).fill(BufferKind::Data, recovered_payload(0, 0));
+    let r0 = recovery_impl::BufferSnapshot {
+        id: x0,
+        ..r0.snapshot()
+    };
+    let subpartition = 7;
+    let event = |thread: &str, event| Recorded {
+        thread: thread.into(),
+        event,
+    };
+    let log = vec![
+        event("task", Event::RequestPartitions { gate: 0 }),
+        event(
+            "producer",
+            Event::Add {
+                subpartition,
+                buffer: barrier,
+            },
+        ),
+        event(
+            "netty-server",
+            Event::PollBuffer {
+                subpartition,
+                buffer: barrier,
+                sequence_number: 0,
+                backlog: 1,
+            },
+        ),
+        event(
+            "netty-client",
+            Event::OnBuffer {
+                channel,
+                buffer: barrier,
+                sequence_number: 0,
+                backlog: 1,
+                outcome: Ok(true),
+            },
+        ),
+        event(
+            "netty-client",
+            Event::RequestFloatingBuffers {
+                channel,
+                num_required: 2,
+                announce: 0,
+            },
+        ),
+        event(
+            "io",
+            Event::RequestBufferBlocking {
+                channel,
+                outcome: Ok(x0),
+            },
+        ),
+        event(
+            "task",
+            Event::GetNextBuffer {
+                channel,
+                buffer: barrier,
+                sequence_number: 0,
+            },
+        ),
+        event(
+            "task",
+            Event::InsertRecoveryCheckpointBarrierIfInRecovery {
+                channel,
+                checkpoint_id: 1,
+            },
+        ),
+        event(
+            "io",
+            Event::OnRecoveredStateBuffer {
+                channel,
+                buffer: r0,
+                outcome: Ok(true),
+            },
+        ),
+        event(
+            "task",
+            Event::CheckpointStarted {
+                channel,
+                checkpoint_id: 1,
+                outcome: Ok(Vec::new()),
+            },
+        ),
+    ];
+    let steps = steps(&m, &log, &[subpartition]).unwrap();
+    let push = steps
+        .iter()
+        .position(|s| s.action == Action::OnRecoveredStateBuffer { channel: 0 })
+        .unwrap();
+    assert_eq!((steps.len(), push, steps[push].span), (8, 4, 2), "{}", listing(&steps));
+    let placed = validate(&m, &steps, 1).unwrap_or_else(|r| panic!("{r}"));
+    assert_eq!(placed[6], Action::OnRecoveredStateBuffer { channel: 0 }, "{placed:?}");
+    // Without the span the push is placed where the drainer took the buffer.
+    let mut zeroed = steps.clone();
+    zeroed.iter_mut().for_each(|s| s.span = 0);
+    let rejection = validate(&m, &zeroed, 1).expect_err("r0 is not before the recovery barrier");
+    assert_eq!(rejection.step.action, Action::CheckpointStarted { channel: 0, cp: 1 });
+    assert!(rejection.reason.contains(r#""buffers":["r0"]"#), "{rejection}");
+}
+
+#[test]
+fn a_log_with_an_element_in_the_wrong_buffer_is_rejected_where_it_was_handed_out() {
+    // The drainer lent the exclusive buffer x0 to the recovered r0; claim the task got it in
+    // another buffer.
+    let (m, mut log) = accepted_log(drainer(), |steps| {
+        steps.iter().any(|s| {
+            s.action == Action::GetNextBuffer { channel: REMOTE }
+                && s.observation
+                    == Observation::Polled {
+                        item: Item::Recovered(0),
+                        seq: i32::MIN,
+                        next: DataType::None,
+                    }
+        })
+    });
+    let at = poll_of(&log, &Item::Recovered(0));
+    assert!(matches!(log[at].buffer, Some(Some(_))), "{}", log[at]);
+    log[at].buffer = Some(None);
+    let rejection = validate(&m, &log, 4).expect_err("the buffer is wrong");
+    assert_eq!(rejection.index, at, "{rejection}");
+    assert!(
+        rejection
+            .reason
+            .contains("the model has the element in x0, the log in no channel buffer"),
+        "{rejection}"
+    );
+}
+
+/// A known gap of the model's granularity, measured rather than asserted (it is a race): the
+/// drainer of a remote channel with a floating buffer. The model's `onBuffer` is one step with
+/// the `upstreamReady` count-down and `onSenderBacklog`'s `requestFloatingBuffers`; in the
+/// implementation, as in Flink, the drainer blocked on `upstreamReady` can take a buffer in
+/// between. It then lends the exclusive buffer to the recovered buffer, and
+/// `requestFloatingBuffers` puts the floating buffer in the queue and registers as a listener
+/// for another, a state the model never reaches: the model lends the floating one. Such logs
+/// are rejected at the push ("the model has the element in f0, the log in x0").
+///
+/// `cargo test -p conformance --test validate_remote_log -- --ignored --nocapture`
+#[test]
+#[ignore = "measures a known model gap; see docs/conformance.md"]
+fn a_drainer_with_a_floating_buffer() {
+    let cfg = ModelConfig {
+        channels: vec![local(1, &[D]), remote(1, &[E, D], 1, 1)],
+        checkpoints: 1,
+        delivery: Delivery::Drainer,
+        insert_recovery_barriers: true,
+        release: false,
+    };
+    let m = RecoveryModel::new(cfg, Variant::Fixed);
+    let (n, mut rejected, mut reasons) = (rounds(), 0, BTreeMap::new());
+    for seed in 0..n {
+        let r = run(&m.cfg, seed);
+        let steps = steps(&m, &r.log, &r.subpartitions).unwrap();
+        if let Err(rejection) = validate(&m, &steps, 1).or_else(|_| validate(&m, &steps, 4)) {
+            rejected += 1;
+            let count = reasons.entry(rejection.reason.clone()).or_insert(0);
+            if *count == 0 {
+                println!("seed {seed}: {rejection}\nlog:\n{}", listing(&steps));
+            }
+            *count += 1;
+        }
+    }
+    println!("drainer with a floating buffer: {rejected} of {n} logs rejected: {reasons:?}");
+}
