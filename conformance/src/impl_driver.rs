@@ -825,6 +825,9 @@ impl Driver for ImplDriver {
             CheckpointStarted { channel, cp } => self.checkpoint_started(channel, cp),
             OnRecoveredStateConsumed { channel } => self.on_recovered_state_consumed(channel),
             EnableNotify { channel } => self.resume(Thread::Task, channel, |p| p == PausePoint::EnableNotify),
+            OnSenderBacklog { channel } => {
+                self.resume(Thread::NettyClient, channel, |p| p == PausePoint::OnSenderBacklog)
+            }
             NotifyBufferAvailable { thread, channel, .. } => {
                 self.resume(thread, channel, |p| matches!(p, PausePoint::Announce { .. }))
             }

@@ -323,6 +323,11 @@ pub enum Pending {
         /// The buffer.
         buffer: Buf,
     },
+    /// Between `onBuffer`'s enqueue and `onSenderBacklog`.
+    SenderBacklog {
+        /// Channel index.
+        channel: u8,
+    },
     /// Between the unstash of `onRecoveredStateConsumed` and `enableNotify`.
     EnableNotify {
         /// Channel index.

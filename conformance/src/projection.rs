@@ -221,10 +221,14 @@ pub fn model_snapshot(m: &RecoveryModel, s: &State) -> Snapshot {
         },
         _ => Pending::Idle,
     };
-    let netty_client = s.client_announce.map_or(Pending::Idle, |a| Pending::Announce {
-        channel: a.channel,
-        n: a.n,
-    });
+    let netty_client = match (s.client_backlog, s.client_announce) {
+        (Some(b), _) => Pending::SenderBacklog { channel: b.channel },
+        (None, Some(a)) => Pending::Announce {
+            channel: a.channel,
+            n: a.n,
+        },
+        (None, None) => Pending::Idle,
+    };
     let recycler = match s.recycler {
         RecyclerPc::Idle => Pending::Idle,
         RecyclerPc::Announce(a) => Pending::Announce {
@@ -531,6 +535,7 @@ pub fn impl_pending(c: u8, ids: IdMap, point: PausePoint) -> Pending {
     match point {
         PausePoint::Announce { n } => Pending::Announce { channel: c, n: n as u8 },
         PausePoint::EnableNotify => Pending::EnableNotify { channel: c },
+        PausePoint::OnSenderBacklog => Pending::SenderBacklog { channel: c },
         PausePoint::ReturnFloating { buffer } => match ids.buf(buffer) {
             Some(buffer) => Pending::ReturnFloating { channel: c, buffer },
             None => Pending::Elsewhere {

@@ -170,7 +170,8 @@ enum Open {
     Push(u8),
     /// A data `BufferResponse` got its buffer: `onBuffer` follows.
     Response(u8),
-    /// `onBuffer` queued or stashed the element: `requestFloatingBuffers` follows.
+    /// `onBuffer` queued or stashed the element: `requestFloatingBuffers` (the model's
+    /// `onSenderBacklog` step) follows.
     Backlog(u8),
     /// A floating buffer went to a waiting listener: its decision follows.
     Offered(BufferId),
@@ -503,8 +504,11 @@ impl Builder<'_> {
                     backlog: *backlog,
                 }));
                 match o {
-                    Ok(true) if buffer.kind.is_buffer() => step.buffer = Some(name),
-                    Ok(true) => {}
+                    Ok(true) if buffer.kind.is_buffer() => {
+                        step.buffer = Some(name);
+                        step.pending = Some(Pending::SenderBacklog { channel: c });
+                    }
+                    Ok(true) => step.pending = Some(Pending::SenderBacklog { channel: c }),
                     Ok(false) => step.pending = Some(Pending::Idle),
                     Err(e) => step.observation = Observation::Error { error: error_kind(e) },
                 }
@@ -514,7 +518,10 @@ impl Builder<'_> {
                 if open != Open::Backlog(c) {
                     return Err(format!("requestFloatingBuffers outside an onBuffer of channel {c}"));
                 }
-                self.continue_step(k, thread, Open::Done)?.pending = Some(Self::announce(c, *announce));
+                // `onSenderBacklog`, the model's next Netty-client step after `onBuffer`.
+                let mut step = new(Action::OnSenderBacklog { channel: c }, Observation::Done);
+                step.pending = Some(Self::announce(c, *announce));
+                self.start(k, step, Open::Done);
             }
             Event::EnableNotify { channel, outcome: o } => {
                 let c = at(*channel);

@@ -484,6 +484,7 @@ impl RemoteInputChannel {
         }
         self.upstream_ready.count_down();
         if backlog >= 0 {
+            pause_point::reached(PausePoint::OnSenderBacklog);
             self.on_sender_backlog(backlog);
         }
         Ok(())

@@ -120,6 +120,12 @@ pub enum Action {
         /// Channel index.
         channel: u8,
     },
+    /// Netty client, after `onBuffer` released the lock: `onSenderBacklog(backlog)`, which
+    /// requests floating buffers (`requestFloatingBuffers(backlog + initialCredit)`).
+    OnSenderBacklog {
+        /// Channel index.
+        channel: u8,
+    },
     /// Netty client: writes `AddCredit(getAndResetUnannouncedCredit())`.
     SendAddCredit {
         /// Channel index.
@@ -164,6 +170,7 @@ impl Action {
             | SendBuffer { channel }
             | OnAddCredit { channel }
             | OnBuffer { channel }
+            | OnSenderBacklog { channel }
             | SendAddCredit { channel }
             | Recycle { channel, .. }
             | ReturnFloatingBuffer { channel, .. }
@@ -189,6 +196,7 @@ impl Action {
             SendBuffer { .. } => "sendBuffer",
             OnAddCredit { .. } => "addCredit",
             OnBuffer { .. } => "onBuffer",
+            OnSenderBacklog { .. } => "onSenderBacklog",
             SendAddCredit { .. } => "sendAddCredit",
             Recycle { .. } => "recycle",
             ReturnFloatingBuffer { .. } => "recycleFloatingBuffer",
@@ -212,6 +220,7 @@ impl Action {
         "sendBuffer",
         "addCredit",
         "onBuffer",
+        "onSenderBacklog",
         "sendAddCredit",
         "recycle",
         "recycleFloatingBuffer",

@@ -305,6 +305,13 @@ pub fn pending(m: &RecoveryModel, s: &State) -> Vec<String> {
     let ann = |who: &str, a: Announce| format!("{who} notifyBufferAvailable({}) on {}", a.n, m.channel_name(a.channel));
     let mut out = Vec::new();
     out.extend(s.task_announce.map(|a| ann("task", a)));
+    out.extend(s.client_backlog.map(|b| {
+        format!(
+            "netty-client onSenderBacklog({}) on {}",
+            b.backlog,
+            m.channel_name(b.channel)
+        )
+    }));
     out.extend(s.client_announce.map(|a| ann("netty-client", a)));
     match s.recycler {
         RecyclerPc::Idle => {}

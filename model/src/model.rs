@@ -70,7 +70,7 @@ impl RecoveryModel {
             NotifyBufferAvailable { thread, .. } => *thread,
             EmitCheckpointBarrier { .. } => Thread::Producer,
             SendBuffer { .. } | OnAddCredit { .. } => Thread::NettyServer,
-            OnBuffer { .. } | SendAddCredit { .. } => Thread::NettyClient,
+            OnBuffer { .. } | OnSenderBacklog { .. } | SendAddCredit { .. } => Thread::NettyClient,
             Recycle { .. } | ReturnFloatingBuffer { .. } => Thread::Recycler,
             ReleaseAllResources { .. } => Thread::Canceler,
         }
@@ -151,6 +151,7 @@ impl RecoveryModel {
             barriers_seen: vec![0; n],
             io_pc: 0,
             task_announce: None,
+            client_backlog: None,
             client_announce: None,
             recycler: RecyclerPc::Idle,
             violation: None,
@@ -252,6 +253,10 @@ impl RecoveryModel {
             if !ch.add_credit_in_flight.is_empty() {
                 out.push(Action::OnAddCredit { channel: c });
             }
+        }
+        if let Some(SenderBacklog { channel, .. }) = s.client_backlog {
+            out.push(Action::OnSenderBacklog { channel });
+            return;
         }
         if let Some(Announce { channel, n }) = s.client_announce {
             out.push(Action::NotifyBufferAvailable {
@@ -561,11 +566,14 @@ impl Model for RecoveryModel {
                 let credit = ch.add_credit_in_flight.remove(0);
                 *ch.producer.reader_credit.as_mut().expect("reader exists") += credit;
             }
-            Action::OnBuffer { channel: c } => {
-                match remote::on_buffer(s.ch_mut(c), &self.cfg.channels[c as usize], c, self.variant) {
-                    Ok(announce) => s.client_announce = announce,
-                    Err(v) => s.violate(c, v),
-                }
+            Action::OnBuffer { channel: c } => match remote::on_buffer(s.ch_mut(c), self.variant) {
+                Ok(backlog) => s.client_backlog = backlog.map(|backlog| SenderBacklog { channel: c, backlog }),
+                Err(v) => s.violate(c, v),
+            },
+            Action::OnSenderBacklog { channel: c } => {
+                let backlog = s.client_backlog.take().expect("guarded").backlog;
+                s.client_announce =
+                    remote::on_sender_backlog(s.ch_mut(c), &self.cfg.channels[c as usize], c, backlog, self.variant);
             }
             Action::SendAddCredit { channel: c } => {
                 let ch = s.ch_mut(c);

@@ -14,14 +14,9 @@ fn add_priority(ch: &mut Channel, e: Entry) {
 }
 
 /// `onBuffer(buffer, seq, backlog)` on the Netty client, with the `requestBuffer()` that
-/// decoding a data buffer needs and the `onSenderBacklog(backlog)` that follows. Returns the
-/// credit `requestFloatingBuffers` wants announced after the lock.
-pub fn on_buffer(
-    ch: &mut Channel,
-    cfg: &ChannelConfig,
-    index: u8,
-    variant: Variant,
-) -> Result<Option<Announce>, Violation> {
+/// decoding a data buffer needs. Returns the backlog for the `onSenderBacklog` that follows
+/// (none on a released channel, which drops the buffer and returns).
+pub fn on_buffer(ch: &mut Channel, variant: Variant) -> Result<Option<u8>, Violation> {
     let Wire { payload, seq, backlog } = ch.producer.wire.pop_front().expect("guarded");
     // The first buffer from upstream proves the partition request went through.
     ch.upstream_ready = true;
@@ -53,10 +48,24 @@ pub fn on_buffer(
     if let Some(v) = violation {
         return Err(v);
     }
+    // `onSenderBacklog` runs after the lock, a separate step: the drainer (upstreamReady is
+    // open now) or the task may take buffers in between.
+    Ok(Some(backlog))
+}
+
+/// `onSenderBacklog(backlog)`: `requestFloatingBuffers(backlog + initialCredit)`; the credit to
+/// announce afterwards, none while notification is disabled.
+pub fn on_sender_backlog(
+    ch: &mut Channel,
+    cfg: &ChannelConfig,
+    index: u8,
+    backlog: u8,
+    variant: Variant,
+) -> Option<Announce> {
     let n = ch
         .bm
         .request_floating_buffers(ch.released, backlog + cfg.exclusive, variant);
-    Ok((n > 0).then_some(Announce { channel: index, n }))
+    (n > 0).then_some(Announce { channel: index, n })
 }
 
 /// `getNextBuffer()`: the head of `receivedBuffers`, priority elements first, with the

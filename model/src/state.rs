@@ -250,6 +250,15 @@ pub struct Announce {
     pub n: u8,
 }
 
+/// `onBuffer` released `receivedBuffers` and is about to call `onSenderBacklog(backlog)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct SenderBacklog {
+    /// The channel.
+    pub channel: u8,
+    /// The backlog the `BufferResponse` carried.
+    pub backlog: u8,
+}
+
 /// The recycler's post-lock work.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -286,6 +295,8 @@ pub struct State {
     pub io_pc: u8,
     /// Task thread's pending credit announcement (after `enableNotify`).
     pub task_announce: Option<Announce>,
+    /// Netty client thread between `onBuffer`'s critical section and `onSenderBacklog`.
+    pub client_backlog: Option<SenderBacklog>,
     /// Netty client thread's pending credit announcement (after `onSenderBacklog`).
     pub client_announce: Option<Announce>,
     /// Recycler thread.
