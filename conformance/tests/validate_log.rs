@@ -4,6 +4,9 @@
 //! the checkpoint), and the model must accept every log; corrupted logs are rejected at the
 //! first step that cannot be placed.
 
+mod common;
+
+use common::runs::{jitter, upstream_buffer};
 use conformance::generate::SplitMix64;
 use conformance::observation::{Item, Observation};
 use conformance::projection::{item_of, payload_of};
@@ -15,7 +18,7 @@ use recovery_impl::local_input_channel::LocalInputChannel;
 use recovery_impl::result_subpartition::ResultSubpartition;
 use recovery_impl::single_input_gate::{InputChannelHandle, SingleInputGate};
 use recovery_impl::{BufferId, BufferKind, NetworkBuffer, RecoverableInputChannel};
-use recovery_model::config::{ChannelConfig, ChannelKind, Delivery, ModelConfig, Upstream};
+use recovery_model::config::{Delivery, ModelConfig, Upstream, local};
 use recovery_model::{Action, RecoveryModel, Variant};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -25,13 +28,6 @@ use std::time::{Duration, Instant};
 /// Two local channels, the first with two recovered buffers and an event upstream, one
 /// checkpoint: within the model's bounds, and every thread of a local recovery races.
 fn config() -> ModelConfig {
-    let local = |recovered, upstream: &[Upstream]| ChannelConfig {
-        kind: ChannelKind::Local,
-        recovered,
-        upstream: upstream.to_vec(),
-        exclusive: 0,
-        floating: 0,
-    };
     ModelConfig {
         channels: vec![
             local(2, &[Upstream::Data, Upstream::Event]),
@@ -47,22 +43,6 @@ fn config() -> ModelConfig {
 struct Run {
     log: Vec<Recorded>,
     subpartitions: Vec<usize>,
-}
-
-fn jitter(rng: &mut SplitMix64) {
-    match rng.below(4) {
-        0 => {}
-        1 => thread::yield_now(),
-        _ => thread::sleep(Duration::from_micros(rng.below(200) as u64)),
-    }
-}
-
-fn upstream_buffer(c: u8, i: u8, u: Upstream) -> NetworkBuffer {
-    let (kind, item) = match u {
-        Upstream::Data => (BufferKind::Data, Item::Data(i)),
-        Upstream::Event => (BufferKind::Event, Item::Event(i)),
-    };
-    NetworkBuffer::unpooled(BufferId(50_000 + 100 * c as u32 + i as u32), kind, payload_of(c, &item))
 }
 
 /// One run on real threads named after the model's: `io`, `producer`, `task`.

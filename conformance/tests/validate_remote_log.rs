@@ -7,6 +7,9 @@
 //! consumed) and `canceler` (`releaseAllResources` at a random point). Corrupted logs are
 //! rejected at the first step that cannot be placed.
 
+mod common;
+
+use common::runs::{jitter, upstream_buffer};
 use conformance::generate::SplitMix64;
 use conformance::observation::{DataType, Item, Observation};
 use conformance::projection::{IdMap, item_of, payload_of};
@@ -24,7 +27,7 @@ use recovery_impl::remote_input_channel::RemoteInputChannel;
 use recovery_impl::result_subpartition::ResultSubpartition;
 use recovery_impl::single_input_gate::{InputChannelHandle, SingleInputGate};
 use recovery_impl::{BufferId, BufferKind, ChannelError, NetworkBuffer, RecoverableInputChannel};
-use recovery_model::config::{ChannelConfig, ChannelKind, Delivery, ModelConfig, Upstream};
+use recovery_model::config::{ChannelKind, Delivery, ModelConfig, Upstream, local, remote};
 use recovery_model::{Action, RecoveryModel, Variant};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -34,26 +37,6 @@ use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 use Upstream::{Data as D, Event as E};
-
-fn local(recovered: u8, upstream: &[Upstream]) -> ChannelConfig {
-    ChannelConfig {
-        kind: ChannelKind::Local,
-        recovered,
-        upstream: upstream.to_vec(),
-        exclusive: 0,
-        floating: 0,
-    }
-}
-
-fn remote(recovered: u8, upstream: &[Upstream], exclusive: u8, floating: u8) -> ChannelConfig {
-    ChannelConfig {
-        kind: ChannelKind::Remote,
-        recovered,
-        upstream: upstream.to_vec(),
-        exclusive,
-        floating,
-    }
-}
 
 /// The drainer's path (preset `tiny` with release): a local channel, and a remote channel with
 /// one exclusive buffer and no floating one (see `a_drainer_with_a_floating_buffer`), released
@@ -84,22 +67,6 @@ fn conversion() -> ModelConfig {
 struct Run {
     log: Vec<Recorded>,
     subpartitions: Vec<usize>,
-}
-
-fn jitter(rng: &mut SplitMix64) {
-    match rng.below(4) {
-        0 => {}
-        1 => thread::yield_now(),
-        _ => thread::sleep(Duration::from_micros(rng.below(200) as u64)),
-    }
-}
-
-fn upstream_buffer(c: u8, i: u8, u: Upstream) -> NetworkBuffer {
-    let (kind, item) = match u {
-        Upstream::Data => (BufferKind::Data, Item::Data(i)),
-        Upstream::Event => (BufferKind::Event, Item::Event(i)),
-    };
-    NetworkBuffer::unpooled(BufferId(50_000 + 100 * c as u32 + i as u32), kind, payload_of(c, &item))
 }
 
 fn recovered_payload(c: u8, i: u8) -> u64 {

@@ -128,7 +128,8 @@ pub struct Preset {
     pub unreachable: &'static [&'static str],
 }
 
-fn local(recovered: u8, upstream: &[Upstream]) -> ChannelConfig {
+/// A local channel with `recovered` buffers of recovered state and `upstream` to come.
+pub fn local(recovered: u8, upstream: &[Upstream]) -> ChannelConfig {
     ChannelConfig {
         kind: ChannelKind::Local,
         recovered,
@@ -138,7 +139,8 @@ fn local(recovered: u8, upstream: &[Upstream]) -> ChannelConfig {
     }
 }
 
-fn remote(recovered: u8, upstream: &[Upstream], exclusive: u8, floating: u8) -> ChannelConfig {
+/// A remote channel, also with `exclusive` buffers of its own and `floating` ones in the pool.
+pub fn remote(recovered: u8, upstream: &[Upstream], exclusive: u8, floating: u8) -> ChannelConfig {
     ChannelConfig {
         kind: ChannelKind::Remote,
         recovered,

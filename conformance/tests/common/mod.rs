@@ -1,6 +1,8 @@
 //! Shared by the integration tests: a deliberately broken driver.
 #![allow(dead_code)]
 
+pub mod runs;
+
 use conformance::driver::Driver;
 use conformance::impl_driver::ImplDriver;
 use conformance::observation::{Observation, Snapshot};

@@ -1,0 +1,28 @@
+//! Shared by the validation tests: what real multi-threaded runs are built from.
+
+use conformance::generate::SplitMix64;
+use conformance::observation::Item;
+use conformance::projection::payload_of;
+use recovery_impl::{BufferId, BufferKind, NetworkBuffer};
+use recovery_model::config::Upstream;
+use std::thread;
+use std::time::Duration;
+
+/// A random pause: none, a yield, or a sleep of up to 200 µs, so that the threads race.
+pub fn jitter(rng: &mut SplitMix64) {
+    match rng.below(4) {
+        0 => {}
+        1 => thread::yield_now(),
+        _ => thread::sleep(Duration::from_micros(rng.below(200) as u64)),
+    }
+}
+
+/// Upstream element `i` of channel `c` as the producer writes it (heap memory, as events and
+/// the subpartition's data are).
+pub fn upstream_buffer(c: u8, i: u8, u: Upstream) -> NetworkBuffer {
+    let (kind, item) = match u {
+        Upstream::Data => (BufferKind::Data, Item::Data(i)),
+        Upstream::Event => (BufferKind::Event, Item::Event(i)),
+    };
+    NetworkBuffer::unpooled(BufferId(50_000 + 100 * c as u32 + i as u32), kind, payload_of(c, &item))
+}
