@@ -377,11 +377,6 @@ impl BufferManager {
         Ok(available)
     }
 
-    /// Whether freed buffers are announced (`notifyAvailable`).
-    pub fn is_notify_enabled(&self) -> bool {
-        self.buffer_queue.lock().notify_available
-    }
-
     // ------------------------------------------------------------------------
     // Buffer release
     // ------------------------------------------------------------------------

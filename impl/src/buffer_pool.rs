@@ -67,14 +67,6 @@ impl NetworkBufferPool {
         })
     }
 
-    /// `requestPooledMemorySegment()`: one segment, or `None` if the pool is empty.
-    pub fn request_memory_segment(&self) -> Option<BufferId> {
-        let mut segments = self.segments.lock();
-        let id = segments.available.pop_front()?;
-        segments.lent.insert(id);
-        Some(id)
-    }
-
     /// `requestUnpooledMemorySegments(n)`: all `n` segments or none ("Insufficient number of
     /// network buffers"; Flink waits with a timeout first).
     pub fn request_memory_segments(&self, n: usize) -> Result<Vec<BufferId>> {
@@ -100,11 +92,6 @@ impl NetworkBufferPool {
             segments.available.push_back(id);
         }
         Ok(())
-    }
-
-    /// `getNumberOfAvailableMemorySegments()`.
-    pub fn number_of_available_segments(&self) -> usize {
-        self.segments.lock().available.len()
     }
 
     /// A snapshot taken under the pool lock.

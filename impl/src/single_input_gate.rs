@@ -165,14 +165,6 @@ impl InputChannelHandle {
         }
     }
 
-    /// The local channel, if it is one.
-    pub fn as_local(&self) -> Option<&Arc<LocalInputChannel>> {
-        match self {
-            InputChannelHandle::Local(channel) => Some(channel),
-            _ => None,
-        }
-    }
-
     /// The remote channel, if it is one.
     pub fn as_remote(&self) -> Option<&Arc<RemoteInputChannel>> {
         match self {
