@@ -36,10 +36,10 @@ pub struct ConformReport {
     #[serde(skip)]
     pub seconds: f64,
     /// Action kinds no reachable state enables in this configuration.
-    #[serde(skip)]
+    #[serde(rename = "action_kinds_unreachable")]
     pub kinds_unreachable: Vec<&'static str>,
     /// Action kinds reachable but never replayed.
-    #[serde(skip)]
+    #[serde(rename = "action_kinds_missed")]
     pub kinds_missed: Vec<&'static str>,
     /// The first divergence.
     #[serde(skip)]

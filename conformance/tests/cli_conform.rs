@@ -38,10 +38,18 @@ fn conform_json_has_every_field_and_exits_zero_without_divergence() {
         "edges_total",
         "action_kinds_covered",
         "action_kinds_total",
+        "action_kinds_unreachable",
+        "action_kinds_missed",
         "divergences",
     ] {
         assert!(v.get(key).is_some(), "{key} missing: {out}");
     }
+    // tiny has no conversion, no release and no floating buffer to hand back.
+    let unreachable = v["action_kinds_unreachable"].as_array().unwrap();
+    assert!(
+        unreachable.contains(&serde_json::json!("convertRecoveredInputChannels")),
+        "{out}"
+    );
     assert_eq!(v["traces"], 20);
     assert_eq!(v["divergences"], 0);
 }
