@@ -23,9 +23,9 @@
 //!
 //! Compound steps. Some model actions are one step where the implementation takes several
 //! critical sections, with other threads free to run between them:
-//! - `onBuffer`: `requestBuffer()` (data only) under `bufferQueue`, the `onBuffer` decision
-//!   under `receivedBuffers`, then `onSenderBacklog`'s `requestFloatingBuffers` under
-//!   `bufferQueue` (the model merges all three and the latch count-down between them);
+//! - `onBuffer`: `requestBuffer()` (data only) under `bufferQueue`, then the `onBuffer`
+//!   decision under `receivedBuffers` (`onSenderBacklog`'s `requestFloatingBuffers` after it
+//!   is a model step of its own);
 //! - a remote `onRecoveredStateBuffer`: the drainer's `requestBufferBlocking()` under
 //!   `bufferQueue`, then the append under `receivedBuffers`;
 //! - `recycle` / `recycleFloatingBuffer` of a floating buffer: `LocalBufferPool.recycle`, then

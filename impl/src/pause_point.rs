@@ -1,6 +1,7 @@
 //! Pause points: the places where a call has released a lock and is about to make the call
 //! Flink makes after it (a credit announcement, handing a floating buffer back, `enableNotify`
-//! after the unstash, `onSenderBacklog` after `onBuffer`'s enqueue). Flink's threads can be preempted exactly there.
+//! after the unstash, `onSenderBacklog` after `onBuffer`'s enqueue). Flink's threads can be
+//! preempted exactly there.
 //!
 //! A thread may install a hook that is told when it reaches one; without a hook (the default)
 //! reaching a point does nothing. The hook only observes: the conformance suite uses it to let

@@ -115,7 +115,8 @@ pub enum Action {
         /// Channel index.
         channel: u8,
     },
-    /// Netty client: `onBuffer` (with `requestBuffer` and `onSenderBacklog`).
+    /// Netty client: `onBuffer` (with the `requestBuffer` a data buffer needs); opens
+    /// `upstreamReady`.
     OnBuffer {
         /// Channel index.
         channel: u8,
