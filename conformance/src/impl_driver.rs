@@ -17,7 +17,7 @@
 //! `SingleCheckpointBarrierHandler` would.
 
 use crate::driver::Driver;
-use crate::observation::{DataType, ErrorKind, Item, Observation, Pending, Refusal, Snapshot, WireElement};
+use crate::observation::{DataType, ErrorKind, GateView, Item, Observation, Pending, Refusal, Snapshot, WireElement};
 use crate::projection::{IdMap, ImplParts, NettyParts, impl_channel, impl_pending, item_of, payload_of};
 use recovery_impl::buffer_pool::{LocalBufferPool, NetworkBufferPool};
 use recovery_impl::channel_state_persister::ChannelStateWriter;
@@ -30,7 +30,7 @@ use recovery_impl::recoverable_input_channel::{ChannelContext, ChannelSnapshot, 
 use recovery_impl::recovered_input_channel::{RecoveredChannelKind, RecoveredInputChannel};
 use recovery_impl::remote_input_channel::RemoteInputChannel;
 use recovery_impl::result_subpartition::ResultSubpartition;
-use recovery_impl::single_input_gate::{InputChannelHandle, SingleInputGate};
+use recovery_impl::single_input_gate::{ChannelPoll, InputChannelHandle, SingleInputGate};
 use recovery_impl::{BufferId, BufferKind, ChannelError, DeclineReason, NetworkBuffer, RecoverableInputChannel};
 use recovery_model::config::{ChannelKind, Delivery, ModelConfig, Upstream};
 use recovery_model::state::NetBuf;
@@ -596,13 +596,19 @@ impl ImplDriver {
         Observation::Done
     }
 
+    /// One turn of the gate's polling loop (`SingleInputGate::poll_channel`): the gate, not
+    /// the driver, picks the channel, and it must be the one the model names.
     fn get_next_buffer(&mut self, c: u8) -> Observation {
-        let ch = self.ch(c);
-        let next = match ch.handle.get_next_buffer() {
-            Ok(Some(next)) => next,
-            Ok(None) => return Observation::NothingPolled,
+        let next = match self.sys.gate.poll_channel() {
+            Ok(ChannelPoll::NoChannel) => return unperformable(format!("the gate has no channel queued to poll {c}")),
+            Ok(ChannelPoll::Empty { channel }) if channel == c as usize => return Observation::NothingPolled,
+            Ok(ChannelPoll::Buffer { channel, next }) if channel == c as usize => next,
+            Ok(ChannelPoll::Empty { channel } | ChannelPoll::Buffer { channel, .. }) => {
+                return unperformable(format!("the gate polled channel {channel}, not {c}"));
+            }
             Err(e) => return Observation::Error { error: error_kind(&e) },
         };
+        let ch = self.ch(c);
         let item = item_of(c, &next.buffer.snapshot());
         let seq = next.sequence_number;
         let next_type = data_type(next.next_data_type);
@@ -881,8 +887,15 @@ impl Driver for ImplDriver {
                 held: &held,
             }));
         }
+        let queued = self.sys.gate.channels_with_data().snapshot();
+        let gate = GateView {
+            queue: queued.channels.iter().map(|c| *c as u8).collect(),
+            priority: queued.num_priority,
+            state_consumed: self.sys.gate.all_state_consumed(),
+        };
         Snapshot {
             channels,
+            gate,
             task: self.workers.task.pending(&ids),
             netty_client: self.workers.netty_client.pending(&ids),
             recycler: self.workers.recycler.pending(&ids),

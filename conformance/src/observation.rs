@@ -429,12 +429,26 @@ pub struct ChannelView {
     pub credit: Option<Credit>,
 }
 
-/// The abstract state after a step: every channel, and the threads inside a call.
+/// The gate, as both descriptions can show it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GateView {
+    /// `inputChannelsWithData`: the channels the task polls next, head first.
+    pub queue: Vec<u8>,
+    /// How many of them, at the head, were queued with priority.
+    pub priority: usize,
+    /// `getStateConsumedFuture()` is done: every channel's future is.
+    pub state_consumed: bool,
+}
+
+/// The abstract state after a step: every channel, the gate, and the threads inside a call.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Snapshot {
     /// By channel index.
     pub channels: Vec<ChannelView>,
+    /// The gate.
+    pub gate: GateView,
     /// The task thread.
     pub task: Pending,
     /// The Netty client thread.

@@ -240,8 +240,15 @@ pub fn model_snapshot(m: &RecoveryModel, s: &State) -> Snapshot {
             buffer: Buf(buffer),
         },
     };
+    let channels: Vec<ChannelView> = (0..s.channels.len() as u8).map(|c| model_channel(m, s, c)).collect();
+    let gate = GateView {
+        queue: s.gate.channels.clone(),
+        priority: s.gate.num_priority as usize,
+        state_consumed: channels.iter().all(|ch| ch.state_consumed),
+    };
     Snapshot {
-        channels: (0..s.channels.len() as u8).map(|c| model_channel(m, s, c)).collect(),
+        channels,
+        gate,
         task,
         netty_client,
         recycler,
@@ -261,20 +268,9 @@ pub fn violation_kind(v: Violation) -> ErrorKind {
 }
 
 /// `nextDataType` of a `getNextBuffer` of channel `c` that returned `polled`, from the state
-/// after it: a remote channel and a local one in recovery look at their own queue (a local
-/// one never at its subpartition then, except behind a pulled priority event that has another
-/// priority event behind it); a local channel after recovery reports its subpartition's head.
+/// after it (the model decides the gate's re-queue on it, see `RecoveryModel::next_after_poll`).
 fn next_after_poll(m: &RecoveryModel, post: &State, c: u8, polled: Payload) -> DataType {
-    let ch = post.ch(c);
-    let own = DataType::of_head(ch.queue.first().map(|e| e.payload));
-    match m.cfg.channels[c as usize].kind {
-        ChannelKind::Remote => own,
-        ChannelKind::Local if ch.in_recovery => match (polled, ch.producer.subpartition.first()) {
-            (Payload::Barrier(_), Some(next @ Payload::Barrier(_))) => DataType::of(*next),
-            _ => own,
-        },
-        ChannelKind::Local => DataType::of_head(ch.producer.subpartition.first().copied()),
-    }
+    DataType::of_head(m.next_after_poll(post, c, polled))
 }
 
 /// What the model predicts a caller sees when `action` takes `pre` to `post`.
@@ -286,6 +282,12 @@ pub fn model_observation(m: &RecoveryModel, pre: &State, action: &Action, post: 
     }
     match *action {
         Action::GetNextBuffer { channel: c } => {
+            if pre.ch(c).released && m.cfg.channels[c as usize].kind == ChannelKind::Remote {
+                // "Queried for a buffer after channel has been released."
+                return Observation::Error {
+                    error: ErrorKind::Released,
+                };
+            }
             let (before, after) = (&pre.ch(c).ghost_delivered, &post.ch(c).ghost_delivered);
             if after.len() > before.len() {
                 let d = after.last().expect("grew");

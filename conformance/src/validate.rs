@@ -65,6 +65,7 @@ use crate::projection::{IdMap, impl_pending, item_of, model_observation, model_s
 use recovery_impl::event_log::{Event, Recorded};
 use recovery_impl::pause_point::PausePoint;
 use recovery_impl::{BufferId, BufferKind, ChannelError, DeclineReason, InputChannelInfo};
+use recovery_model::model::GatePolling;
 use recovery_model::state::{NetBuf, State};
 use recovery_model::{Action, ChannelKind, RecoveryModel, Thread};
 use stateright::Model;
@@ -965,7 +966,12 @@ impl Search<'_> {
 /// Replays `steps` through `model` from its initial state. Returns the accepted interleaving
 /// (the steps' actions in the order placed), or the first step that no interleaving within
 /// `window` (1: exactly the logged order, compound steps anywhere in their span) could place.
+///
+/// The log records what each poll returned, not the gate's channel queue, whose order also
+/// depends on notifications racing after their locks (which the model makes atomic): the model
+/// used here lets the task poll any channel with data ([`GatePolling::AnyChannelWithData`]).
 pub fn validate(model: &RecoveryModel, steps: &[Step], window: usize) -> Result<Vec<Action>, Box<Rejection>> {
+    let model = &model.clone().with_polling(GatePolling::AnyChannelWithData);
     threads_consistent(model, steps)?;
     let mut names: Vec<&str> = Vec::new();
     let mut threads: Vec<Vec<usize>> = Vec::new();

@@ -133,7 +133,7 @@ fn broken_driver_replaying_the_stash_at_the_head_is_reported_with_step_and_diff(
     let d = lockstep(&mut reference, &mut broken, &actions, Compare::Every).expect_err("the broken driver diverges");
     let consumed = actions
         .iter()
-        .position(|a| matches!(a, Action::OnRecoveredStateConsumed { .. }))
+        .position(|a| *a == Action::OnRecoveredStateConsumed { channel: 1 })
         .unwrap();
     assert_eq!(d.step, consumed + 1, "{d}");
     assert!(matches!(d.action(), Action::OnRecoveredStateConsumed { channel: 1 }));

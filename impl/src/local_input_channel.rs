@@ -468,6 +468,10 @@ impl RecoverableInputChannel for LocalInputChannel {
     fn get_next_buffer(&self) -> Result<Option<BufferAndAvailability>> {
         self.check_error()?;
         let view = self.subpartition_view();
+        if view.is_none() && self.shared.released.load(Ordering::SeqCst) {
+            // Released (the view went with it): nothing more, as Flink's `getNextBuffer`.
+            return Ok(None);
+        }
         // Probe upstream outside the channel lock (Flink's `getAvailabilityAndBacklog(true)`).
         let probe = match &view {
             Some(view) if view.get_availability_and_backlog(true).0 => DataType::DataBuffer,

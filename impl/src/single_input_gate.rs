@@ -228,6 +228,25 @@ impl InputChannelHandle {
     }
 }
 
+/// What one turn of the gate's polling loop found ([`SingleInputGate::poll_channel`]).
+#[derive(Debug)]
+pub enum ChannelPoll {
+    /// No channel is queued.
+    NoChannel,
+    /// The head channel returned nothing; it is no longer queued.
+    Empty {
+        /// Its index.
+        channel: usize,
+    },
+    /// The head channel returned `next`.
+    Buffer {
+        /// Its index.
+        channel: usize,
+        /// What `getNextBuffer()` returned.
+        next: BufferAndAvailability,
+    },
+}
+
 /// Flink's `BufferOrEvent`: what the gate hands to the task.
 #[derive(Debug)]
 pub struct BufferOrEvent {
@@ -387,25 +406,38 @@ impl SingleInputGate {
         self.state_consumed_futures().iter().all(StateConsumedFuture::is_done)
     }
 
+    /// One turn of the loop in Flink's `waitAndGetNextData`: `getChannel(false)`, then the
+    /// channel's `getNextBuffer()`, then `queueChannel` again if it reported more
+    /// (`moreAvailable`; at the priority head when that is a priority event). A channel that
+    /// returns nothing is left out of the queue until it notifies again.
+    pub fn poll_channel(&self) -> Result<ChannelPoll> {
+        let Some(index) = self.channels_with_data.poll() else {
+            return Ok(ChannelPoll::NoChannel);
+        };
+        let Some(channel) = self.channel(index) else {
+            return Ok(ChannelPoll::Empty { channel: index });
+        };
+        let Some(next) = channel.get_next_buffer()? else {
+            return Ok(ChannelPoll::Empty { channel: index });
+        };
+        if next.next_data_type.is_available() {
+            self.channels_with_data
+                .queue_channel(index, next.next_data_type.has_priority());
+        }
+        Ok(ChannelPoll::Buffer { channel: index, next })
+    }
+
     /// `pollNext()` (task thread): the next buffer or event of any channel, or `None` if none
     /// is available now. The `EndOfFetchedChannelStateEvent` sentinel is consumed here.
     pub fn poll_next(&self) -> Result<Option<BufferOrEvent>> {
         loop {
-            let Some(index) = self.channels_with_data.poll() else {
-                return Ok(None);
+            let (index, next) = match self.poll_channel()? {
+                ChannelPoll::NoChannel => return Ok(None),
+                ChannelPoll::Empty { .. } => continue,
+                ChannelPoll::Buffer { channel, next } => (channel, next),
             };
-            let Some(channel) = self.channel(index) else {
-                continue;
-            };
-            let Some(next) = channel.get_next_buffer()? else {
-                continue;
-            };
-            if next.next_data_type.is_available() {
-                self.channels_with_data
-                    .queue_channel(index, next.next_data_type.has_priority());
-            }
             if next.buffer.kind() == BufferKind::EndOfFetchedChannelState {
-                let recoverable = channel.as_recoverable().ok_or_else(|| {
+                let recoverable = self.channel(index).and_then(|c| c.as_recoverable()).ok_or_else(|| {
                     ChannelError::illegal_state("EndOfFetchedChannelStateEvent from a channel that is not recoverable.")
                 })?;
                 next.buffer.recycle_buffer()?;

@@ -251,10 +251,28 @@ pub fn state(m: &RecoveryModel, s: &State) -> String {
         let _ = writeln!(out, "ASSERTION on {}: {v:?}", m.channel_name(c));
     }
     let _ = writeln!(out, "checkpoints {}", checkpoints(s));
+    if m.models_gate_queue() {
+        let _ = writeln!(out, "gate queue {}", gate_queue(m, s));
+    }
     for c in 0..s.channels.len() as u8 {
         out.push_str(&channel(m, s, c));
     }
     out
+}
+
+/// The gate's `inputChannelsWithData`, head first, priority entries marked `!`.
+pub fn gate_queue(m: &RecoveryModel, s: &State) -> String {
+    let names: Vec<String> = s
+        .gate
+        .channels
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let mark = if i < s.gate.num_priority as usize { "!" } else { "" };
+            format!("{}{mark}", m.channel_name(*c))
+        })
+        .collect();
+    format!("[{}]", names.join(" "))
 }
 
 /// What the task thread does next, in Flink's words.
@@ -502,6 +520,9 @@ pub fn changes(m: &RecoveryModel, a: &State, b: &State, own: Option<u8>) -> Vec<
         if x != y {
             out.push(format!("cp{} {}", i + 1, checkpoint_status(*y)));
         }
+    }
+    if a.gate != b.gate {
+        out.push(format!("gate queue {} -> {}", gate_queue(m, a), gate_queue(m, b)));
     }
     if a.task != b.task && b.task != TaskPc::Idle {
         out.push(format!("task {}", task_pc(m, b.task)));

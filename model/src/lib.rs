@@ -26,6 +26,7 @@ pub mod producer;
 pub mod properties;
 pub mod recoverable_input_channel;
 pub mod remote_input_channel;
+pub mod single_input_gate;
 pub mod state;
 pub mod svg;
 pub mod task;

@@ -13,23 +13,32 @@ pub struct Polled {
     pub seq: i32,
 }
 
-/// Whether `getNextBuffer()` returns something now (the gate only polls channels with data).
-pub fn has_next(ch: &Channel, view_exists: bool) -> bool {
+/// Whether `getNextBuffer()` returns something now (what the gate must have queued).
+pub fn has_next(ch: &Channel) -> bool {
     if ch.released {
         return false;
     }
     if ch.in_recovery {
-        (!ch.pending_priority && !ch.queue.is_empty()) || (ch.pending_priority && view_exists)
+        // A recovered element, or a pending priority event (which implies a listener, hence a
+        // view to pull it from).
+        ch.pending_priority || !ch.queue.is_empty()
     } else {
-        view_exists && !ch.producer.subpartition.is_empty()
+        ch.listener && !ch.producer.subpartition.is_empty()
     }
 }
 
-/// `getNextBuffer()` under the `inRecovery` predicate of PR2.
-pub fn get_next_buffer(ch: &mut Channel, variant: Variant) -> Result<Polled, Violation> {
+/// `getNextBuffer()` under the `inRecovery` predicate of PR2; `None` when there is nothing to
+/// return (a released channel has no view and returns nothing, as in Flink).
+pub fn get_next_buffer(ch: &mut Channel, variant: Variant) -> Result<Option<Polled>, Violation> {
+    if ch.released {
+        return Ok(None);
+    }
     if ch.in_recovery {
         if !ch.pending_priority {
-            let head = ch.queue.pop_front().expect("guarded by has_next");
+            let Some(head) = ch.queue.pop_front() else {
+                // Live upstream data stays hidden during recovery.
+                return Ok(None);
+            };
             // wrapRecoveredBufferAsAvailability: a number per element, no checkForBarrier and
             // no maybePersist (the FLINK-40016 fix).
             let seq = ch.recovery_seq;
@@ -38,24 +47,40 @@ pub fn get_next_buffer(ch: &mut Channel, variant: Variant) -> Result<Polled, Vio
                 ch.persister.check_for_barrier(head.payload);
                 ch.persister.maybe_persist(head.payload, &mut ch.ghost_persisted);
             }
-            return Ok(Polled {
+            return Ok(Some(Polled {
                 payload: head.payload,
                 seq,
-            });
+            }));
         }
-        return pull_priority_from_subpartition_view(ch);
+        return pull_priority_from_subpartition_view(ch).map(Some);
     }
     // Normal path, unchanged from master: poll the view, checkForBarrier and maybePersist.
+    if ch.producer.subpartition.is_empty() {
+        return Ok(None);
+    }
     let payload = poll_view(ch);
     let seq = ch.producer.next_seq - 1;
     ch.persister.check_for_barrier(payload);
     ch.persister.maybe_persist(payload, &mut ch.ghost_persisted);
-    Ok(Polled { payload, seq })
+    Ok(Some(Polled { payload, seq }))
+}
+
+/// `nextDataType` of the `getNextBuffer` that returned `polled`, as the element it names: in
+/// recovery the recovered queue's head (never the subpartition's, except behind a pulled
+/// priority event that has another one behind it); after recovery the subpartition's head.
+pub fn next_after_poll(ch: &Channel, polled: Payload) -> Option<Payload> {
+    let own = ch.queue.first().map(|e| e.payload);
+    let upstream = ch.producer.subpartition.first().copied();
+    match (ch.in_recovery, polled, upstream) {
+        (true, Payload::Barrier(_), Some(next @ Payload::Barrier(_))) => Some(next),
+        (true, _, _) => own,
+        (false, _, _) => upstream,
+    }
 }
 
 /// `subpartitionView.getNextBuffer()`.
 fn poll_view(ch: &mut Channel) -> Payload {
-    let payload = ch.producer.subpartition.pop_front().expect("guarded by has_next");
+    let payload = ch.producer.subpartition.pop_front().expect("checked by the caller");
     if let Payload::Barrier(cp) = payload {
         ch.ghost_barrier_after[cp as usize - 1] = Some(ch.producer.dequeued());
     }
@@ -78,15 +103,18 @@ fn pull_priority_from_subpartition_view(ch: &mut Channel) -> Result<Polled, Viol
     Ok(Polled { payload, seq })
 }
 
-/// `notifyPriorityEvent` from the producer: only a created view has a listener.
-pub fn notify_priority_event(ch: &mut Channel, view_exists: bool) {
-    if view_exists {
+/// `notifyPriorityEvent` from the producer: only a created view has a listener. True: the
+/// listener queues the channel at the gate's priority head.
+pub fn notify_priority_event(ch: &mut Channel) -> bool {
+    if ch.listener {
         ch.pending_priority = true;
     }
+    ch.listener
 }
 
 /// `onRecoveredStateConsumed()`: flip recovery off (`checkState(inRecovery, "Recovery already
-/// finished.")`) and complete `stateConsumedFuture`.
+/// finished.")`) and complete `stateConsumedFuture`. The caller then notifies the gate, so that
+/// the live data recovery hid is polled.
 pub fn on_recovered_state_consumed(ch: &mut Channel) -> Option<Violation> {
     if !ch.in_recovery {
         return Some(Violation::RecoveryAlreadyFinished);

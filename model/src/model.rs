@@ -22,6 +22,17 @@ enum IoStep {
     Finish(u8),
 }
 
+/// How the task picks the channel it polls.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum GatePolling {
+    /// As Flink's gate: the head of `inputChannelsWithData`, which may have nothing to return.
+    #[default]
+    Queue,
+    /// Any channel that has something to return, the gate's queue not modelled. Validation of
+    /// implementation logs uses this: a log records what was polled, not the gate's queue.
+    AnyChannelWithData,
+}
+
 /// The recovery protocol of a configured gate, with one fix possibly switched off.
 #[derive(Clone, Debug)]
 pub struct RecoveryModel {
@@ -29,6 +40,8 @@ pub struct RecoveryModel {
     pub cfg: ModelConfig,
     /// Which fix is off.
     pub variant: Variant,
+    /// How the task picks the channel to poll.
+    pub polling: GatePolling,
     io_program: Vec<IoStep>,
 }
 
@@ -45,7 +58,52 @@ impl RecoveryModel {
         RecoveryModel {
             cfg,
             variant,
+            polling: GatePolling::Queue,
             io_program,
+        }
+    }
+
+    /// The same model with the task polling as `polling` says.
+    pub fn with_polling(mut self, polling: GatePolling) -> Self {
+        self.polling = polling;
+        self
+    }
+
+    /// Whether the gate's channel queue is modelled.
+    pub fn models_gate_queue(&self) -> bool {
+        self.polling == GatePolling::Queue
+    }
+
+    /// Whether `getNextBuffer()` of channel `c` returns something now.
+    pub fn has_next(&self, s: &State, c: u8) -> bool {
+        match self.kind(c) {
+            ChannelKind::Local => local::has_next(s.ch(c)),
+            ChannelKind::Remote => remote::has_next(s.ch(c)),
+        }
+    }
+
+    /// `notifyChannelNonEmpty` (or `notifyPriorityEvent` with `priority`) of channel `c`.
+    fn notify(&self, s: &mut State, c: u8, priority: bool) {
+        if self.models_gate_queue() {
+            s.gate.queue_channel(c, priority);
+        }
+    }
+
+    /// What a step's push returned: notify the gate, or record the violation.
+    fn pushed(&self, s: &mut State, c: u8, r: Result<bool, Violation>) {
+        match r {
+            Ok(true) => self.notify(s, c, false),
+            Ok(false) => {}
+            Err(v) => s.violate(c, v),
+        }
+    }
+
+    /// The element `getNextBuffer` of channel `c` names as `nextDataType` after returning
+    /// `polled` (`None`: nothing, the gate drops the channel).
+    pub fn next_after_poll(&self, s: &State, c: u8, polled: Payload) -> Option<Payload> {
+        match self.kind(c) {
+            ChannelKind::Local => local::next_after_poll(s.ch(c), polled),
+            ChannelKind::Remote => s.ch(c).queue.first().map(|e| e.payload),
         }
     }
 
@@ -120,6 +178,7 @@ impl RecoveryModel {
                     released: false,
                     state_consumed: false,
                     pending_priority: false,
+                    listener: false,
                     last_barrier: (-1, -1),
                     persister: Default::default(),
                     bm,
@@ -144,6 +203,7 @@ impl RecoveryModel {
             .collect();
         State {
             channels,
+            gate: Default::default(),
             task: TaskPc::Idle,
             partitions_requested: false,
             converted: false,
@@ -176,14 +236,18 @@ impl RecoveryModel {
                 if !s.partitions_requested {
                     out.push(Action::RequestPartitions);
                 }
-                for c in 0..s.channels.len() as u8 {
-                    let ch = s.ch(c);
-                    let has_next = match self.kind(c) {
-                        ChannelKind::Local => local::has_next(ch, s.partitions_requested),
-                        ChannelKind::Remote => remote::has_next(ch),
-                    };
-                    if has_next {
-                        out.push(Action::GetNextBuffer { channel: c });
+                match self.polling {
+                    GatePolling::Queue => {
+                        if let Some(channel) = s.gate.head() {
+                            out.push(Action::GetNextBuffer { channel });
+                        }
+                    }
+                    GatePolling::AnyChannelWithData => {
+                        for c in 0..s.channels.len() as u8 {
+                            if self.has_next(s, c) {
+                                out.push(Action::GetNextBuffer { channel: c });
+                            }
+                        }
                     }
                 }
             }
@@ -307,9 +371,8 @@ impl RecoveryModel {
             let kind = self.kind(c);
             let recovered = self.cfg.channels[c as usize].recovered;
             for i in s.ch(c).ghost_pushed..recovered {
-                if let Some(v) = rc::on_recovered_state_buffer(s.ch_mut(c), kind, Payload::Recovered(i)) {
-                    s.violate(c, v);
-                }
+                let r = rc::on_recovered_state_buffer(s.ch_mut(c), kind, Payload::Recovered(i));
+                self.pushed(s, c, r);
                 s.ch_mut(c).ghost_pushed = i + 1;
             }
             if self.variant == Variant::FinishDeliveryDuringConversion {
@@ -318,11 +381,11 @@ impl RecoveryModel {
                     s.task = TaskPc::AwaitUpstreamReady { channel: c };
                     return;
                 }
-                if let Some(v) = rc::finish_recovered_buffer_delivery(s.ch_mut(c), kind) {
-                    s.violate(c, v);
-                }
-            } else if let Some(v) = rc::on_recovered_state_buffer(s.ch_mut(c), kind, Payload::EndOfRecovery) {
-                s.violate(c, v);
+                let r = rc::finish_recovered_buffer_delivery(s.ch_mut(c), kind);
+                self.pushed(s, c, r);
+            } else {
+                let r = rc::on_recovered_state_buffer(s.ch_mut(c), kind, Payload::EndOfRecovery);
+                self.pushed(s, c, r);
             }
         }
         s.converted = true;
@@ -342,7 +405,14 @@ impl RecoveryModel {
                 continue;
             }
             match self.kind(c) {
-                ChannelKind::Local => ch.upstream_ready = true,
+                ChannelKind::Local => {
+                    ch.upstream_ready = true;
+                    ch.listener = true;
+                    // createReadView tells its new listener about data already queued.
+                    if !ch.producer.subpartition.is_empty() {
+                        self.notify(s, c, false);
+                    }
+                }
                 ChannelKind::Remote => {
                     let needs_recovery = true;
                     let ignore = self.variant == Variant::ProducerIgnoresNeedsRecovery;
@@ -352,36 +422,48 @@ impl RecoveryModel {
         }
     }
 
+    /// One turn of the gate's `pollNext` loop: dequeue channel `c`, `getNextBuffer()`, re-queue
+    /// it if more is available, and hand what was polled on. A released remote channel throws
+    /// (the task is being cancelled and ignores it); a released local one returns nothing.
     fn get_next_buffer(&self, s: &mut State, c: u8) {
+        if self.models_gate_queue() {
+            s.gate.poll();
+        }
         let (payload, seq) = match self.kind(c) {
             ChannelKind::Local => match local::get_next_buffer(s.ch_mut(c), self.variant) {
-                Ok(p) => (p.payload, p.seq),
+                Ok(Some(p)) => (p.payload, p.seq),
+                Ok(None) => return,
                 Err(v) => return s.violate(c, v),
             },
             ChannelKind::Remote => {
-                let e = remote::get_next_buffer(s.ch_mut(c));
+                let Some(e) = remote::get_next_buffer(s.ch_mut(c)) else {
+                    return;
+                };
                 // The operator holds the network buffer until it recycles it.
                 s.ch_mut(c).held.extend(e.buffer);
                 (e.payload, e.seq)
             }
         };
+        if let Some(next) = self.next_after_poll(s, c, payload) {
+            self.notify(s, c, matches!(next, Payload::Barrier(_)));
+        }
         task::handle_polled(s, &self.cfg, c, payload, seq);
     }
 
     fn on_recovered_state_consumed(&self, s: &mut State, c: u8) {
-        let violation = match self.kind(c) {
+        let r = match self.kind(c) {
             ChannelKind::Local => {
                 s.task = TaskPc::Idle;
-                local::on_recovered_state_consumed(s.ch_mut(c))
+                // Re-queue the channel so that the live data recovery hid is polled.
+                let requeue = self.variant != Variant::NoRequeueAfterRecovery;
+                local::on_recovered_state_consumed(s.ch_mut(c)).map_or(Ok(requeue), Err)
             }
             ChannelKind::Remote => {
                 s.task = TaskPc::EnableNotify { channel: c };
                 remote::on_recovered_state_consumed(s.ch_mut(c), self.variant)
             }
         };
-        if let Some(v) = violation {
-            s.violate(c, v);
-        }
+        self.pushed(s, c, r);
     }
 
     /// `bufferManager.enableNotify()` then `stateConsumedFuture.complete`. The two B6 variants
@@ -507,7 +589,7 @@ impl Model for RecoveryModel {
                 } else {
                     None
                 };
-                let v = rc::on_recovered_state_buffer(ch, kind, Payload::Recovered(i));
+                let r = rc::on_recovered_state_buffer(ch, kind, Payload::Recovered(i));
                 if let Some(b) = buffer {
                     // The recovered data sits in a buffer lent by the channel's own manager.
                     match ch.queue.last_mut() {
@@ -515,26 +597,33 @@ impl Model for RecoveryModel {
                         _ => ch.held.push(b),
                     }
                 }
-                if let Some(v) = v {
-                    s.violate(c, v);
-                }
+                self.pushed(&mut s, c, r);
             }
             Action::FinishRecoveredBufferDelivery { channel: c } => {
-                let v = rc::finish_recovered_buffer_delivery(s.ch_mut(c), self.kind(c));
-                if let Some(v) = v {
-                    s.violate(c, v);
-                }
+                let r = rc::finish_recovered_buffer_delivery(s.ch_mut(c), self.kind(c));
+                self.pushed(&mut s, c, r);
                 if let TaskPc::AwaitUpstreamReady { .. } = s.task {
                     self.convert_from(&mut s, c + 1);
                 } else {
                     s.io_pc += 1;
                 }
             }
-            Action::ConvertRecoveredInputChannels => self.convert_from(&mut s, 0),
+            Action::ConvertRecoveredInputChannels => {
+                // The drainer filled each live `RecoveredInputChannel` (its legacy sentinel at
+                // least): each queued itself, in channel order.
+                for c in 0..s.channels.len() as u8 {
+                    if !s.ch(c).released {
+                        self.notify(&mut s, c, false);
+                    }
+                }
+                self.convert_from(&mut s, 0)
+            }
             Action::RequestPartitions => self.request_partitions(&mut s),
             Action::GetNextBuffer { channel: c } => self.get_next_buffer(&mut s, c),
             Action::InsertRecoveryCheckpointBarrier { channel: c, cp } => {
-                task::insert_recovery_checkpoint_barrier(&mut s, &self.cfg, c, cp)
+                if task::insert_recovery_checkpoint_barrier(&mut s, &self.cfg, c, cp) {
+                    self.notify(&mut s, c, false);
+                }
             }
             Action::CheckpointStarted { channel: c, cp } => {
                 task::checkpoint_started(&mut s, &self.cfg, self.variant, c, cp)
@@ -545,11 +634,10 @@ impl Model for RecoveryModel {
                 self.notify_buffer_available(&mut s, thread, c, n)
             }
             Action::EmitCheckpointBarrier { channel: c, cp } => {
-                let requested = s.partitions_requested;
                 let ch = s.ch_mut(c);
                 ch.producer.emit_barrier(cp);
-                if self.kind(c) == ChannelKind::Local {
-                    local::notify_priority_event(ch, requested);
+                if self.kind(c) == ChannelKind::Local && local::notify_priority_event(ch) {
+                    self.notify(&mut s, c, true);
                 }
             }
             Action::SendBuffer { channel: c } => {
@@ -567,7 +655,15 @@ impl Model for RecoveryModel {
                 *ch.producer.reader_credit.as_mut().expect("reader exists") += credit;
             }
             Action::OnBuffer { channel: c } => match remote::on_buffer(s.ch_mut(c), self.variant) {
-                Ok(backlog) => s.client_backlog = backlog.map(|backlog| SenderBacklog { channel: c, backlog }),
+                Ok(r) => {
+                    if r.notify_priority {
+                        self.notify(&mut s, c, true);
+                    }
+                    if r.notify_non_empty {
+                        self.notify(&mut s, c, false);
+                    }
+                    s.client_backlog = r.backlog.map(|backlog| SenderBacklog { channel: c, backlog });
+                }
                 Err(v) => s.violate(c, v),
             },
             Action::OnSenderBacklog { channel: c } => {

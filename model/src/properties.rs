@@ -50,6 +50,7 @@ pub const PROPERTIES: &[(Expectation, &str, Pred)] = &[
     ),
     (Expectation::Always, "priority events first", priority_events_first),
     (Expectation::Always, "no protocol violation", no_protocol_violation),
+    (Expectation::Always, "no lost notification", no_lost_notification),
     // --- liveness ---
     (
         Expectation::Eventually,
@@ -428,6 +429,12 @@ fn priority_events_first(_: &RecoveryModel, s: &State) -> bool {
 /// recovery, double consumption, send without credit, missing priority event).
 fn no_protocol_violation(_: &RecoveryModel, s: &State) -> bool {
     s.violation.is_none()
+}
+
+/// Every channel with something to return is in the gate's queue: otherwise the task, which
+/// only polls queued channels, never looks at it again (a lost `notifyChannelNonEmpty`).
+fn no_lost_notification(m: &RecoveryModel, s: &State) -> bool {
+    !m.models_gate_queue() || (0..s.channels.len() as u8).all(|c| !m.has_next(s, c) || s.gate.contains(c))
 }
 
 /// L1: every channel's `stateConsumedFuture` completes (normally, or exceptionally on release).

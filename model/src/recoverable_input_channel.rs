@@ -7,8 +7,10 @@ use crate::state::{Channel, CheckpointId, Entry, Payload, Violation};
 use crate::variant::Variant;
 
 /// `offerRecoveredBuffer` / `appendRecoveredBuffer`: append at the tail. Remote numbers the
-/// element now; local numbers it when it is consumed.
-fn append_recovered(ch: &mut Channel, kind: ChannelKind, payload: Payload) {
+/// element now; local numbers it when it is consumed. Returns whether the queue was empty: the
+/// caller then notifies the gate (`notifyChannelNonEmpty`).
+fn append_recovered(ch: &mut Channel, kind: ChannelKind, payload: Payload) -> bool {
+    let was_empty = ch.queue.is_empty();
     let seq = match kind {
         ChannelKind::Remote => {
             ch.recovery_seq += 1;
@@ -21,44 +23,50 @@ fn append_recovered(ch: &mut Channel, kind: ChannelKind, payload: Payload) {
         seq,
         buffer: None,
     });
+    was_empty
 }
 
 /// `onRecoveredStateBuffer(buffer)`: a released channel recycles the buffer; otherwise it must
 /// still be in recovery (`checkState(inRecovery, "Push into recovered buffers after recovery
-/// finished.")`).
-pub fn on_recovered_state_buffer(ch: &mut Channel, kind: ChannelKind, payload: Payload) -> Option<Violation> {
+/// finished.")`). `Ok(true)`: the queue was empty, notify the gate.
+pub fn on_recovered_state_buffer(ch: &mut Channel, kind: ChannelKind, payload: Payload) -> Result<bool, Violation> {
     if ch.released {
         if let Payload::Recovered(i) = payload {
             ch.ghost_freed.push(i);
         }
-        return None;
+        return Ok(false);
     }
     if !ch.in_recovery {
-        return Some(Violation::PushAfterRecovery);
+        return Err(Violation::PushAfterRecovery);
     }
-    append_recovered(ch, kind, payload);
-    None
+    Ok(append_recovered(ch, kind, payload))
 }
 
 /// `finishRecoveredBufferDelivery()` after its latch opened: append the sentinel unless
-/// released (`checkState(inRecovery, "Recovery delivery already finished.")`).
-pub fn finish_recovered_buffer_delivery(ch: &mut Channel, kind: ChannelKind) -> Option<Violation> {
+/// released (`checkState(inRecovery, "Recovery delivery already finished.")`). `Ok(true)`:
+/// notify the gate.
+pub fn finish_recovered_buffer_delivery(ch: &mut Channel, kind: ChannelKind) -> Result<bool, Violation> {
     if ch.released {
-        return None;
+        return Ok(false);
     }
     if !ch.in_recovery {
-        return Some(Violation::PushAfterRecovery);
+        return Err(Violation::PushAfterRecovery);
     }
-    append_recovered(ch, kind, Payload::EndOfRecovery);
-    None
+    Ok(append_recovered(ch, kind, Payload::EndOfRecovery))
 }
 
-/// `insertRecoveryCheckpointBarrierIfInRecovery(cp)`: no-op once recovered or released.
-pub fn insert_recovery_checkpoint_barrier_if_in_recovery(ch: &mut Channel, kind: ChannelKind, cp: CheckpointId) {
-    if !ch.released && ch.in_recovery {
-        append_recovered(ch, kind, Payload::RecoveryBarrier(cp));
-        ch.ghost_rcb_at[cp as usize - 1] = Some(ch.ghost_pushed);
+/// `insertRecoveryCheckpointBarrierIfInRecovery(cp)`: no-op once recovered or released. True:
+/// notify the gate.
+pub fn insert_recovery_checkpoint_barrier_if_in_recovery(
+    ch: &mut Channel,
+    kind: ChannelKind,
+    cp: CheckpointId,
+) -> bool {
+    if ch.released || !ch.in_recovery {
+        return false;
     }
+    ch.ghost_rcb_at[cp as usize - 1] = Some(ch.ghost_pushed);
+    append_recovered(ch, kind, Payload::RecoveryBarrier(cp))
 }
 
 /// Why `collectPreRecoveryBarrier` threw.

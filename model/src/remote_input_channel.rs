@@ -13,15 +13,26 @@ fn add_priority(ch: &mut Channel, e: Entry) {
     ch.priority_len += 1;
 }
 
+/// What `onBuffer` hands to the code after its critical section.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OnBuffer {
+    /// The backlog for the `onSenderBacklog` that follows (none on a released channel, which
+    /// drops the buffer and returns).
+    pub backlog: Option<u8>,
+    /// A first priority element was queued: `notifyPriorityEvent`.
+    pub notify_priority: bool,
+    /// The queue was empty: `notifyChannelNonEmpty`.
+    pub notify_non_empty: bool,
+}
+
 /// `onBuffer(buffer, seq, backlog)` on the Netty client, with the `requestBuffer()` that
-/// decoding a data buffer needs. Returns the backlog for the `onSenderBacklog` that follows
-/// (none on a released channel, which drops the buffer and returns).
-pub fn on_buffer(ch: &mut Channel, variant: Variant) -> Result<Option<u8>, Violation> {
+/// decoding a data buffer needs.
+pub fn on_buffer(ch: &mut Channel, variant: Variant) -> Result<OnBuffer, Violation> {
     let Wire { payload, seq, backlog } = ch.producer.wire.pop_front().expect("guarded");
     // The first buffer from upstream proves the partition request went through.
     ch.upstream_ready = true;
     if ch.released {
-        return Ok(None);
+        return Ok(OnBuffer::default());
     }
     let mut buffer: Option<NetBuf> = None;
     if payload.is_data() {
@@ -31,16 +42,27 @@ pub fn on_buffer(ch: &mut Channel, variant: Variant) -> Result<Option<u8>, Viola
         }
     }
     let entry = Entry { payload, seq, buffer };
+    let was_empty = ch.queue.is_empty();
     let mut violation = None;
-    match payload {
-        Payload::Barrier(_) => add_priority(ch, entry),
-        Payload::Event(_) if ch.in_recovery && variant != Variant::NoEventStash => ch.stash.push(entry),
+    let (notify_priority, notify_non_empty) = match payload {
+        Payload::Barrier(_) => {
+            add_priority(ch, entry);
+            (ch.priority_len == 1, was_empty)
+        }
+        Payload::Event(_) if ch.in_recovery && variant != Variant::NoEventStash => {
+            ch.stash.push(entry);
+            (false, false)
+        }
         Payload::Data(_) if ch.in_recovery => {
             violation = Some(Violation::DataDuringRecovery);
             ch.queue.push(entry);
+            (false, was_empty)
         }
-        _ => ch.queue.push(entry),
-    }
+        _ => {
+            ch.queue.push(entry);
+            (false, was_empty)
+        }
+    };
     if let Some(cp) = ch.persister.check_for_barrier(payload) {
         ch.last_barrier = (cp as i8, seq);
     }
@@ -50,7 +72,11 @@ pub fn on_buffer(ch: &mut Channel, variant: Variant) -> Result<Option<u8>, Viola
     }
     // `onSenderBacklog` runs after the lock, a separate step: the drainer (upstreamReady is
     // open now) or the task may take buffers in between.
-    Ok(Some(backlog))
+    Ok(OnBuffer {
+        backlog: Some(backlog),
+        notify_priority,
+        notify_non_empty,
+    })
 }
 
 /// `onSenderBacklog(backlog)`: `requestFloatingBuffers(backlog + initialCredit)`; the credit to
@@ -69,13 +95,13 @@ pub fn on_sender_backlog(
 }
 
 /// `getNextBuffer()`: the head of `receivedBuffers`, priority elements first, with the
-/// element's own sequence number. The consume path is master's.
-pub fn get_next_buffer(ch: &mut Channel) -> Entry {
-    let e = ch.queue.pop_front().expect("guarded by has_next");
+/// element's own sequence number; `None` when the queue is empty. The consume path is master's.
+pub fn get_next_buffer(ch: &mut Channel) -> Option<Entry> {
+    let e = ch.queue.pop_front()?;
     if ch.priority_len > 0 {
         ch.priority_len -= 1;
     }
-    e
+    Some(e)
 }
 
 /// Whether `getNextBuffer()` returns something now.
@@ -85,12 +111,14 @@ pub fn has_next(ch: &Channel) -> bool {
 
 /// `onRecoveredStateConsumed()`, the `receivedBuffers` critical section: recovery off and the
 /// stash replayed at the tail in FIFO order, so that stashed events stay behind everything the
-/// recovered stream queued and ahead of everything credit lets in later.
-pub fn on_recovered_state_consumed(ch: &mut Channel, variant: Variant) -> Option<Violation> {
+/// recovered stream queued and ahead of everything credit lets in later. `Ok(true)`: the stash
+/// filled an empty queue, notify the gate.
+pub fn on_recovered_state_consumed(ch: &mut Channel, variant: Variant) -> Result<bool, Violation> {
     if !ch.in_recovery {
-        return Some(Violation::RecoveryAlreadyFinished);
+        return Err(Violation::RecoveryAlreadyFinished);
     }
     ch.in_recovery = false;
+    let notify = ch.queue.is_empty() && !ch.stash.is_empty();
     ch.ghost_replayed += ch.stash.len() as u8;
     let stash: Vec<Entry> = ch.stash.drain(..).collect();
     if variant == Variant::StashReplayedAtHead {
@@ -100,7 +128,7 @@ pub fn on_recovered_state_consumed(ch: &mut Channel, variant: Variant) -> Option
     } else {
         ch.queue.extend(stash);
     }
-    None
+    Ok(notify)
 }
 
 /// `getInflightBuffersUnsafe(cp)` of master's `checkpointStarted`: the queued data buffers

@@ -7,6 +7,7 @@
 use crate::buffer_manager::BufferManager;
 use crate::channel_state_persister::ChannelStatePersister;
 use crate::producer::Producer;
+use crate::single_input_gate::InputChannelsWithData;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -142,6 +143,9 @@ pub struct Channel {
     pub state_consumed: bool,
     /// Local: `hasPendingPriorityEvent`.
     pub pending_priority: bool,
+    /// Local: the subpartition view was created with this channel as its availability
+    /// listener (`requestSubpartitions` on a live channel); it stays after a release.
+    pub listener: bool,
     /// Remote: `lastBarrierId` / `lastBarrierSequenceNumber` (-1 = NONE).
     pub last_barrier: (i8, i32),
     /// `channelStatePersister`.
@@ -281,6 +285,8 @@ pub enum RecyclerPc {
 pub struct State {
     /// One entry per configured channel.
     pub channels: Vec<Channel>,
+    /// The gate's `inputChannelsWithData`.
+    pub gate: InputChannelsWithData,
     /// Task thread.
     pub task: TaskPc,
     /// `requestPartitions` ran (mail on the task thread).

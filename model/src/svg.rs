@@ -229,7 +229,16 @@ fn header(cv: &mut Canvas, m: &RecoveryModel, s: &State) {
         cv.text(12.0, cv.y, "", &format!("pending after lock: {p}"));
     }
     cv.y += 17.0;
-    cv.text(12.0, cv.y, "", &format!("checkpoints: {}", format::checkpoints(s)));
+    cv.text(
+        12.0,
+        cv.y,
+        "",
+        &format!(
+            "checkpoints: {}   gate queue: {}",
+            format::checkpoints(s),
+            format::gate_queue(m, s)
+        ),
+    );
     cv.y += 12.0;
 }
 

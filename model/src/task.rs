@@ -66,13 +66,15 @@ fn maybe_complete(s: &mut State, cp: CheckpointId) {
 }
 
 /// Task: `insertRecoveryCheckpointBarrierIfInRecovery(cp)` on the channel whose turn it is.
-pub fn insert_recovery_checkpoint_barrier(s: &mut State, cfg: &ModelConfig, c: u8, cp: CheckpointId) {
-    rc::insert_recovery_checkpoint_barrier_if_in_recovery(s.ch_mut(c), cfg.channels[c as usize].kind, cp);
+/// True: the queue was empty, notify the gate.
+pub fn insert_recovery_checkpoint_barrier(s: &mut State, cfg: &ModelConfig, c: u8, cp: CheckpointId) -> bool {
+    let notify = rc::insert_recovery_checkpoint_barrier_if_in_recovery(s.ch_mut(c), cfg.channels[c as usize].kind, cp);
     s.task = TaskPc::Trigger {
         cp,
         channel: c,
         inserted: true,
     };
+    notify
 }
 
 /// Task: `checkpointStarted(cp)` on channel `c`, then the next channel, or the end of the trigger.

@@ -31,6 +31,9 @@ pub enum Variant {
     RecoverySequenceFromZero,
     /// A checkpoint without its `RecoveryCheckpointBarrier` persists what it found.
     NoDeclineOnMissingBarrier,
+    /// `LocalInputChannel.onRecoveredStateConsumed` does not re-queue the channel at the gate:
+    /// the live data recovery hid waits in the subpartition, never polled.
+    NoRequeueAfterRecovery,
 }
 
 /// One row of the bug zoo: the variant, the bug it reintroduces, the property that catches it
@@ -121,6 +124,13 @@ pub const VARIANTS: &[VariantInfo] = &[
         bug: "a checkpoint without its RecoveryCheckpointBarrier persists whatever is queued",
         property: "persisted content is exact",
         preset: "no-trigger",
+    },
+    VariantInfo {
+        variant: Variant::NoRequeueAfterRecovery,
+        name: "no-requeue-after-recovery",
+        bug: "LocalInputChannel.onRecoveredStateConsumed does not notify the gate: live data is never polled",
+        property: "no lost notification",
+        preset: "tiny",
     },
 ];
 
