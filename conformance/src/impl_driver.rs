@@ -304,11 +304,13 @@ impl System {
                 (Delivery::Conversion, ChannelKind::Remote) => {
                     InputChannelHandle::Recovered(RecoveredInputChannel::new(context, RecoveredChannelKind::Remote))
                 }
-                (Delivery::Drainer, ChannelKind::Local) => {
-                    InputChannelHandle::Local(LocalInputChannel::new(context, Arc::clone(&subpartition), true))
-                }
-                (Delivery::Drainer, ChannelKind::Remote) => {
-                    InputChannelHandle::Remote(RemoteInputChannel::new(context, true))
+                (delivery, ChannelKind::Local) => InputChannelHandle::Local(LocalInputChannel::new(
+                    context,
+                    Arc::clone(&subpartition),
+                    delivery.needs_recovery(),
+                )),
+                (delivery, ChannelKind::Remote) => {
+                    InputChannelHandle::Remote(RemoteInputChannel::new(context, delivery.needs_recovery()))
                 }
             };
             if let Some(physical) = handle.as_recoverable() {

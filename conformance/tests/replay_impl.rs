@@ -60,8 +60,9 @@ fn random_walks_with_releases_floating_buffers_and_two_checkpoints_agree_with_th
     // a terminal state cover what `tiny` lacks: releases at any point (`ci`; a release ends most
     // walks early), floating buffers handed back (`floating`, no release), and a second
     // checkpoint whose recovery barrier can come first or subsume (`deep`), the drainer
-    // borrowing a buffer from the pool (`borrow`, remote channel first), and two exclusive
-    // buffers of initial credit (`wide`).
+    // borrowing a buffer from the pool (`borrow`, remote channel first), two exclusive
+    // buffers of initial credit (`wide`), and channels created without recovery, with their
+    // full initial credit in the partition request (`no-recovery`).
     let mut kinds = std::collections::BTreeSet::new();
     let mut rng = SplitMix64::new(7);
     for (name, walks) in [
@@ -70,6 +71,7 @@ fn random_walks_with_releases_floating_buffers_and_two_checkpoints_agree_with_th
         ("deep", 500),
         ("borrow", 300),
         ("wide", 300),
+        ("no-recovery", 500),
     ] {
         let m = model(name, Variant::Fixed);
         let mut reference = ModelDriver::new(m.clone());

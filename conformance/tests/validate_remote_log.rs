@@ -124,13 +124,13 @@ fn run(cfg: &ModelConfig, seed: u64) -> Run {
             network_buffers_per_channel: cc.exclusive as usize,
         };
         let handle = match (cfg.delivery, cc.kind) {
-            (Delivery::Drainer, ChannelKind::Local) => {
-                let channel = LocalInputChannel::new(context, Arc::clone(&partition), true);
+            (delivery @ (Delivery::Drainer | Delivery::NoRecovery), ChannelKind::Local) => {
+                let channel = LocalInputChannel::new(context, Arc::clone(&partition), delivery.needs_recovery());
                 channel.setup().unwrap();
                 InputChannelHandle::Local(channel)
             }
-            (Delivery::Drainer, ChannelKind::Remote) => {
-                let channel = RemoteInputChannel::new(context, true);
+            (delivery @ (Delivery::Drainer | Delivery::NoRecovery), ChannelKind::Remote) => {
+                let channel = RemoteInputChannel::new(context, delivery.needs_recovery());
                 channel.setup().unwrap();
                 InputChannelHandle::Remote(channel)
             }

@@ -235,11 +235,6 @@ impl LocalInputChannel {
         self.request_lock.lock().clone()
     }
 
-    /// `needsRecovery()`.
-    pub fn needs_recovery(&self) -> bool {
-        self.needs_recovery
-    }
-
     /// `completeUpstreamReadyForTest()`.
     pub fn complete_upstream_ready_for_test(&self) {
         self.upstream_ready.count_down();

@@ -772,10 +772,11 @@ impl RecoverableInputChannel for RemoteInputChannel {
         }
         let mut request = self.partition_request.lock();
         if request.is_none() {
+            // NettyPartitionRequestClient.requestSubpartition reads both through the getters.
             *request = Some(PartitionRequest {
                 receiver: self.context.channel_info,
-                credit: self.initial_credit,
-                needs_recovery: self.needs_recovery,
+                credit: self.initial_credit(),
+                needs_recovery: self.needs_recovery(),
             });
             self.partition_requested.store(true, Ordering::SeqCst);
         }

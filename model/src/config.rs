@@ -34,6 +34,17 @@ pub enum Delivery {
     /// PR3's in-memory path: the task thread converts `RecoveredInputChannel`s with
     /// `toInputChannel(true)`, pushing every queued buffer and then the sentinel directly.
     Conversion,
+    /// Nothing to recover: the channels are created with `needsRecovery = false` (not in
+    /// recovery, `stateConsumedFuture` complete, credit notification on, full initial credit
+    /// in the `PartitionRequest`). Every `recovered` must be 0.
+    NoRecovery,
+}
+
+impl Delivery {
+    /// `needsRecovery` of the channels.
+    pub fn needs_recovery(self) -> bool {
+        self != Delivery::NoRecovery
+    }
 }
 
 /// One input channel of the gate.
@@ -95,6 +106,11 @@ impl ModelConfig {
         for (i, c) in self.channels.iter().enumerate() {
             if c.recovered > 8 || c.upstream.len() > 8 {
                 return Err(format!("channel {i}: at most 8 recovered and 8 upstream elements"));
+            }
+            if !self.delivery.needs_recovery() && c.recovered > 0 {
+                return Err(format!(
+                    "channel {i}: delivery no-recovery has nothing to recover; recovered must be 0"
+                ));
             }
             if c.exclusive > 4 || c.floating > 4 {
                 return Err(format!("channel {i}: at most 4 exclusive and 4 floating buffers"));
@@ -235,6 +251,27 @@ pub const PRESETS: &[Preset] = &[
         unreachable: &[
             "recycle races enableNotify",
             "checkpoint persists recovered data",
+            "checkpoint completes during recovery",
+            "recovery barrier queued behind the sentinel",
+        ],
+    },
+    Preset {
+        name: "no-recovery",
+        summary: "channels created without recovery (needsRecovery = false): full initial credit, release at any point",
+        config: || ModelConfig {
+            channels: vec![local(0, &[D, E]), remote(0, &[E, D], 1, 1)],
+            checkpoints: 1,
+            delivery: Delivery::NoRecovery,
+            insert_recovery_barriers: true,
+            release: true,
+        },
+        // No recovered stream: nothing recovered, stashed, announced by enableNotify or queued
+        // behind a sentinel, and no checkpoint runs during recovery.
+        unreachable: &[
+            "checkpoint persists recovered data",
+            "event stashed and replayed",
+            "recycle races enableNotify",
+            "checkpoint declined for missing barrier",
             "checkpoint completes during recovery",
             "recovery barrier queued behind the sentinel",
         ],

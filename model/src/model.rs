@@ -156,9 +156,10 @@ impl RecoveryModel {
             .channels
             .iter()
             .map(|cc| {
+                let needs_recovery = self.cfg.delivery.needs_recovery();
                 let mut bm = crate::buffer_manager::BufferManager {
-                    // Channels are created in recovery state: credit notification disabled.
-                    notify_available: false,
+                    // A channel created in recovery has credit notification disabled.
+                    notify_available: !needs_recovery,
                     pool: (0..cc.floating).map(NetBuf::Floating).collect(),
                     ..Default::default()
                 };
@@ -168,7 +169,7 @@ impl RecoveryModel {
                     queue: Vec::new(),
                     priority_len: 0,
                     stash: Vec::new(),
-                    in_recovery: true,
+                    in_recovery: needs_recovery,
                     recovery_seq: if self.variant == Variant::RecoverySequenceFromZero {
                         0
                     } else {
@@ -176,7 +177,8 @@ impl RecoveryModel {
                     },
                     upstream_ready: false,
                     released: false,
-                    state_consumed: false,
+                    // `stateConsumedFuture` is created complete without recovery.
+                    state_consumed: !needs_recovery,
                     pending_priority: false,
                     listener: false,
                     last_barrier: (-1, -1),
@@ -414,7 +416,7 @@ impl RecoveryModel {
                     }
                 }
                 ChannelKind::Remote => {
-                    let needs_recovery = true;
+                    let needs_recovery = self.cfg.delivery.needs_recovery();
                     let ignore = self.variant == Variant::ProducerIgnoresNeedsRecovery;
                     ch.producer.reader_credit = Some(if needs_recovery && !ignore { 0 } else { exclusive });
                 }
