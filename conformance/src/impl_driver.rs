@@ -614,7 +614,7 @@ impl ImplDriver {
         let item = item_of(c, &next.buffer.snapshot());
         let seq = next.sequence_number;
         let next_type = data_type(next.next_data_type);
-        if ch.ids.buf(next.buffer.id()).is_some() {
+        if next.buffer.is_pooled() {
             // The operator holds the network buffer until the recycler drops it.
             ch.held.push(next.buffer);
         } else if let Err(e) = next.buffer.recycle_buffer() {
@@ -797,6 +797,17 @@ impl ImplDriver {
     fn release_all_resources(&mut self, c: u8) -> Observation {
         outcome(self.ch(c).handle.release_all_resources())
     }
+
+    /// `SingleInputGate::close`, then `lazyDestroy` of each channel's `LocalBufferPool`: the
+    /// driver gives each channel a pool of its own (so that buffer names map to ids), which
+    /// stands for the gate's one pool that `close` destroys.
+    fn close_gate(&mut self) -> Observation {
+        let mut result = self.sys.gate.close();
+        for ch in &self.sys.channels {
+            result = result.and(ch.pool.destroy());
+        }
+        outcome(result)
+    }
 }
 
 impl Driver for ImplDriver {
@@ -849,6 +860,7 @@ impl Driver for ImplDriver {
                 matches!(p, PausePoint::ReturnFloating { .. })
             }),
             ReleaseAllResources { channel } => self.release_all_resources(channel),
+            CloseGate => self.close_gate(),
         }
     }
 

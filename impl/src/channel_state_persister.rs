@@ -174,11 +174,6 @@ impl ChannelStatePersister {
         None
     }
 
-    /// `hasBarrierReceived()`.
-    pub fn has_barrier_received(&self) -> bool {
-        self.checkpoint_status == CheckpointStatus::BarrierReceived
-    }
-
     /// A snapshot (the caller holds the channel lock).
     pub fn snapshot(&self) -> ChannelStatePersisterSnapshot {
         ChannelStatePersisterSnapshot {

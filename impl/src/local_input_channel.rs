@@ -296,7 +296,7 @@ impl LocalInputChannel {
         let view = view
             .ok_or_else(|| ChannelError::illegal_state("Queried for a buffer before requesting the subpartition."))?;
         let Some(next) = view.poll_buffer() else {
-            if view.is_released() || self.shared.released.load(Ordering::SeqCst) {
+            if view.is_released() {
                 return Err(ChannelError::released("Local subpartition has already been released."));
             }
             return Ok(None);

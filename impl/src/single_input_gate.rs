@@ -469,7 +469,7 @@ impl SingleInputGate {
         }
     }
 
-    /// `close()`: releases every channel and wakes blocked pollers.
+    /// `close()`: releases every channel, wakes blocked pollers and destroys the buffer pool.
     pub fn close(&self) -> Result<()> {
         let channels = {
             let mut gate = self.request_lock.lock();
@@ -481,7 +481,8 @@ impl SingleInputGate {
         for channel in channels {
             outcome = outcome.and(channel.release_all_resources());
         }
-        outcome
+        // The pool can go as soon as the channels are released (`bufferPool.lazyDestroy()`).
+        outcome.and(self.buffer_pool.destroy())
     }
 
     /// A snapshot: the channel queue, then each channel under `requestLock`.

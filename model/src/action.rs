@@ -151,6 +151,9 @@ pub enum Action {
         /// Channel index.
         channel: u8,
     },
+    /// Canceler: `SingleInputGate.close()`: `releaseAllResources()` of every channel, then
+    /// `bufferPool.lazyDestroy()` (free floating segments back to the global pool).
+    CloseGate,
 }
 
 impl Action {
@@ -158,7 +161,7 @@ impl Action {
     pub fn channel(&self) -> Option<u8> {
         use Action::*;
         match *self {
-            ConvertRecoveredInputChannels | RequestPartitions => None,
+            ConvertRecoveredInputChannels | RequestPartitions | CloseGate => None,
             OnRecoveredStateBuffer { channel }
             | FinishRecoveredBufferDelivery { channel }
             | GetNextBuffer { channel }
@@ -202,6 +205,7 @@ impl Action {
             Recycle { .. } => "recycle",
             ReturnFloatingBuffer { .. } => "recycleFloatingBuffer",
             ReleaseAllResources { .. } => "releaseAllResources",
+            CloseGate => "close",
         }
     }
 
@@ -226,5 +230,6 @@ impl Action {
         "recycle",
         "recycleFloatingBuffer",
         "releaseAllResources",
+        "close",
     ];
 }

@@ -22,6 +22,9 @@ pub struct BufferManager {
     pub notify_available: bool,
     /// The gate's `LocalBufferPool`: floating buffers not lent to this channel.
     pub pool: Vec<NetBuf>,
+    /// The `LocalBufferPool` was destroyed (gate closed): floating buffers recycled from now on
+    /// go to the global pool.
+    pub pool_destroyed: bool,
 }
 
 /// What `recycle` decided under the lock.
@@ -129,9 +132,20 @@ impl BufferManager {
         }
     }
 
-    /// `LocalBufferPool.recycle` of a floating buffer: hand it to this manager if it waits for
-    /// one (`notifyBufferAvailable(Buffer)`), else back to the pool. Returns the credit to announce.
-    pub fn notify_buffer_available(&mut self, released: bool, buffer: NetBuf, variant: Variant) -> u8 {
+    /// `LocalBufferPool.recycle` of a floating buffer: to the global pool once the pool is
+    /// destroyed; hand it to this manager if it waits for one (`notifyBufferAvailable(Buffer)`),
+    /// else back to the pool. Returns the credit to announce.
+    pub fn notify_buffer_available(
+        &mut self,
+        released: bool,
+        buffer: NetBuf,
+        variant: Variant,
+        global_pool: &mut Vec<NetBuf>,
+    ) -> u8 {
+        if self.pool_destroyed {
+            global_pool.push(buffer);
+            return 0;
+        }
         // Flink checks isReleased outside the lock (cross-manager deadlock); same effect here.
         if !self.waiting_for_floating || released {
             self.pool.push(buffer);
@@ -156,6 +170,13 @@ impl BufferManager {
     pub fn enable_notify(&mut self) -> u8 {
         self.notify_available = true;
         self.available()
+    }
+
+    /// `lazyDestroy()` of the `LocalBufferPool`: its free segments go to the global pool, and so
+    /// will the lent ones when recycled.
+    pub fn destroy_pool(&mut self, global_pool: &mut Vec<NetBuf>) {
+        self.pool_destroyed = true;
+        global_pool.append(&mut self.pool);
     }
 
     /// `releaseAllBuffers(queue)`: exclusive segments to the global pool, floating to the pool.

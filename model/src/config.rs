@@ -259,7 +259,7 @@ pub const PRESETS: &[Preset] = &[
         name: "no-recovery",
         summary: "channels created without recovery (needsRecovery = false): full initial credit, release at any point",
         config: || ModelConfig {
-            channels: vec![local(0, &[D, E]), remote(0, &[E, D], 1, 1)],
+            channels: vec![local(0, &[D, E]), remote(0, &[E, D], 2, 0)],
             checkpoints: 1,
             delivery: Delivery::NoRecovery,
             insert_recovery_barriers: true,

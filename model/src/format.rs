@@ -254,6 +254,9 @@ pub fn state(m: &RecoveryModel, s: &State) -> String {
     if m.models_gate_queue() {
         let _ = writeln!(out, "gate queue {}", gate_queue(m, s));
     }
+    if s.closed {
+        let _ = writeln!(out, "gate closed, LocalBufferPool destroyed");
+    }
     for c in 0..s.channels.len() as u8 {
         out.push_str(&channel(m, s, c));
     }
@@ -520,6 +523,9 @@ pub fn changes(m: &RecoveryModel, a: &State, b: &State, own: Option<u8>) -> Vec<
         if x != y {
             out.push(format!("cp{} {}", i + 1, checkpoint_status(*y)));
         }
+    }
+    if !a.closed && b.closed {
+        out.push("gate closed, LocalBufferPool destroyed".to_string());
     }
     if a.gate != b.gate {
         out.push(format!("gate queue {} -> {}", gate_queue(m, a), gate_queue(m, b)));

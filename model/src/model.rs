@@ -130,7 +130,7 @@ impl RecoveryModel {
             SendBuffer { .. } | OnAddCredit { .. } => Thread::NettyServer,
             OnBuffer { .. } | OnSenderBacklog { .. } | SendAddCredit { .. } => Thread::NettyClient,
             Recycle { .. } | ReturnFloatingBuffer { .. } => Thread::Recycler,
-            ReleaseAllResources { .. } => Thread::Canceler,
+            ReleaseAllResources { .. } | CloseGate => Thread::Canceler,
         }
     }
 
@@ -209,6 +209,7 @@ impl RecoveryModel {
             task: TaskPc::Idle,
             partitions_requested: false,
             converted: false,
+            closed: false,
             checkpoints: vec![CheckpointStatus::NotTriggered; n],
             barriers_seen: vec![0; n],
             io_pc: 0,
@@ -231,11 +232,13 @@ impl RecoveryModel {
         }
         match s.task {
             TaskPc::Idle => {
-                if self.cfg.delivery == Delivery::Conversion && !s.converted {
+                // A closed gate's task is being cancelled: its mails (the conversion, the
+                // partition request) do not run; polling what is queued still may.
+                if self.cfg.delivery == Delivery::Conversion && !s.converted && !s.closed {
                     out.push(Action::ConvertRecoveredInputChannels);
                     return;
                 }
-                if !s.partitions_requested {
+                if !s.partitions_requested && !s.closed {
                     out.push(Action::RequestPartitions);
                 }
                 match self.polling {
@@ -537,7 +540,10 @@ impl RecoveryModel {
     }
 
     fn recycle_floating(&self, ch: &mut Channel, c: u8, buffer: NetBuf) -> RecyclerPc {
-        match ch.bm.notify_buffer_available(ch.released, buffer, self.variant) {
+        match ch
+            .bm
+            .notify_buffer_available(ch.released, buffer, self.variant, &mut ch.global_pool)
+        {
             0 => RecyclerPc::Idle,
             n => RecyclerPc::Announce(Announce { channel: c, n }),
         }
@@ -547,6 +553,20 @@ impl RecoveryModel {
         let ch = s.ch_mut(c);
         let drained = rc::release_all_resources(ch);
         ch.bm.release_all_buffers(drained, &mut ch.global_pool);
+    }
+
+    /// `SingleInputGate.close()` under `requestLock`: release every channel not yet released,
+    /// then destroy the `LocalBufferPool`.
+    fn close_gate(&self, s: &mut State) {
+        s.closed = true;
+        for c in 0..s.channels.len() as u8 {
+            if !s.ch(c).released {
+                self.release_all_resources(s, c);
+            }
+        }
+        for ch in &mut s.channels {
+            ch.bm.destroy_pool(&mut ch.global_pool);
+        }
     }
 }
 
@@ -573,6 +593,9 @@ impl Model for RecoveryModel {
                 if !ch.released {
                     out.push(Action::ReleaseAllResources { channel: c as u8 });
                 }
+            }
+            if !s.closed {
+                out.push(Action::CloseGate);
             }
         }
     }
@@ -686,6 +709,7 @@ impl Model for RecoveryModel {
                 s.recycler = self.recycle_floating(s.ch_mut(c), c, buffer);
             }
             Action::ReleaseAllResources { channel: c } => self.release_all_resources(&mut s, c),
+            Action::CloseGate => self.close_gate(&mut s),
         }
         Some(s)
     }

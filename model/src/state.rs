@@ -293,6 +293,8 @@ pub struct State {
     pub partitions_requested: bool,
     /// Conversion ran (`Delivery::Conversion` only).
     pub converted: bool,
+    /// `SingleInputGate.close()` ran: the task is being cancelled and runs no more mails.
+    pub closed: bool,
     /// Per checkpoint (index cp-1).
     pub checkpoints: Vec<CheckpointStatus>,
     /// Per checkpoint: bitmask of channels whose barrier the task processed.
