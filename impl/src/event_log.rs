@@ -263,12 +263,8 @@ pub trait Recorder: Send + Sync {
     /// Runs `step`, one atomic operation of the calling component that returns the event it
     /// decided (if any), and records that event, as one step of this recorder's order: a
     /// recorder that orders its events puts the operation inside that order. `step` takes no
-    /// lock. The default runs it and then records.
-    fn record_atomically(&self, step: &mut dyn FnMut() -> Option<Event>) {
-        if let Some(event) = step() {
-            self.record(event);
-        }
-    }
+    /// lock.
+    fn record_atomically(&self, step: &mut dyn FnMut() -> Option<Event>);
 }
 
 /// One event of an [`EventLog`] and the thread that produced it.

@@ -39,23 +39,6 @@ impl<T> PrioritizedDeque<T> {
         self.deque.push_back(element);
     }
 
-    /// `prioritize(element)`: moves the first ordinary element matching `matches` into the
-    /// priority section; false if none matches.
-    pub fn prioritize(&mut self, matches: impl Fn(&T) -> bool) -> bool {
-        let found = self.deque.iter().skip(self.num_priority_elements).position(matches);
-        match found {
-            Some(offset) => {
-                let element = self
-                    .deque
-                    .remove(self.num_priority_elements + offset)
-                    .expect("position is in range");
-                self.add_priority_element(element);
-                true
-            }
-            None => false,
-        }
-    }
-
     /// `poll()`: the head, priority elements first.
     pub fn poll(&mut self) -> Option<T> {
         let head = self.deque.pop_front()?;
@@ -71,11 +54,6 @@ impl<T> PrioritizedDeque<T> {
     /// `getNumPriorityElements()`.
     pub fn num_priority_elements(&self) -> usize {
         self.num_priority_elements
-    }
-
-    /// Whether some priority element matches `matches` (`containsPriorityElement`).
-    pub fn contains_priority_element(&self, matches: impl Fn(&T) -> bool) -> bool {
-        self.deque.iter().take(self.num_priority_elements).any(matches)
     }
 
     /// `size()`.
