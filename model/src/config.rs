@@ -227,7 +227,9 @@ pub const PRESETS: &[Preset] = &[
         name: "conversion",
         summary: "PR3's in-memory path: toInputChannel(true) pushes everything on the task thread",
         config: || ModelConfig {
-            channels: vec![local(1, &[D]), remote(1, &[E, D], 1, 1)],
+            // The local upstream has written nothing: after recovery the gate polls a local
+            // channel with an empty subpartition (re-queued by onRecoveredStateConsumed).
+            channels: vec![local(1, &[]), remote(1, &[E, D], 1, 1)],
             checkpoints: 1,
             delivery: Delivery::Conversion,
             insert_recovery_barriers: true,
