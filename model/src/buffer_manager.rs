@@ -22,9 +22,6 @@ pub struct BufferManager {
     pub notify_available: bool,
     /// The gate's `LocalBufferPool`: floating buffers not lent to this channel.
     pub pool: Vec<NetBuf>,
-    /// The `LocalBufferPool` was destroyed (gate closed): floating buffers recycled from now on
-    /// go to the global pool.
-    pub pool_destroyed: bool,
 }
 
 /// What `recycle` decided under the lock.
@@ -133,16 +130,17 @@ impl BufferManager {
     }
 
     /// `LocalBufferPool.recycle` of a floating buffer: to the global pool once the pool is
-    /// destroyed; hand it to this manager if it waits for one (`notifyBufferAvailable(Buffer)`),
-    /// else back to the pool. Returns the credit to announce.
+    /// destroyed (the gate closed); hand it to this manager if it waits for one
+    /// (`notifyBufferAvailable(Buffer)`), else back to the pool. Returns the credit to announce.
     pub fn notify_buffer_available(
         &mut self,
         released: bool,
+        pool_destroyed: bool,
         buffer: NetBuf,
         variant: Variant,
         global_pool: &mut Vec<NetBuf>,
     ) -> u8 {
-        if self.pool_destroyed {
+        if pool_destroyed {
             global_pool.push(buffer);
             return 0;
         }
@@ -172,10 +170,9 @@ impl BufferManager {
         self.available()
     }
 
-    /// `lazyDestroy()` of the `LocalBufferPool`: its free segments go to the global pool, and so
-    /// will the lent ones when recycled.
+    /// `lazyDestroy()` of the `LocalBufferPool`: its free segments go to the global pool (the
+    /// lent ones follow when recycled, see `notify_buffer_available`).
     pub fn destroy_pool(&mut self, global_pool: &mut Vec<NetBuf>) {
-        self.pool_destroyed = true;
         global_pool.append(&mut self.pool);
     }
 

@@ -84,8 +84,13 @@ impl RecoveryModel {
 
     /// `notifyChannelNonEmpty` (or `notifyPriorityEvent` with `priority`) of channel `c`.
     fn notify(&self, s: &mut State, c: u8, priority: bool) {
-        if self.models_gate_queue() {
-            s.gate.queue_channel(c, priority);
+        if !self.models_gate_queue() {
+            return;
+        }
+        if priority {
+            s.gate.notify_priority_event(c);
+        } else {
+            s.gate.notify_channel_non_empty(c);
         }
     }
 
@@ -450,7 +455,10 @@ impl RecoveryModel {
             }
         };
         if let Some(next) = self.next_after_poll(s, c, payload) {
-            self.notify(s, c, matches!(next, Payload::Barrier(_)));
+            // moreAvailable: queueChannel again, at the priority head for a priority event.
+            if self.models_gate_queue() {
+                s.gate.queue_channel(c, matches!(next, Payload::Barrier(_)));
+            }
         }
         task::handle_polled(s, &self.cfg, c, payload, seq);
     }
@@ -525,6 +533,7 @@ impl RecoveryModel {
     }
 
     fn recycle(&self, s: &mut State, c: u8, buffer: NetBuf) {
+        let pool_destroyed = s.closed;
         let ch = s.ch_mut(c);
         let at = ch.held.iter().position(|b| *b == buffer).expect("guarded");
         ch.held.remove(at);
@@ -535,14 +544,16 @@ impl RecoveryModel {
                 Recycled::ReleaseFloating(f) => RecyclerPc::ReturnFloating { channel: c, buffer: f },
                 Recycled::Nothing => RecyclerPc::Idle,
             },
-            NetBuf::Floating(_) => self.recycle_floating(ch, c, buffer),
+            NetBuf::Floating(_) => self.recycle_floating(ch, c, buffer, pool_destroyed),
         };
     }
 
-    fn recycle_floating(&self, ch: &mut Channel, c: u8, buffer: NetBuf) -> RecyclerPc {
+    /// `LocalBufferPool.recycle` of a floating buffer; a closed gate destroyed the pool.
+    fn recycle_floating(&self, ch: &mut Channel, c: u8, buffer: NetBuf, pool_destroyed: bool) -> RecyclerPc {
+        let released = ch.released;
         match ch
             .bm
-            .notify_buffer_available(ch.released, buffer, self.variant, &mut ch.global_pool)
+            .notify_buffer_available(released, pool_destroyed, buffer, self.variant, &mut ch.global_pool)
         {
             0 => RecyclerPc::Idle,
             n => RecyclerPc::Announce(Announce { channel: c, n }),
@@ -706,7 +717,8 @@ impl Model for RecoveryModel {
             }
             Action::Recycle { channel: c, buffer } => self.recycle(&mut s, c, buffer),
             Action::ReturnFloatingBuffer { channel: c, buffer } => {
-                s.recycler = self.recycle_floating(s.ch_mut(c), c, buffer);
+                let pool_destroyed = s.closed;
+                s.recycler = self.recycle_floating(s.ch_mut(c), c, buffer, pool_destroyed);
             }
             Action::ReleaseAllResources { channel: c } => self.release_all_resources(&mut s, c),
             Action::CloseGate => self.close_gate(&mut s),
