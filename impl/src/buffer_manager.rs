@@ -54,8 +54,6 @@ pub struct BufferManagerSnapshot {
     pub waiting_for_floating_buffers: bool,
     /// `notifyAvailable`: whether freed buffers are announced as credit.
     pub notify_available: bool,
-    /// Buffers announced to the channel so far (decided under the lock).
-    pub buffers_announced: u64,
     /// Exclusive segments this manager requested from the global pool and still owns, sorted.
     pub exclusive_owned: Vec<BufferId>,
 }
@@ -67,7 +65,6 @@ struct AvailableBufferQueue {
     num_required_buffers: i32,
     waiting_for_floating_buffers: bool,
     notify_available: bool,
-    buffers_announced: u64,
     exclusive_owned: BTreeSet<BufferId>,
 }
 
@@ -91,7 +88,6 @@ impl AvailableBufferQueue {
         if !self.notify_available {
             return 0;
         }
-        self.buffers_announced += n as u64;
         n
     }
 }
@@ -132,7 +128,6 @@ impl BufferManager {
             num_required_buffers,
             waiting_for_floating_buffers: false,
             notify_available: notify_initially_enabled,
-            buffers_announced: 0,
             exclusive_owned: BTreeSet::new(),
         };
         Arc::new_cyclic(|me| Self {
@@ -441,11 +436,6 @@ impl BufferManager {
     // Snapshots
     // ------------------------------------------------------------------------
 
-    /// `getNumberOfAvailableBuffers()`.
-    pub fn number_of_available_buffers(&self) -> usize {
-        self.buffer_queue.lock().available_buffer_size()
-    }
-
     /// A snapshot taken under the `bufferQueue` lock.
     pub fn snapshot(&self) -> BufferManagerSnapshot {
         let queue = self.buffer_queue.lock();
@@ -455,7 +445,6 @@ impl BufferManager {
             num_required_buffers: queue.num_required_buffers,
             waiting_for_floating_buffers: queue.waiting_for_floating_buffers,
             notify_available: queue.notify_available,
-            buffers_announced: queue.buffers_announced,
             exclusive_owned: queue.exclusive_owned.iter().copied().collect(),
         }
     }

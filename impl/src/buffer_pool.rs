@@ -245,11 +245,6 @@ impl LocalBufferPool {
         self.segments.lock().destroyed
     }
 
-    /// `getNumberOfAvailableMemorySegments()`.
-    pub fn number_of_available_buffers(&self) -> usize {
-        self.segments.lock().available.len()
-    }
-
     /// A snapshot taken under the pool lock.
     pub fn snapshot(&self) -> LocalBufferPoolSnapshot {
         let segments = self.segments.lock();
