@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::runs::{jitter, upstream_buffer};
+use common::runs::{jitter, join_all_by, upstream_buffer};
 use conformance::generate::SplitMix64;
 use conformance::observation::{Item, Observation};
 use conformance::projection::{item_of, payload_of};
@@ -15,6 +15,7 @@ use recovery_impl::buffer_pool::{LocalBufferPool, NetworkBufferPool};
 use recovery_impl::channel_state_persister::ChannelStateWriter;
 use recovery_impl::event_log::{EventLog, Recorded, Recorder, set_thread_recorder};
 use recovery_impl::local_input_channel::LocalInputChannel;
+use recovery_impl::recoverable_input_channel::FutureStatus;
 use recovery_impl::result_subpartition::ResultSubpartition;
 use recovery_impl::single_input_gate::{InputChannelHandle, SingleInputGate};
 use recovery_impl::{BufferId, BufferKind, NetworkBuffer, RecoverableInputChannel};
@@ -22,6 +23,7 @@ use recovery_model::config::{Delivery, ModelConfig, Upstream, local};
 use recovery_model::{Action, RecoveryModel, Variant};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -71,6 +73,19 @@ fn run(cfg: &ModelConfig, seed: u64) -> Run {
     );
     let recorder = || Some(Arc::clone(&log) as Arc<dyn Recorder>);
 
+    // StreamTask's `allOf(getStateConsumedFuture())`: a thread blocks until every channel has
+    // consumed its recovered state; each future completes normally (no channel is released).
+    let futures = gate.state_consumed_futures();
+    let recovered = thread::Builder::new().name("state-consumed".into()).spawn(move || {
+        for future in futures {
+            assert_eq!(
+                future.wait(),
+                FutureStatus::Completed,
+                "a state-consumed future woke up undone"
+            );
+        }
+    });
+
     // IO thread: the drainer's program, every channel's recovered buffers, then the sentinels.
     let (io_channels, io_cfg, io_recorder) = (channels.clone(), cfg.clone(), recorder());
     let io_done = Arc::new(AtomicBool::new(false));
@@ -105,9 +120,13 @@ fn run(cfg: &ModelConfig, seed: u64) -> Run {
     });
 
     // Task: requestPartitions at a random point, polls the gate, handles barriers as
-    // SingleCheckpointBarrierHandler does, until everything upstream was delivered.
+    // SingleCheckpointBarrierHandler does, until everything upstream was delivered. Once the
+    // partitions are requested and live elements are still due, it blocks in `getNext` (the
+    // gate must wake it); before that nothing has to arrive, so it polls. Then it blocks once
+    // more, unrecorded, until the gate's close wakes it with nothing.
     let (task_gate, task_channels, task_recorder) = (Arc::clone(&gate), channels.clone(), recorder());
     let expected_live: usize = cfg.channels.iter().map(|cc| cc.upstream.len() + 1).sum();
+    let (finished, task_finished) = mpsc::channel();
     let task = thread::Builder::new().name("task".into()).spawn(move || {
         set_thread_recorder(task_recorder);
         let mut rng = SplitMix64::new(seed ^ 0x30);
@@ -124,8 +143,16 @@ fn run(cfg: &ModelConfig, seed: u64) -> Run {
             }
             polls += 1;
             jitter(&mut rng);
-            let Some(next) = task_gate.poll_next().unwrap() else {
-                continue;
+            let next = if requested && live < expected_live {
+                task_gate
+                    .get_next()
+                    .unwrap()
+                    .expect("getNext returned nothing from an open gate")
+            } else {
+                let Some(next) = task_gate.poll_next().unwrap() else {
+                    continue;
+                };
+                next
             };
             let c = next.channel_info.input_channel_idx as usize;
             let item = item_of(c as u8, &next.buffer.snapshot());
@@ -154,10 +181,26 @@ fn run(cfg: &ModelConfig, seed: u64) -> Run {
                 _ => {}
             }
         }
+        set_thread_recorder(None);
+        finished.send(()).unwrap();
+        let after_close = task_gate.get_next().unwrap();
+        assert!(after_close.is_none(), "getNext after close returned {after_close:?}");
     });
-    for t in [io, producer, task] {
-        t.unwrap().join().expect("a thread of the run panicked");
-    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    // The task is done or waits for more: SingleInputGate.close() (task cancellation) wakes it.
+    task_finished
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the task did not take everything");
+    gate.close().unwrap();
+    join_all_by(
+        vec![
+            ("io", io.unwrap()),
+            ("producer", producer.unwrap()),
+            ("state-consumed", recovered.unwrap()),
+            ("task", task.unwrap()),
+        ],
+        deadline,
+    );
     Run {
         log: log.events(),
         subpartitions: partitions.iter().map(|p| p.event_id()).collect(),

@@ -5,8 +5,8 @@ use conformance::observation::Item;
 use conformance::projection::payload_of;
 use recovery_impl::{BufferId, BufferKind, NetworkBuffer};
 use recovery_model::config::Upstream;
-use std::thread;
-use std::time::Duration;
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
 
 /// A random pause: none, a yield, or a sleep of up to 200 µs, so that the threads race.
 pub fn jitter(rng: &mut SplitMix64) {
@@ -25,4 +25,21 @@ pub fn upstream_buffer(c: u8, i: u8, u: Upstream) -> NetworkBuffer {
         Upstream::Event => (BufferKind::Event, Item::Event(i)),
     };
     NetworkBuffer::unpooled(BufferId(50_000 + 100 * c as u32 + i as u32), kind, payload_of(c, &item))
+}
+
+/// Joins every thread of a run, failing the test if one is still running at `deadline` (a
+/// thread blocked for good is a lost wake-up, not a slow machine) or panicked.
+pub fn join_all_by(threads: Vec<(&str, JoinHandle<()>)>, deadline: Instant) {
+    for (name, handle) in threads {
+        while !handle.is_finished() {
+            assert!(
+                Instant::now() < deadline,
+                "thread {name} is still blocked at the deadline"
+            );
+            thread::sleep(Duration::from_millis(1));
+        }
+        handle
+            .join()
+            .unwrap_or_else(|_| panic!("thread {name} of the run panicked"));
+    }
 }
