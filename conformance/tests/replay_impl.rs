@@ -55,6 +55,15 @@ fn every_edge_of_the_conversion_preset_replays_on_the_implementation_without_div
 }
 
 #[test]
+fn every_edge_of_the_subsume_preset_replays_on_the_implementation_without_divergence() {
+    // Two checkpoints on channels out of recovery: barriers of either checkpoint overtaking
+    // queued data, an obsolete barrier whose sequence number must be forgotten, and an older
+    // checkpoint subsumed by a newer one, on master's branch of checkpointStarted.
+    let r = every_edge_without_divergence("subsume");
+    assert!(r.kinds_missed.is_empty(), "{:?}", r.kinds_missed);
+}
+
+#[test]
 fn random_walks_with_releases_floating_buffers_and_two_checkpoints_agree_with_the_implementation() {
     // `ci`, `floating` and `deep` are too large for every edge in a debug test; random walks to
     // a terminal state cover what `tiny` lacks: releases at any point (`ci`; a release ends most

@@ -279,6 +279,28 @@ pub const PRESETS: &[Preset] = &[
         ],
     },
     Preset {
+        name: "subsume",
+        summary: "two checkpoints on channels created without recovery: an obsolete barrier, a subsumed checkpoint (master's branch)",
+        config: || ModelConfig {
+            // The remote channel's barrier of one checkpoint can wait unpolled while the local
+            // channel's barrier of the other triggers; its upstream data lies before both.
+            channels: vec![local(0, &[]), remote(0, &[D], 1, 0)],
+            checkpoints: 2,
+            delivery: Delivery::NoRecovery,
+            insert_recovery_barriers: true,
+            release: false,
+        },
+        // Nothing recovered; one exclusive buffer, never held at an enableNotify.
+        unreachable: &[
+            "checkpoint persists recovered data",
+            "event stashed and replayed",
+            "recycle races enableNotify",
+            "checkpoint declined for missing barrier",
+            "checkpoint completes during recovery",
+            "recovery barrier queued behind the sentinel",
+        ],
+    },
+    Preset {
         name: "wide",
         summary: "two recovered buffers per channel, two exclusive buffers and a floating one (tens of seconds)",
         config: || ModelConfig {
