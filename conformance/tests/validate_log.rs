@@ -163,8 +163,12 @@ fn run(cfg: &ModelConfig, seed: u64) -> Run {
                     seen[c] = true;
                     if !triggered {
                         triggered = true;
+                        // The recovery trigger inserts on every channel, then the gate starts
+                        // the checkpoint channel by channel until one throws.
                         for ch in &task_channels {
                             ch.insert_recovery_checkpoint_barrier_if_in_recovery(cp as i64).unwrap();
+                        }
+                        for ch in &task_channels {
                             if ch.checkpoint_started(cp as i64).is_err() {
                                 ended = true;
                                 task_channels.iter().for_each(|ch| ch.checkpoint_stopped(cp as i64));

@@ -365,11 +365,15 @@ fn run(cfg: &ModelConfig, seed: u64) -> Run {
                 let all: Vec<_> = (0..channels).map(|c| task_gate.channel(c).unwrap()).collect();
                 if !triggered {
                     triggered = true;
+                    // The recovery trigger inserts on every channel, then the gate starts the
+                    // checkpoint channel by channel until one throws.
                     for ch in &all {
                         let recoverable = ch.as_recoverable().unwrap();
                         recoverable
                             .insert_recovery_checkpoint_barrier_if_in_recovery(cp as i64)
                             .unwrap();
+                    }
+                    for ch in &all {
                         if ch.checkpoint_started(cp as i64).is_err() {
                             ended = true;
                             all.iter().for_each(|ch| ch.checkpoint_stopped(cp as i64));

@@ -181,7 +181,11 @@ pub const PRESETS: &[Preset] = &[
             release: false,
         },
         // No release (no drained channel to decline on); one buffer held at enableNotify.
-        unreachable: &["recycle races enableNotify", "checkpoint declined for missing barrier"],
+        unreachable: &[
+            "recycle races enableNotify",
+            "checkpoint declined for missing barrier",
+            "stale recovery barrier polled",
+        ],
     },
     Preset {
         name: "ci",
@@ -205,7 +209,10 @@ pub const PRESETS: &[Preset] = &[
             insert_recovery_barriers: true,
             release: false,
         },
-        unreachable: &["checkpoint declined for missing barrier"],
+        unreachable: &[
+            "checkpoint declined for missing barrier",
+            "stale recovery barrier polled",
+        ],
     },
     Preset {
         name: "borrow",
@@ -221,7 +228,11 @@ pub const PRESETS: &[Preset] = &[
             release: false,
         },
         // One exclusive buffer: enableNotify and a recycle never both have one to announce.
-        unreachable: &["recycle races enableNotify", "checkpoint declined for missing barrier"],
+        unreachable: &[
+            "recycle races enableNotify",
+            "checkpoint declined for missing barrier",
+            "stale recovery barrier polled",
+        ],
     },
     Preset {
         name: "conversion",
@@ -237,7 +248,11 @@ pub const PRESETS: &[Preset] = &[
         },
         // Recovered buffers live on the heap (the released RecoveredInputChannel's), so no
         // channel buffer is held at enableNotify; no release, so nothing declines.
-        unreachable: &["recycle races enableNotify", "checkpoint declined for missing barrier"],
+        unreachable: &[
+            "recycle races enableNotify",
+            "checkpoint declined for missing barrier",
+            "stale recovery barrier polled",
+        ],
     },
     Preset {
         name: "no-trigger",
@@ -255,6 +270,7 @@ pub const PRESETS: &[Preset] = &[
             "checkpoint persists recovered data",
             "checkpoint completes during recovery",
             "recovery barrier queued behind the sentinel",
+            "stale recovery barrier polled",
         ],
     },
     Preset {
@@ -276,6 +292,7 @@ pub const PRESETS: &[Preset] = &[
             "checkpoint declined for missing barrier",
             "checkpoint completes during recovery",
             "recovery barrier queued behind the sentinel",
+            "stale recovery barrier polled",
         ],
     },
     Preset {
@@ -298,6 +315,7 @@ pub const PRESETS: &[Preset] = &[
             "checkpoint declined for missing barrier",
             "checkpoint completes during recovery",
             "recovery barrier queued behind the sentinel",
+            "stale recovery barrier polled",
         ],
     },
     Preset {
@@ -310,7 +328,10 @@ pub const PRESETS: &[Preset] = &[
             insert_recovery_barriers: true,
             release: false,
         },
-        unreachable: &["checkpoint declined for missing barrier"],
+        unreachable: &[
+            "checkpoint declined for missing barrier",
+            "stale recovery barrier polled",
+        ],
     },
     Preset {
         name: "deep",
@@ -322,7 +343,10 @@ pub const PRESETS: &[Preset] = &[
             insert_recovery_barriers: true,
             release: false,
         },
-        unreachable: &["checkpoint declined for missing barrier"],
+        unreachable: &[
+            "checkpoint declined for missing barrier",
+            "stale recovery barrier polled",
+        ],
     },
 ];
 

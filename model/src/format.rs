@@ -420,7 +420,10 @@ fn delivered_name(d: &Delivered) -> String {
 fn channel_changes(a: &Channel, b: &Channel) -> Vec<String> {
     let mut out = Vec::new();
     for d in b.ghost_delivered.iter().skip(a.ghost_delivered.len()) {
-        out.push(format!("operator gets {}", delivered_name(d)));
+        match d.payload {
+            Payload::RecoveryBarrier(_) => out.push(format!("network input ignores stale {}", delivered_name(d))),
+            _ => out.push(format!("operator gets {}", delivered_name(d))),
+        }
     }
     let names = |v: &[Entry]| v.iter().map(entry_name).collect::<Vec<_>>();
     diff_into(&mut out, "queue", &names(&a.queue), &names(&b.queue));

@@ -104,6 +104,11 @@ pub const PROPERTIES: &[(Expectation, &str, Pred)] = &[
         "recovery barrier queued behind the sentinel",
         barrier_behind_sentinel,
     ),
+    (
+        Expectation::Sometimes,
+        "stale recovery barrier polled",
+        stale_recovery_barrier_polled,
+    ),
     (Expectation::Sometimes, "everything delivered", everything_delivered),
 ];
 
@@ -185,7 +190,8 @@ fn exactly_once_delivery(_: &RecoveryModel, s: &State) -> bool {
 }
 
 /// S3/S4: at most one `EndOfFetchedChannelStateEvent`, nothing but recovery barriers behind it,
-/// and neither sentinel ever reaches the operator.
+/// the sentinel never reaches the task, and a recovery barrier only once its checkpoint was
+/// aborted (a stale one, which the network input ignores as an unknown event).
 fn sentinel_discipline(_: &RecoveryModel, s: &State) -> bool {
     s.channels.iter().all(|ch| {
         let eor = ch.queue.iter().filter(|e| e.payload == Payload::EndOfRecovery).count();
@@ -198,11 +204,20 @@ fn sentinel_discipline(_: &RecoveryModel, s: &State) -> bool {
         eor <= 1
             && after_eor_ok
             && (eor == 0 || ch.in_recovery)
-            && !ch
-                .ghost_delivered
-                .iter()
-                .any(|d| matches!(d.payload, Payload::EndOfRecovery | Payload::RecoveryBarrier(_)))
+            && ch.ghost_delivered.iter().all(|d| match d.payload {
+                Payload::EndOfRecovery => false,
+                Payload::RecoveryBarrier(cp) => aborted(s.checkpoints[cp as usize - 1]),
+                _ => true,
+            })
     })
+}
+
+/// Declined or subsumed: ended without completing.
+fn aborted(status: CheckpointStatus) -> bool {
+    matches!(
+        status,
+        CheckpointStatus::DeclinedMissingBarrier | CheckpointStatus::DeclinedLaterBarrier | CheckpointStatus::Subsumed
+    )
 }
 
 /// S5: recovered elements are numbered from `i32::MIN` (contiguously in consumption order on a
@@ -522,6 +537,16 @@ fn barrier_behind_sentinel(_: &RecoveryModel, s: &State) -> bool {
         ch.queue
             .windows(2)
             .any(|w| w[0].payload == Payload::EndOfRecovery && matches!(w[1].payload, Payload::RecoveryBarrier(_)))
+    })
+}
+
+/// The trigger inserted a recovery barrier on every channel, the checkpoint aborted on an
+/// earlier channel before reaching this one, and the task polled the barrier left behind.
+fn stale_recovery_barrier_polled(_: &RecoveryModel, s: &State) -> bool {
+    s.channels.iter().any(|ch| {
+        ch.ghost_delivered
+            .iter()
+            .any(|d| matches!(d.payload, Payload::RecoveryBarrier(_)))
     })
 }
 

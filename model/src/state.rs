@@ -209,14 +209,14 @@ pub enum CheckpointStatus {
 pub enum TaskPc {
     /// Free to run the default action (poll the gate) or a mail.
     Idle,
-    /// Triggering a checkpoint: next `insertRecoveryCheckpointBarrierIfInRecovery` then
-    /// `checkpointStarted` on `channel`, then the following channels.
+    /// Triggering a checkpoint: `insertRecoveryCheckpointBarrierIfInRecovery` on every channel,
+    /// then `checkpointStarted` on each; next is `channel` of the current phase.
     Trigger {
         /// The checkpoint being triggered.
         cp: CheckpointId,
         /// The channel whose turn it is.
         channel: u8,
-        /// Whether the barrier insertion on `channel` is done.
+        /// Whether the insertion phase is over (every channel has its barrier).
         inserted: bool,
     },
     /// Polled the sentinel of `channel`: next `onRecoveredStateConsumed`.

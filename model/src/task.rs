@@ -1,7 +1,7 @@
 //! The task thread's side: the gate handing polled elements to the operator or to
-//! `CheckpointedInputGate` (barriers, the sentinel), checkpoint triggering with
-//! `insertRecoveryCheckpointBarrierIfInRecovery` + `checkpointStarted` per channel in one
-//! mailbox step, and checkpoint completion or abort.
+//! `CheckpointedInputGate` (barriers, the sentinel), checkpoint triggering in one mail
+//! (`insertRecoveryCheckpointBarrierIfInRecovery` on every channel, then `checkpointStarted` on
+//! each until one throws), and checkpoint completion or abort.
 
 use crate::config::{ChannelKind, ModelConfig};
 use crate::recoverable_input_channel::{self as rc, Declined};
@@ -19,6 +19,8 @@ pub fn handle_polled(s: &mut State, cfg: &ModelConfig, c: u8, payload: Payload, 
             s.barriers_seen[cp as usize - 1] |= 1 << c;
             on_barrier(s, cfg, cp);
         }
+        // Data and events reach the operator; a stale RecoveryCheckpointBarrier (its checkpoint
+        // aborted before this channel started it) reaches the network input, which ignores it.
         _ => s.ch_mut(c).ghost_delivered.push(Delivered { payload, seq }),
     }
 }
@@ -69,10 +71,19 @@ fn maybe_complete(s: &mut State, cp: CheckpointId) {
 /// True: the queue was empty, notify the gate.
 pub fn insert_recovery_checkpoint_barrier(s: &mut State, cfg: &ModelConfig, c: u8, cp: CheckpointId) -> bool {
     let notify = rc::insert_recovery_checkpoint_barrier_if_in_recovery(s.ch_mut(c), cfg.channels[c as usize].kind, cp);
-    s.task = TaskPc::Trigger {
-        cp,
-        channel: c,
-        inserted: true,
+    // The trigger inserts on every channel first, then starts the checkpoint on each.
+    s.task = if (c as usize) + 1 < cfg.channels.len() {
+        TaskPc::Trigger {
+            cp,
+            channel: c + 1,
+            inserted: false,
+        }
+    } else {
+        TaskPc::Trigger {
+            cp,
+            channel: 0,
+            inserted: true,
+        }
     };
     notify
 }
@@ -115,7 +126,7 @@ pub fn checkpoint_started(s: &mut State, cfg: &ModelConfig, variant: Variant, c:
         s.task = TaskPc::Trigger {
             cp,
             channel: c + 1,
-            inserted: !cfg.insert_recovery_barriers,
+            inserted: true,
         };
     } else {
         s.task = TaskPc::Idle;
