@@ -103,6 +103,13 @@ impl ModelConfig {
         if self.checkpoints > 4 {
             return Err(format!("at most 4 checkpoints are supported, got {}", self.checkpoints));
         }
+        if self.delivery == Delivery::Conversion && self.release {
+            // The RecoveredInputChannels before conversion hold their buffers implicitly, so
+            // a release or close there would strand them (docs/model.md, presets).
+            return Err(
+                "delivery conversion does not model a release before the conversion; set release to false".into(),
+            );
+        }
         for (i, c) in self.channels.iter().enumerate() {
             if c.recovered > 8 || c.upstream.len() > 8 {
                 return Err(format!("channel {i}: at most 8 recovered and 8 upstream elements"));
@@ -374,6 +381,14 @@ mod tests {
         for p in PRESETS {
             (p.config)().validate().unwrap_or_else(|e| panic!("{}: {e}", p.name));
         }
+    }
+
+    #[test]
+    fn a_release_before_conversion_is_rejected() {
+        let mut cfg = preset("conversion").unwrap();
+        cfg.release = true;
+        let err = cfg.validate().unwrap_err();
+        assert!(err.contains("conversion"), "{err}");
     }
 
     #[test]
