@@ -293,15 +293,16 @@ impl System {
             };
             let handle = match (cfg.delivery, cc.kind) {
                 // Conversion: the gate starts with placeholders that `requestPartitions(true)`
-                // converts with `toInputChannel(true)`.
-                (Delivery::Conversion, ChannelKind::Local) => {
+                // converts with `toInputChannel(true)`; flag off, the task polls them first
+                // and `requestPartitions(false)` converts them with `toInputChannel(false)`.
+                (Delivery::Conversion | Delivery::Legacy, ChannelKind::Local) => {
                     let partition = Arc::clone(&subpartition);
                     InputChannelHandle::Recovered(RecoveredInputChannel::new(
                         context,
                         RecoveredChannelKind::Local { partition },
                     ))
                 }
-                (Delivery::Conversion, ChannelKind::Remote) => {
+                (Delivery::Conversion | Delivery::Legacy, ChannelKind::Remote) => {
                     InputChannelHandle::Recovered(RecoveredInputChannel::new(context, RecoveredChannelKind::Remote))
                 }
                 (delivery, ChannelKind::Local) => InputChannelHandle::Local(LocalInputChannel::new(
@@ -484,14 +485,15 @@ impl ImplDriver {
         let i = ch.pushed;
         ch.pushed += 1;
         let payload = payload_of(c, &Item::Recovered(i));
+        let heap = || NetworkBuffer::unpooled(BufferId(60_000 + 100 * c as u32 + i as u32), BufferKind::Data, payload);
+        // Flag off: the IO thread reads into the RecoveredInputChannel (heap memory).
+        if let InputChannelHandle::Recovered(recovered) = &ch.handle {
+            return outcome(recovered.on_recovered_state_buffer(heap()));
+        }
         let channel = ch.handle.as_recoverable().expect("a physical channel");
         match ch.kind {
             // A local channel's recovered data sits in heap memory: nothing to wait for.
-            ChannelKind::Local => {
-                let buffer =
-                    NetworkBuffer::unpooled(BufferId(60_000 + 100 * c as u32 + i as u32), BufferKind::Data, payload);
-                outcome(channel.on_recovered_state_buffer(buffer))
-            }
+            ChannelKind::Local => outcome(channel.on_recovered_state_buffer(heap())),
             ChannelKind::Remote => {
                 let job: Job = Box::new(move || match channel.request_recovery_buffer_blocking() {
                     Ok(buffer) => outcome(channel.on_recovered_state_buffer(buffer.fill(BufferKind::Data, payload))),
@@ -506,6 +508,10 @@ impl ImplDriver {
 
     fn finish_recovered_buffer_delivery(&mut self, c: u8) -> Observation {
         let timeout = self.timeout;
+        // Flag off: `finishReadRecoveredState()` appends the legacy sentinel.
+        if let InputChannelHandle::Recovered(recovered) = &self.ch(c).handle {
+            return outcome(recovered.finish_read_recovered_state());
+        }
         let channel = self.ch(c).handle.as_recoverable().expect("a physical channel");
         let job: Job = Box::new(move || outcome(channel.finish_recovered_buffer_delivery()));
         if self.cfg.delivery == Delivery::Conversion {
@@ -564,7 +570,12 @@ impl ImplDriver {
     /// subpartition is requested. The driver's handles follow the gate's array.
     fn convert_recovered_input_channels(&mut self) -> Observation {
         let timeout = self.timeout;
+        // Flag off, the IO thread and the task already filled and drained them.
+        let needs_recovery = self.cfg.delivery.needs_recovery();
         for (c, ch) in self.sys.channels.iter_mut().enumerate() {
+            if !needs_recovery {
+                break;
+            }
             let InputChannelHandle::Recovered(recovered) = &ch.handle else {
                 return unperformable("no recovered channel to convert (drainer delivery or converted)");
             };
@@ -581,7 +592,7 @@ impl ImplDriver {
             }
         }
         let gate = Arc::clone(&self.sys.gate);
-        let job: Job = Box::new(move || outcome(gate.request_partitions(true)));
+        let job: Job = Box::new(move || outcome(gate.request_partitions(needs_recovery)));
         let observation = self.workers.task.start(0, job, timeout);
         if observation != Observation::Done || self.workers.task.state != WorkerState::Idle {
             return observation;
@@ -893,6 +904,7 @@ impl Driver for ImplDriver {
                 kind: ch.kind,
                 ids: ch.ids,
                 channel: &snapshot,
+                delivery: self.cfg.delivery,
                 subpartition: &ch.subpartition.snapshot(),
                 writer: &writer,
                 pool: &ch.pool.snapshot(),

@@ -39,7 +39,7 @@ use recovery_impl::result_subpartition::ResultSubpartitionSnapshot;
 use recovery_impl::{BufferKind, BufferSnapshot};
 use recovery_model::channel_state_persister::PersistStatus as ModelPersist;
 use recovery_model::state::{Channel, CheckpointStatus, Entry, NetBuf, Payload, RecyclerPc, State, TaskPc, Violation};
-use recovery_model::{Action, ChannelKind, RecoveryModel};
+use recovery_model::{Action, ChannelKind, Delivery, RecoveryModel};
 use std::collections::BTreeMap;
 
 // ---------------------------------------------------------------------------------------------
@@ -126,7 +126,8 @@ pub fn item_of(c: u8, b: &BufferSnapshot) -> Item {
         BufferKind::CheckpointBarrier(cp) => Item::Barrier(cp as u8),
         BufferKind::RecoveryCheckpointBarrier(cp) => Item::RecoveryBarrier(cp as u8),
         BufferKind::EndOfFetchedChannelState => Item::EndOfRecovery,
-        BufferKind::EndOfInputChannelState => unknown(),
+        // The flag-off path's sentinel of the recovered stream (its RecoveredInputChannel's).
+        BufferKind::EndOfInputChannelState => Item::EndOfRecovery,
     }
 }
 
@@ -134,10 +135,11 @@ pub fn item_of(c: u8, b: &BufferSnapshot) -> Item {
 // The model's side
 // ---------------------------------------------------------------------------------------------
 
-fn model_element(kind: ChannelKind, e: &Entry) -> Element {
+/// A queued element; `numbered`: a remote channel's, numbered when appended.
+fn model_element(numbered: bool, e: &Entry) -> Element {
     Element {
         item: e.payload.into(),
-        seq: (kind == ChannelKind::Remote).then_some(e.seq),
+        seq: numbered.then_some(e.seq),
         buffer: e.buffer.map(Buf),
     }
 }
@@ -153,6 +155,8 @@ fn model_persist(s: ModelPersist) -> PersistStatus {
 fn model_channel(m: &RecoveryModel, s: &State, c: u8) -> ChannelView {
     let ch: &Channel = s.ch(c);
     let kind = m.cfg.channels[c as usize].kind;
+    // A RecoveredInputChannel (flag off) numbers what it hands out when it is polled.
+    let numbered = kind == ChannelKind::Remote && !m.is_recovered_channel(s);
     // The task has yet to announce this channel's credit: its future is not complete yet.
     let announcing = s.task_announce.is_some_and(|a| a.channel == c) && !ch.released;
     let mut persisted: BTreeMap<u8, Vec<Item>> = BTreeMap::new();
@@ -193,9 +197,9 @@ fn model_channel(m: &RecoveryModel, s: &State, c: u8) -> ChannelView {
         upstream_ready: ch.upstream_ready,
         state_consumed: ch.state_consumed && !announcing,
         recovery_seq: ch.recovery_seq,
-        queue: ch.queue.iter().map(|e| model_element(kind, e)).collect(),
+        queue: ch.queue.iter().map(|e| model_element(numbered, e)).collect(),
         priority_len: ch.priority_len as usize,
-        stash: ch.stash.iter().map(|e| model_element(kind, e)).collect(),
+        stash: ch.stash.iter().map(|e| model_element(numbered, e)).collect(),
         pending_priority: kind == ChannelKind::Local && ch.pending_priority && ch.in_recovery && !ch.released,
         persist_status: model_persist(ch.persister.status),
         last_seen_barrier: ch.persister.last_seen_barrier as i64,
@@ -282,7 +286,8 @@ pub fn model_observation(m: &RecoveryModel, pre: &State, action: &Action, post: 
     }
     match *action {
         Action::GetNextBuffer { channel: c } => {
-            if pre.ch(c).released && m.cfg.channels[c as usize].kind == ChannelKind::Remote {
+            let throws = m.cfg.channels[c as usize].kind == ChannelKind::Remote || m.is_recovered_channel(pre);
+            if pre.ch(c).released && throws {
                 // "Queried for a buffer after channel has been released."
                 return Observation::Error {
                     error: ErrorKind::Released,
@@ -388,6 +393,8 @@ pub struct ImplParts<'a> {
     pub ids: IdMap,
     /// The channel's own snapshot.
     pub channel: &'a ImplChannel,
+    /// How recovered buffers are delivered (the flag-off path polls a recovered channel).
+    pub delivery: Delivery,
     /// The producer's subpartition.
     pub subpartition: &'a ResultSubpartitionSnapshot,
     /// The task's `ChannelStateWriter`.
@@ -501,7 +508,9 @@ pub fn impl_channel(p: &ImplParts<'_>) -> ChannelView {
         // global pool are shown as the channel's, where the model has them.
         ImplChannel::Recovered(r) => ChannelView {
             kind: p.kind,
-            in_recovery: true,
+            // Flag off, the recovered channel stands for a physical channel created without
+            // recovery, which the model's channel already is.
+            in_recovery: p.delivery.needs_recovery(),
             released: r.released,
             upstream_ready: false,
             state_consumed: done(&r.state_consumed),
@@ -518,7 +527,7 @@ pub fn impl_channel(p: &ImplParts<'_>) -> ChannelView {
                 let mut credit = impl_credit(p, &r.buffer_manager, 0, r.released);
                 // A recovered channel announces no credit whatever its manager's flag says
                 // (its `notifyBufferAvailable` does nothing): as in recovery, notify is off.
-                credit.notify_available = false;
+                credit.notify_available = !p.delivery.needs_recovery();
                 let exclusive = |b: &Buf| matches!(b.0, NetBuf::Exclusive(_));
                 credit
                     .buffers

@@ -64,6 +64,15 @@ fn every_edge_of_the_subsume_preset_replays_on_the_implementation_without_diverg
 }
 
 #[test]
+fn every_edge_of_the_legacy_preset_replays_on_the_implementation_without_divergence() {
+    // The flag off: RecoveredInputChannels filled by the IO thread and polled through the gate
+    // (their legacy sentinel completing the future), released at any point, converted with
+    // toInputChannel(false) once every future is complete.
+    let r = every_edge_without_divergence("legacy");
+    assert!(r.kinds_missed.is_empty(), "{:?}", r.kinds_missed);
+}
+
+#[test]
 fn random_walks_with_releases_floating_buffers_and_two_checkpoints_agree_with_the_implementation() {
     // `ci`, `floating` and `deep` are too large for every edge in a debug test; random walks to
     // a terminal state cover what `tiny` lacks: releases at any point (`ci`; a release ends most

@@ -50,12 +50,16 @@ pub enum Action {
         channel: u8,
     },
     /// IO (task, during conversion, for bug B5): `finishRecoveredBufferDelivery()` after
-    /// `upstreamReady.await()`: append `EndOfFetchedChannelStateEvent`.
+    /// `upstreamReady.await()`: append `EndOfFetchedChannelStateEvent`. Flag off
+    /// (`Delivery::Legacy`): the `RecoveredInputChannel`'s `finishReadRecoveredState()`, which
+    /// appends `EndOfInputChannelStateEvent` without waiting.
     FinishRecoveredBufferDelivery {
         /// Channel index.
         channel: u8,
     },
-    /// Task (mail): `convertRecoveredInputChannels(true)`: `toInputChannel(true)` per channel.
+    /// Task (mail): `requestPartitions` converting the recovered channels: `toInputChannel(true)`
+    /// per channel (`Delivery::Conversion`), or flag off, once every state-consumed future is
+    /// complete, `toInputChannel(false)`; then the partitions are requested.
     ConvertRecoveredInputChannels,
     /// Task (mail): `requestPartitions`: local views created, remote `PartitionRequest` sent
     /// with `needsRecovery` and the server's view reader created.

@@ -38,12 +38,24 @@ pub enum Delivery {
     /// recovery, `stateConsumedFuture` complete, credit notification on, full initial credit
     /// in the `PartitionRequest`). Every `recovered` must be 0.
     NoRecovery,
+    /// The flag off (no checkpointing during recovery; Flink's path before FLINK-38544): the IO
+    /// thread reads the recovered buffers into each channel's `RecoveredInputChannel` and ends
+    /// them with `EndOfInputChannelStateEvent`; the task polls the recovered channels; once every
+    /// state-consumed future is complete, the `requestPartitions` mail converts them with
+    /// `toInputChannel(false)` into channels created without recovery and requests the
+    /// partitions.
+    Legacy,
 }
 
 impl Delivery {
-    /// `needsRecovery` of the channels.
+    /// `needsRecovery` of the physical channels.
     pub fn needs_recovery(self) -> bool {
-        self != Delivery::NoRecovery
+        !matches!(self, Delivery::NoRecovery | Delivery::Legacy)
+    }
+
+    /// Whether the gate starts with `RecoveredInputChannel`s that a mail converts.
+    pub fn converts(self) -> bool {
+        matches!(self, Delivery::Conversion | Delivery::Legacy)
     }
 }
 
@@ -114,7 +126,7 @@ impl ModelConfig {
             if c.recovered > 8 || c.upstream.len() > 8 {
                 return Err(format!("channel {i}: at most 8 recovered and 8 upstream elements"));
             }
-            if !self.delivery.needs_recovery() && c.recovered > 0 {
+            if self.delivery == Delivery::NoRecovery && c.recovered > 0 {
                 return Err(format!(
                     "channel {i}: delivery no-recovery has nothing to recover; recovered must be 0"
                 ));
@@ -315,6 +327,28 @@ pub const PRESETS: &[Preset] = &[
             release: false,
         },
         // Nothing recovered; one exclusive buffer, never held at an enableNotify.
+        unreachable: &[
+            "checkpoint persists recovered data",
+            "event stashed and replayed",
+            "recycle races enableNotify",
+            "checkpoint declined for missing barrier",
+            "checkpoint completes during recovery",
+            "recovery barrier queued behind the sentinel",
+            "stale recovery barrier polled",
+        ],
+    },
+    Preset {
+        name: "legacy",
+        summary: "the flag off: the task polls RecoveredInputChannels, then converts them without recovery; release at any point",
+        config: || ModelConfig {
+            channels: vec![local(1, &[D]), remote(1, &[E, D], 1, 0)],
+            checkpoints: 1,
+            delivery: Delivery::Legacy,
+            insert_recovery_barriers: true,
+            release: true,
+        },
+        // No recovery state in the physical channels: nothing is stashed, announced by
+        // enableNotify, persisted from recovery, declined or queued behind a sentinel.
         unreachable: &[
             "checkpoint persists recovered data",
             "event stashed and replayed",

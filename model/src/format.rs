@@ -307,7 +307,10 @@ pub fn task_pc(m: &RecoveryModel, pc: TaskPc) -> String {
 
 /// Where the IO thread's drainer is.
 pub fn io_pc(m: &RecoveryModel, s: &State) -> String {
-    let total: usize = if m.cfg.delivery == crate::config::Delivery::Drainer {
+    let total: usize = if matches!(
+        m.cfg.delivery,
+        crate::config::Delivery::Drainer | crate::config::Delivery::Legacy
+    ) {
         m.cfg.channels.iter().map(|c| c.recovered as usize + 1).sum()
     } else {
         0

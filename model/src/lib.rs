@@ -5,8 +5,8 @@
 //! Modelled classes: `LocalInputChannel`, `RemoteInputChannel` (with its recovery event stash),
 //! `RecoverableInputChannel`, `BufferManager` (notification gate, `enableNotify`),
 //! `ChannelStatePersister`, `CreditBasedSequenceNumberingViewReader` (zero initial credit
-//! when `needsRecovery`), the subpartition and the Netty wire, `RecoveredInputChannel`'s
-//! conversion, and the task thread's gate and checkpoint barrier handling.
+//! when `needsRecovery`), the subpartition and the Netty wire, `RecoveredInputChannel` (its
+//! conversion, and the flag-off path that polls it), and the task thread's gate and checkpoint barrier handling.
 //!
 //! Granularity: one action per critical section of the Java code, plus one per call made
 //! after releasing a lock (credit announcements), so threads interleave where Flink's can.
@@ -25,6 +25,7 @@ pub mod model;
 pub mod producer;
 pub mod properties;
 pub mod recoverable_input_channel;
+pub mod recovered_input_channel;
 pub mod remote_input_channel;
 pub mod single_input_gate;
 pub mod state;

@@ -7,6 +7,7 @@ use crate::config::{ChannelKind, Delivery, ModelConfig};
 use crate::local_input_channel as local;
 use crate::producer::Producer;
 use crate::recoverable_input_channel as rc;
+use crate::recovered_input_channel as recovered;
 use crate::remote_input_channel as remote;
 use crate::state::*;
 use crate::task;
@@ -49,7 +50,7 @@ impl RecoveryModel {
     /// A model of `cfg` with `variant`. The configuration must be valid.
     pub fn new(cfg: ModelConfig, variant: Variant) -> Self {
         let mut io_program = Vec::new();
-        if cfg.delivery == Delivery::Drainer {
+        if matches!(cfg.delivery, Delivery::Drainer | Delivery::Legacy) {
             for (c, ch) in cfg.channels.iter().enumerate() {
                 io_program.extend((0..ch.recovered).map(|_| IoStep::Push(c as u8)));
             }
@@ -76,6 +77,9 @@ impl RecoveryModel {
 
     /// Whether `getNextBuffer()` of channel `c` returns something now.
     pub fn has_next(&self, s: &State, c: u8) -> bool {
+        if self.is_recovered_channel(s) {
+            return recovered::has_next(s.ch(c));
+        }
         match self.kind(c) {
             ChannelKind::Local => local::has_next(s.ch(c)),
             ChannelKind::Remote => remote::has_next(s.ch(c)),
@@ -106,10 +110,19 @@ impl RecoveryModel {
     /// The element `getNextBuffer` of channel `c` names as `nextDataType` after returning
     /// `polled` (`None`: nothing, the gate drops the channel).
     pub fn next_after_poll(&self, s: &State, c: u8, polled: Payload) -> Option<Payload> {
+        if self.is_recovered_channel(s) {
+            return s.ch(c).queue.first().map(|e| e.payload);
+        }
         match self.kind(c) {
             ChannelKind::Local => local::next_after_poll(s.ch(c), polled),
             ChannelKind::Remote => s.ch(c).queue.first().map(|e| e.payload),
         }
+    }
+
+    /// Whether the channels are still the flag-off path's `RecoveredInputChannel`s (polled
+    /// through the gate until the `requestPartitions` mail converts them).
+    pub fn is_recovered_channel(&self, s: &State) -> bool {
+        self.cfg.delivery == Delivery::Legacy && !s.converted
     }
 
     fn kind(&self, c: u8) -> ChannelKind {
@@ -182,8 +195,9 @@ impl RecoveryModel {
                     },
                     upstream_ready: false,
                     released: false,
-                    // `stateConsumedFuture` is created complete without recovery.
-                    state_consumed: !needs_recovery,
+                    // `stateConsumedFuture` is created complete without recovery; the flag-off
+                    // path's RecoveredInputChannel completes it at its legacy sentinel.
+                    state_consumed: !needs_recovery && self.cfg.delivery != Delivery::Legacy,
                     pending_priority: false,
                     listener: false,
                     last_barrier: (-1, -1),
@@ -243,7 +257,15 @@ impl RecoveryModel {
                     out.push(Action::ConvertRecoveredInputChannels);
                     return;
                 }
-                if !s.partitions_requested && !s.closed {
+                // Flag off: `allOf(getStateConsumedFuture())` runs the requestPartitions mail,
+                // which converts; a released channel's future never completes.
+                if self.is_recovered_channel(s)
+                    && !s.closed
+                    && s.channels.iter().all(|ch| ch.state_consumed && !ch.released)
+                {
+                    out.push(Action::ConvertRecoveredInputChannels);
+                }
+                if !s.partitions_requested && !s.closed && !self.is_recovered_channel(s) {
                     out.push(Action::RequestPartitions);
                 }
                 match self.polling {
@@ -288,14 +310,17 @@ impl RecoveryModel {
             Some(&IoStep::Push(c)) => {
                 let ch = s.ch(c);
                 // Remote: requestRecoveryBufferBlocking() awaits upstreamReady, then a buffer.
+                // Flag off: heap buffers into the RecoveredInputChannel, nothing to wait for.
                 let ready = self.kind(c) == ChannelKind::Local
+                    || self.cfg.delivery == Delivery::Legacy
                     || ch.released
                     || (ch.upstream_ready && ch.bm.can_request_buffer_blocking());
                 if ready {
                     out.push(Action::OnRecoveredStateBuffer { channel: c });
                 }
             }
-            Some(&IoStep::Finish(c)) if s.ch(c).upstream_ready => {
+            // finishReadRecoveredState (flag off) does not wait for the upstream.
+            Some(&IoStep::Finish(c)) if s.ch(c).upstream_ready || self.cfg.delivery == Delivery::Legacy => {
                 out.push(Action::FinishRecoveredBufferDelivery { channel: c });
             }
             _ => {}
@@ -374,6 +399,35 @@ impl RecoveryModel {
         }
     }
 
+    /// The flag-off path's `getNextBuffer()` on a `RecoveredInputChannel`: a recovered buffer
+    /// is handed to the operator; the legacy sentinel completes the future and is not; a
+    /// released channel throws (the task is being cancelled).
+    fn get_next_recovered_buffer(&self, s: &mut State, c: u8) {
+        let polled = recovered::get_next_buffer(s.ch_mut(c));
+        if matches!(
+            polled,
+            recovered::Polled::Buffer { .. } | recovered::Polled::StateConsumed
+        ) && self.models_gate_queue()
+            && !s.ch(c).queue.is_empty()
+        {
+            s.gate.queue_channel(c, false);
+        }
+        if let recovered::Polled::Buffer { payload, seq } = polled {
+            task::handle_polled(s, &self.cfg, c, payload, seq);
+        }
+    }
+
+    /// Flag off: the `requestPartitions` mail after every state-consumed future completed.
+    /// `toInputChannel(false)` turns each (empty) recovered channel into a physical one created
+    /// without recovery, numbering from `i32::MIN` afresh; then the partitions are requested.
+    fn convert_legacy(&self, s: &mut State) {
+        for ch in &mut s.channels {
+            ch.recovery_seq = i32::MIN;
+        }
+        s.converted = true;
+        self.request_partitions(s);
+    }
+
     /// `toInputChannel(true)` for channels `from..`, then `internalRequestPartitions()`; all on
     /// the task thread inside one `requestPartitions(true)` mail.
     fn convert_from(&self, s: &mut State, from: u8) {
@@ -438,6 +492,9 @@ impl RecoveryModel {
     fn get_next_buffer(&self, s: &mut State, c: u8) {
         if self.models_gate_queue() {
             s.gate.poll();
+        }
+        if self.is_recovered_channel(s) {
+            return self.get_next_recovered_buffer(s, c);
         }
         let (payload, seq) = match self.kind(c) {
             ChannelKind::Local => match local::get_next_buffer(s.ch_mut(c), self.variant) {
@@ -561,6 +618,9 @@ impl RecoveryModel {
     }
 
     fn release_all_resources(&self, s: &mut State, c: u8) {
+        if self.is_recovered_channel(s) {
+            return recovered::release_all_resources(s.ch_mut(c));
+        }
         let ch = s.ch_mut(c);
         let drained = rc::release_all_resources(ch);
         ch.bm.release_all_buffers(drained, &mut ch.global_pool);
@@ -614,6 +674,24 @@ impl Model for RecoveryModel {
     fn next_state(&self, last: &State, action: Action) -> Option<State> {
         let mut s = last.clone();
         match action {
+            Action::OnRecoveredStateBuffer { channel: c } if self.is_recovered_channel(&s) => {
+                s.io_pc += 1;
+                let ch = s.ch_mut(c);
+                let i = ch.ghost_pushed;
+                ch.ghost_pushed += 1;
+                if recovered::on_recovered_state_buffer(ch, Payload::Recovered(i)) {
+                    self.notify(&mut s, c, false);
+                }
+            }
+            Action::FinishRecoveredBufferDelivery { channel: c } if self.is_recovered_channel(&s) => {
+                s.io_pc += 1;
+                if recovered::finish_read_recovered_state(s.ch_mut(c)) {
+                    self.notify(&mut s, c, false);
+                }
+            }
+            Action::ConvertRecoveredInputChannels if self.cfg.delivery == Delivery::Legacy => {
+                self.convert_legacy(&mut s)
+            }
             Action::OnRecoveredStateBuffer { channel: c } => {
                 let kind = self.kind(c);
                 s.io_pc += 1;

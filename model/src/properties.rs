@@ -192,7 +192,9 @@ fn exactly_once_delivery(_: &RecoveryModel, s: &State) -> bool {
 /// S3/S4: at most one `EndOfFetchedChannelStateEvent`, nothing but recovery barriers behind it,
 /// the sentinel never reaches the task, and a recovery barrier only once its checkpoint was
 /// aborted (a stale one, which the network input ignores as an unknown event).
-fn sentinel_discipline(_: &RecoveryModel, s: &State) -> bool {
+fn sentinel_discipline(m: &RecoveryModel, s: &State) -> bool {
+    // Flag off, the sentinel is the RecoveredInputChannel's legacy one, never in recovery.
+    let legacy = m.is_recovered_channel(s);
     s.channels.iter().all(|ch| {
         let eor = ch.queue.iter().filter(|e| e.payload == Payload::EndOfRecovery).count();
         let after_eor_ok = match ch.queue.iter().position(|e| e.payload == Payload::EndOfRecovery) {
@@ -203,7 +205,7 @@ fn sentinel_discipline(_: &RecoveryModel, s: &State) -> bool {
         };
         eor <= 1
             && after_eor_ok
-            && (eor == 0 || ch.in_recovery)
+            && (eor == 0 || ch.in_recovery || legacy)
             && ch.ghost_delivered.iter().all(|d| match d.payload {
                 Payload::EndOfRecovery => false,
                 Payload::RecoveryBarrier(cp) => aborted(s.checkpoints[cp as usize - 1]),
@@ -221,8 +223,8 @@ fn aborted(status: CheckpointStatus) -> bool {
 }
 
 /// S5: recovered elements are numbered from `i32::MIN` (contiguously in consumption order on a
-/// local channel, increasing in append order on a remote one) and never collide with live
-/// sequence numbers, which start at 0.
+/// local channel and on the flag-off path's RecoveredInputChannel, increasing in append order
+/// on a remote one) and never collide with live sequence numbers, which start at 0.
 fn recovery_sequence_numbers(m: &RecoveryModel, s: &State) -> bool {
     channels(s).all(|(c, ch)| {
         let rec: Vec<i32> = ch
@@ -237,6 +239,9 @@ fn recovery_sequence_numbers(m: &RecoveryModel, s: &State) -> bool {
             .filter(|d| !d.payload.is_recovery_element())
             .all(|d| d.seq >= 0);
         let numbered = match m.cfg.channels[c as usize].kind {
+            _ if m.cfg.delivery == crate::config::Delivery::Legacy => {
+                rec.iter().enumerate().all(|(k, &q)| q == i32::MIN + k as i32)
+            }
             ChannelKind::Local => rec.iter().enumerate().all(|(k, &q)| q == i32::MIN + k as i32),
             ChannelKind::Remote => {
                 // Appended in order, so the k-th consumed was numbered at least k after MIN.
@@ -452,11 +457,12 @@ fn no_lost_notification(m: &RecoveryModel, s: &State) -> bool {
     !m.models_gate_queue() || (0..s.channels.len() as u8).all(|c| !m.has_next(s, c) || s.gate.contains(c))
 }
 
-/// L1: every channel's `stateConsumedFuture` completes (normally, or exceptionally on release).
+/// L1: every channel's `stateConsumedFuture` completes (normally, or exceptionally on release;
+/// a released RecoveredInputChannel's never completes, its task is being cancelled).
 fn recovery_completes(_: &RecoveryModel, s: &State) -> bool {
     s.channels
         .iter()
-        .all(|ch| ch.state_consumed && (!ch.in_recovery || ch.released))
+        .all(|ch| ch.released || (ch.state_consumed && !ch.in_recovery))
 }
 
 /// L2: every upstream element reaches the operator unless the channel is released.

@@ -291,7 +291,7 @@ pub struct State {
     pub task: TaskPc,
     /// `requestPartitions` ran (mail on the task thread).
     pub partitions_requested: bool,
-    /// Conversion ran (`Delivery::Conversion` only).
+    /// The recovered channels were converted (`Delivery::Conversion` and `Delivery::Legacy`).
     pub converted: bool,
     /// `SingleInputGate.close()` ran: the task is being cancelled and runs no more mails.
     pub closed: bool,
