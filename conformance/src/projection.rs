@@ -286,8 +286,13 @@ pub fn model_observation(m: &RecoveryModel, pre: &State, action: &Action, post: 
     }
     match *action {
         Action::GetNextBuffer { channel: c } => {
-            let throws = m.cfg.channels[c as usize].kind == ChannelKind::Remote || m.is_recovered_channel(pre);
-            if pre.ch(c).released && throws {
+            if pre.ch(c).released && m.is_recovered_channel(pre) {
+                // RecoveredInputChannel: checkState(!isReleased, "Trying to read from released ...")
+                return Observation::Error {
+                    error: ErrorKind::IllegalState,
+                };
+            }
+            if pre.ch(c).released && m.cfg.channels[c as usize].kind == ChannelKind::Remote {
                 // "Queried for a buffer after channel has been released."
                 return Observation::Error {
                     error: ErrorKind::Released,

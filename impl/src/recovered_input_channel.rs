@@ -173,8 +173,9 @@ impl RecoveredInputChannel {
         let (next, next_data_type, sequence_number) = {
             let mut state = self.received_buffers.lock();
             if self.shared.released.load(Ordering::SeqCst) {
-                return Err(ChannelError::released(
-                    "RecoveredInputChannel has already been released.",
+                // Flink's `checkState(!isReleased, ...)`.
+                return Err(ChannelError::illegal_state(
+                    "Trying to read from released RecoveredInputChannel",
                 ));
             }
             let Some(next) = state.buffers.pop_front() else {

@@ -47,7 +47,7 @@ pub enum Polled {
     StateConsumed,
     /// Nothing queued.
     Nothing,
-    /// Released: `getNextBuffer` throws.
+    /// Released: `getNextBuffer` throws (`checkState(!isReleased)`).
     Released,
 }
 
