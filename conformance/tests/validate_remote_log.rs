@@ -90,6 +90,10 @@ fn remote_of(gate: &SingleInputGate, c: usize) -> Option<Arc<RemoteInputChannel>
     gate.channel(c).and_then(|h| h.as_remote().cloned())
 }
 
+fn physical_of(gate: &SingleInputGate, c: usize) -> Option<Arc<dyn RecoverableInputChannel>> {
+    gate.channel(c).and_then(|h| h.as_recoverable())
+}
+
 fn recovered_buffer(c: u8, i: u8) -> NetworkBuffer {
     let id = BufferId(60_000 + 100 * c as u32 + i as u32);
     NetworkBuffer::unpooled(id, BufferKind::Data, recovered_payload(c, i))
@@ -296,20 +300,32 @@ fn run(cfg: &ModelConfig, seed: u64) -> Run {
     }));
 
     // Canceler: in about half of the runs of a configuration with release, releases the remote
-    // channel at a random point.
+    // channel, the local one, or both (local first) at a random point.
+    // A local channel is released only once the partitions were requested: Flink's gate stops
+    // requesting at a released channel (`checkState(!isReleased)`), where the model skips it.
+    let partitions_requested = Arc::new(AtomicBool::new(false));
     let mut rng = SplitMix64::new(seed ^ 0x70);
     if cfg.release && rng.below(2) == 0 {
+        let requested = Arc::clone(&partitions_requested);
         let delay = Duration::from_micros(rng.below(3_000) as u64);
         let canceler_gate = Arc::clone(&gate);
-        let c = cfg
-            .channels
-            .iter()
-            .position(|cc| cc.kind == ChannelKind::Remote)
-            .unwrap();
+        let of_kind = |kind| cfg.channels.iter().position(|cc| cc.kind == kind).unwrap();
+        let of_local = of_kind(ChannelKind::Local);
+        let targets = match rng.below(3) {
+            0 => vec![of_kind(ChannelKind::Remote)],
+            1 => vec![of_kind(ChannelKind::Local)],
+            _ => vec![of_kind(ChannelKind::Local), of_kind(ChannelKind::Remote)],
+        };
         threads.push(spawn("canceler", &log, move || {
             thread::sleep(delay);
-            let remote = remote_of(&canceler_gate, c).expect("a remote channel");
-            remote.release_all_resources().unwrap();
+            let local = of_local;
+            for c in targets {
+                while c == local && !requested.load(Ordering::SeqCst) {
+                    thread::sleep(Duration::from_micros(50));
+                }
+                let channel = physical_of(&canceler_gate, c).expect("a physical channel");
+                channel.release_all_resources().unwrap();
+            }
         }));
     }
 
@@ -323,6 +339,7 @@ fn run(cfg: &ModelConfig, seed: u64) -> Run {
         .map(|cc| cc.upstream.len() + cfg.checkpoints as usize)
         .collect();
     let (task_gate, conversion) = (Arc::clone(&gate), cfg.delivery == Delivery::Conversion);
+    let task_requested = Arc::clone(&partitions_requested);
     let task = spawn("task", &log, move || {
         let mut rng = SplitMix64::new(seed ^ 0x30);
         let request_after = if conversion { 0 } else { rng.below(4) };
@@ -331,7 +348,7 @@ fn run(cfg: &ModelConfig, seed: u64) -> Run {
         let channels = ids.len();
         let (mut live, mut seen) = (vec![0; channels], vec![false; channels]);
         let deadline = Instant::now() + Duration::from_secs(10);
-        let released = |gate: &SingleInputGate, c: usize| remote_of(gate, c).is_some_and(|r| r.is_released());
+        let released = |gate: &SingleInputGate, c: usize| physical_of(gate, c).is_some_and(|r| r.is_released());
         let any_released = |gate: &SingleInputGate| (0..channels).any(|c| released(gate, c));
         let done =
             |gate: &SingleInputGate, live: &[usize]| (0..channels).all(|c| live[c] >= expected[c] || released(gate, c));
@@ -341,6 +358,7 @@ fn run(cfg: &ModelConfig, seed: u64) -> Run {
                 // A released channel makes the request fail (the model skips it).
                 let _ = task_gate.request_partitions(true);
                 requested = true;
+                task_requested.store(true, Ordering::SeqCst);
             }
             polls += 1;
             jitter(&mut rng);
