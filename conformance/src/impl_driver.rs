@@ -567,29 +567,14 @@ impl ImplDriver {
     /// appended the legacy `EndOfInputChannelStateEvent`. Then the gate's
     /// `request_partitions(true)` on the task worker (a call that blocks is reported as such):
     /// `toInputChannel(true)` per channel pushes every buffer and the sentinel, then every
-    /// subpartition is requested. The driver's handles follow the gate's array.
+    /// subpartition is requested. Flag off, the IO thread filled the recovered channels and the
+    /// task drained them already: only `request_partitions(false)` (`toInputChannel(false)`).
+    /// The driver's handles follow the gate's array.
     fn convert_recovered_input_channels(&mut self) -> Observation {
         let timeout = self.timeout;
-        // Flag off, the IO thread and the task already filled and drained them.
         let needs_recovery = self.cfg.delivery.needs_recovery();
-        for (c, ch) in self.sys.channels.iter_mut().enumerate() {
-            if !needs_recovery {
-                break;
-            }
-            let InputChannelHandle::Recovered(recovered) = &ch.handle else {
-                return unperformable("no recovered channel to convert (drainer delivery or converted)");
-            };
-            for i in 0..ch.recovered {
-                let payload = payload_of(c as u8, &Item::Recovered(i));
-                let buffer =
-                    NetworkBuffer::unpooled(BufferId(60_000 + 100 * c as u32 + i as u32), BufferKind::Data, payload);
-                if let Err(e) = recovered.on_recovered_state_buffer(buffer) {
-                    return Observation::Error { error: error_kind(&e) };
-                }
-            }
-            if let Err(e) = recovered.finish_read_recovered_state() {
-                return Observation::Error { error: error_kind(&e) };
-            }
+        if needs_recovery && let Err(observation) = self.fill_recovered_input_channels() {
+            return observation;
         }
         let gate = Arc::clone(&self.sys.gate);
         let job: Job = Box::new(move || outcome(gate.request_partitions(needs_recovery)));
@@ -607,6 +592,30 @@ impl ImplDriver {
             }
         }
         Observation::Done
+    }
+
+    /// What the drainer read before the conversion: each `RecoveredInputChannel`'s recovered
+    /// buffers and its legacy sentinel.
+    fn fill_recovered_input_channels(&mut self) -> Result<(), Observation> {
+        for (c, ch) in self.sys.channels.iter_mut().enumerate() {
+            let InputChannelHandle::Recovered(recovered) = &ch.handle else {
+                return Err(unperformable(
+                    "no recovered channel to convert (drainer delivery or converted)",
+                ));
+            };
+            for i in 0..ch.recovered {
+                let payload = payload_of(c as u8, &Item::Recovered(i));
+                let buffer =
+                    NetworkBuffer::unpooled(BufferId(60_000 + 100 * c as u32 + i as u32), BufferKind::Data, payload);
+                if let Err(e) = recovered.on_recovered_state_buffer(buffer) {
+                    return Err(Observation::Error { error: error_kind(&e) });
+                }
+            }
+            if let Err(e) = recovered.finish_read_recovered_state() {
+                return Err(Observation::Error { error: error_kind(&e) });
+            }
+        }
+        Ok(())
     }
 
     /// One turn of the gate's polling loop (`SingleInputGate::poll_channel`): the gate, not

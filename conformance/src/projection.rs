@@ -531,7 +531,9 @@ pub fn impl_channel(p: &ImplParts<'_>) -> ChannelView {
             credit: (p.kind == ChannelKind::Remote).then(|| {
                 let mut credit = impl_credit(p, &r.buffer_manager, 0, r.released);
                 // A recovered channel announces no credit whatever its manager's flag says
-                // (its `notifyBufferAvailable` does nothing): as in recovery, notify is off.
+                // (its `notifyBufferAvailable` does nothing). It stands for the physical channel
+                // it becomes: in recovery notify is off; flag off, that channel is created
+                // without recovery, notify on.
                 credit.notify_available = !p.delivery.needs_recovery();
                 let exclusive = |b: &Buf| matches!(b.0, NetBuf::Exclusive(_));
                 credit
