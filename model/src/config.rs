@@ -52,11 +52,6 @@ impl Delivery {
     pub fn needs_recovery(self) -> bool {
         !matches!(self, Delivery::NoRecovery | Delivery::Legacy)
     }
-
-    /// Whether the gate starts with `RecoveredInputChannel`s that a mail converts.
-    pub fn converts(self) -> bool {
-        matches!(self, Delivery::Conversion | Delivery::Legacy)
-    }
 }
 
 /// One input channel of the gate.
