@@ -182,6 +182,20 @@ pub fn remote(recovered: u8, upstream: &[Upstream], exclusive: u8, floating: u8)
 
 use Upstream::{Data as D, Event as E};
 
+/// What no channel in recovery can reach: nothing recovered is persisted, stashed, announced by
+/// enableNotify, declined for a missing barrier or queued behind a sentinel, and no checkpoint
+/// runs during recovery (channels created without recovery, or the flag-off path, whose physical
+/// channels are created without recovery).
+const NO_RECOVERY_STATE: &[&str] = &[
+    "checkpoint persists recovered data",
+    "event stashed and replayed",
+    "recycle races enableNotify",
+    "checkpoint declined for missing barrier",
+    "checkpoint completes during recovery",
+    "recovery barrier queued behind the sentinel",
+    "stale recovery barrier polled",
+];
+
 /// All presets, smallest first.
 pub const PRESETS: &[Preset] = &[
     Preset {
@@ -297,17 +311,7 @@ pub const PRESETS: &[Preset] = &[
             insert_recovery_barriers: true,
             release: true,
         },
-        // No recovered stream: nothing recovered, stashed, announced by enableNotify or queued
-        // behind a sentinel, and no checkpoint runs during recovery.
-        unreachable: &[
-            "checkpoint persists recovered data",
-            "event stashed and replayed",
-            "recycle races enableNotify",
-            "checkpoint declined for missing barrier",
-            "checkpoint completes during recovery",
-            "recovery barrier queued behind the sentinel",
-            "stale recovery barrier polled",
-        ],
+        unreachable: NO_RECOVERY_STATE,
     },
     Preset {
         name: "subsume",
@@ -321,16 +325,7 @@ pub const PRESETS: &[Preset] = &[
             insert_recovery_barriers: true,
             release: false,
         },
-        // Nothing recovered; one exclusive buffer, never held at an enableNotify.
-        unreachable: &[
-            "checkpoint persists recovered data",
-            "event stashed and replayed",
-            "recycle races enableNotify",
-            "checkpoint declined for missing barrier",
-            "checkpoint completes during recovery",
-            "recovery barrier queued behind the sentinel",
-            "stale recovery barrier polled",
-        ],
+        unreachable: NO_RECOVERY_STATE,
     },
     Preset {
         name: "legacy",
@@ -342,17 +337,7 @@ pub const PRESETS: &[Preset] = &[
             insert_recovery_barriers: true,
             release: true,
         },
-        // No recovery state in the physical channels: nothing is stashed, announced by
-        // enableNotify, persisted from recovery, declined or queued behind a sentinel.
-        unreachable: &[
-            "checkpoint persists recovered data",
-            "event stashed and replayed",
-            "recycle races enableNotify",
-            "checkpoint declined for missing barrier",
-            "checkpoint completes during recovery",
-            "recovery barrier queued behind the sentinel",
-            "stale recovery barrier polled",
-        ],
+        unreachable: NO_RECOVERY_STATE,
     },
     Preset {
         name: "wide",

@@ -404,12 +404,13 @@ impl RecoveryModel {
     /// released channel throws (the task is being cancelled).
     fn get_next_recovered_buffer(&self, s: &mut State, c: u8) {
         let polled = recovered::get_next_buffer(s.ch_mut(c));
-        if matches!(
-            polled,
-            recovered::Polled::Buffer { .. } | recovered::Polled::StateConsumed
-        ) && self.models_gate_queue()
-            && !s.ch(c).queue.is_empty()
-        {
+        let payload = match polled {
+            recovered::Polled::Buffer { payload, .. } => payload,
+            recovered::Polled::StateConsumed => Payload::EndOfRecovery,
+            recovered::Polled::Nothing | recovered::Polled::Released => return,
+        };
+        // moreAvailable: queueChannel again.
+        if self.models_gate_queue() && self.next_after_poll(s, c, payload).is_some() {
             s.gate.queue_channel(c, false);
         }
         if let recovered::Polled::Buffer { payload, seq } = polled {
@@ -679,15 +680,13 @@ impl Model for RecoveryModel {
                 let ch = s.ch_mut(c);
                 let i = ch.ghost_pushed;
                 ch.ghost_pushed += 1;
-                if recovered::on_recovered_state_buffer(ch, Payload::Recovered(i)) {
-                    self.notify(&mut s, c, false);
-                }
+                let notify = recovered::on_recovered_state_buffer(ch, Payload::Recovered(i));
+                self.pushed(&mut s, c, Ok(notify));
             }
             Action::FinishRecoveredBufferDelivery { channel: c } if self.is_recovered_channel(&s) => {
                 s.io_pc += 1;
-                if recovered::finish_read_recovered_state(s.ch_mut(c)) {
-                    self.notify(&mut s, c, false);
-                }
+                let notify = recovered::finish_read_recovered_state(s.ch_mut(c));
+                self.pushed(&mut s, c, Ok(notify));
             }
             Action::ConvertRecoveredInputChannels if self.cfg.delivery == Delivery::Legacy => {
                 self.convert_legacy(&mut s)
