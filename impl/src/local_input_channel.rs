@@ -91,10 +91,10 @@ impl BufferAvailabilityListener for LocalChannelShared {
     }
 
     /// `notifyPriorityEvent(seq)` (producer thread): flag, then `inputGate.notifyPriorityEvent`.
-    fn notify_priority_event(&self, _priority_sequence_number: i32) {
+    fn notify_priority_event(&self, priority_sequence_number: i32) {
         self.has_pending_priority_event.store(true, Ordering::SeqCst);
         self.gate
-            .notify_priority_event(self.channel_info.input_channel_idx as usize);
+            .notify_priority_event(self.channel_info.input_channel_idx as usize, priority_sequence_number);
     }
 }
 

@@ -477,7 +477,9 @@ impl RemoteInputChannel {
             return Ok(());
         }
         if notify_priority {
-            self.context.gate.notify_priority_event(self.channel_index());
+            self.context
+                .gate
+                .notify_priority_event(self.channel_index(), sequence_number);
         }
         if notify_non_empty {
             self.context.gate.notify_channel_non_empty(self.channel_index());

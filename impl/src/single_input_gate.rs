@@ -12,7 +12,7 @@
 //!   (order `requestLock` → channel lock). Polling only clones a channel handle under it and
 //!   calls the channel after releasing it.
 
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
@@ -45,7 +45,48 @@ struct ChannelQueue {
     channels: VecDeque<usize>,
     num_priority: usize,
     enqueued: BTreeSet<usize>,
+    /// `lastPrioritySequenceNumber[channel]`: the sequence number of the last priority element
+    /// polled from each channel (absent: `Integer.MIN_VALUE`).
+    last_priority_sequence_number: BTreeMap<usize, i32>,
     closed: bool,
+}
+
+impl ChannelQueue {
+    /// `queueChannelUnsafe(channel, priority)`: false for a double notification (already queued,
+    /// and with priority if that is asked for).
+    fn queue_channel_unsafe(&mut self, channel_index: usize, priority: bool) -> bool {
+        let already_enqueued = self.enqueued.contains(&channel_index);
+        let already_prioritized = self
+            .channels
+            .iter()
+            .take(self.num_priority)
+            .any(|c| *c == channel_index);
+        if already_enqueued && (!priority || already_prioritized) {
+            return false;
+        }
+        if already_enqueued {
+            self.channels.retain(|c| *c != channel_index);
+        }
+        if priority {
+            self.channels.insert(self.num_priority, channel_index);
+            self.num_priority += 1;
+        } else {
+            self.channels.push_back(channel_index);
+        }
+        self.enqueued.insert(channel_index);
+        true
+    }
+}
+
+/// `isOutdated(sequenceNumber, lastSequenceNumber)`: whether the priority element announced with
+/// `sequence_number` was already polled. Sequence numbers wrap (recovery numbers start at
+/// `i32::MIN`), so across the sign boundary with one number beyond `i32::MAX / 2` the negative
+/// one is the newer.
+fn is_outdated(sequence_number: i32, last_sequence_number: i32) -> bool {
+    if (last_sequence_number < 0) != (sequence_number < 0) && last_sequence_number.max(sequence_number) > i32::MAX / 2 {
+        return last_sequence_number < 0;
+    }
+    last_sequence_number >= sequence_number
 }
 
 /// Flink's `inputChannelsWithData` (a `PrioritizedDeque<InputChannel>` plus
@@ -77,37 +118,46 @@ impl InputChannelsWithData {
     }
 
     /// `notifyPriorityEvent(channel, prioritySequenceNumber)` → `queueChannel(channel, seq, false)`
-    /// with priority: the channel moves to the priority head.
-    pub fn notify_priority_event(&self, channel_index: usize) {
-        self.queue_channel(channel_index, true);
+    /// with priority: the channel moves to the priority head. The notification comes after the
+    /// channel's lock is released, so the task may already have polled the element it announces:
+    /// such an outdated notification is dropped.
+    pub fn notify_priority_event(&self, channel_index: usize, priority_sequence_number: i32) {
+        let queued = {
+            let mut queue = self.queue.lock();
+            let last = queue.last_priority_sequence_number.get(&channel_index);
+            !last.is_some_and(|&last| is_outdated(priority_sequence_number, last))
+                && queue.queue_channel_unsafe(channel_index, true)
+        };
+        if queued {
+            self.available.notify_all();
+        }
     }
 
     /// `queueChannel(channel, priority)`: ignores double notifications.
     pub fn queue_channel(&self, channel_index: usize, priority: bool) {
-        {
-            let mut queue = self.queue.lock();
-            let already_enqueued = queue.enqueued.contains(&channel_index);
-            let already_prioritized = queue
-                .channels
-                .iter()
-                .take(queue.num_priority)
-                .any(|c| *c == channel_index);
-            if already_enqueued && (!priority || already_prioritized) {
-                return;
-            }
-            if already_enqueued {
-                queue.channels.retain(|c| *c != channel_index);
-            }
-            if priority {
-                let at = queue.num_priority;
-                queue.channels.insert(at, channel_index);
-                queue.num_priority += 1;
-            } else {
-                queue.channels.push_back(channel_index);
-            }
-            queue.enqueued.insert(channel_index);
+        if self.queue.lock().queue_channel_unsafe(channel_index, priority) {
+            self.available.notify_all();
         }
-        self.available.notify_all();
+    }
+
+    /// After the task polled `channel_index`: `queueChannelUnsafe` again if it reported more (at
+    /// the priority head for a priority event), and remember a polled priority element's
+    /// sequence number for [`is_outdated`].
+    pub fn on_polled(&self, channel_index: usize, next: &BufferAndAvailability) {
+        let queued = {
+            let mut queue = self.queue.lock();
+            let queued = next.next_data_type.is_available()
+                && queue.queue_channel_unsafe(channel_index, next.next_data_type.has_priority());
+            if next.buffer.kind().has_priority() {
+                queue
+                    .last_priority_sequence_number
+                    .insert(channel_index, next.sequence_number);
+            }
+            queued
+        };
+        if queued {
+            self.available.notify_all();
+        }
     }
 
     /// `getChannel(blocking=false)`: the next channel with data.
@@ -420,10 +470,7 @@ impl SingleInputGate {
         let Some(next) = channel.get_next_buffer()? else {
             return Ok(ChannelPoll::Empty { channel: index });
         };
-        if next.next_data_type.is_available() {
-            self.channels_with_data
-                .queue_channel(index, next.next_data_type.has_priority());
-        }
+        self.channels_with_data.on_polled(index, &next);
         Ok(ChannelPoll::Buffer { channel: index, next })
     }
 
@@ -495,5 +542,43 @@ impl SingleInputGate {
             closed: gate.closed,
             channels: gate.channels.iter().map(InputChannelHandle::snapshot).collect(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn is_outdated_compares_across_the_wrap_of_recovery_sequence_numbers() {
+        assert!(is_outdated(3, 3));
+        assert!(is_outdated(2, 3));
+        assert!(!is_outdated(4, 3));
+        // Recovery numbers (from i32::MIN) are older than live ones near zero...
+        assert!(!is_outdated(0, i32::MIN + 5));
+        assert!(is_outdated(i32::MIN + 5, 0));
+        // ...but past i32::MAX / 2 the negative number is the one that wrapped, so the newer.
+        assert!(!is_outdated(i32::MIN, i32::MAX));
+        assert!(is_outdated(i32::MAX, i32::MIN));
+    }
+
+    #[test]
+    fn a_priority_notification_for_an_element_already_polled_is_dropped() {
+        let queue = InputChannelsWithData::new();
+        let polled = BufferAndAvailability {
+            buffer: NetworkBuffer::event(BufferKind::CheckpointBarrier(1)),
+            next_data_type: DataType::None,
+            buffers_in_backlog: 0,
+            sequence_number: 7,
+        };
+        queue.on_polled(0, &polled);
+        queue.notify_priority_event(0, 7);
+        assert_eq!(
+            queue.poll(),
+            None,
+            "the barrier at 7 was polled: its late notification is outdated"
+        );
+        queue.notify_priority_event(0, 8);
+        assert_eq!(queue.poll(), Some(0));
     }
 }
