@@ -417,6 +417,7 @@ pub(crate) fn error_kind(e: &ChannelError) -> ErrorKind {
         ChannelError::Released(_) => ErrorKind::Released,
         ChannelError::DoubleRecycle(_) => ErrorKind::DoubleRecycle,
         ChannelError::BufferReordering { .. } => ErrorKind::BufferReordering,
+        ChannelError::RemoteTransport(_) => ErrorKind::RemoteTransport,
     }
 }
 
@@ -710,6 +711,15 @@ impl ImplDriver {
         outcome(self.ch(c).subpartition.add(barrier))
     }
 
+    /// The Netty client's `exceptionCaught`: the connection to the producer is gone.
+    fn on_error(&mut self, c: u8) -> Observation {
+        let Some(remote) = self.ch(c).handle.as_remote() else {
+            return unperformable(format!("channel {c} is not a remote channel"));
+        };
+        remote.on_error(ChannelError::RemoteTransport("connection reset by peer".into()));
+        Observation::Done
+    }
+
     fn send_buffer(&mut self, c: u8) -> Observation {
         let ch = self.ch(c);
         let Some(reader) = ch.reader.as_mut() else {
@@ -871,6 +881,8 @@ impl Driver for ImplDriver {
                 self.resume(thread, channel, |p| matches!(p, PausePoint::Announce { .. }))
             }
             EmitCheckpointBarrier { channel, cp } => self.emit_checkpoint_barrier(channel, cp),
+            ReleasePartition { channel } => outcome(self.ch(channel).subpartition.release()),
+            OnError { channel } => self.on_error(channel),
             SendBuffer { channel } => self.send_buffer(channel),
             OnAddCredit { channel } => self.on_add_credit(channel),
             OnBuffer { channel } => self.on_buffer(channel),

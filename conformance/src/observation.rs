@@ -215,6 +215,8 @@ pub enum ErrorKind {
     DoubleRecycle,
     /// An upstream sequence number out of order.
     BufferReordering,
+    /// The connection to the producer failed (`RemoteTransportException`).
+    RemoteTransport,
 }
 
 /// Why `checkpointStarted` refused a checkpoint.
@@ -402,6 +404,12 @@ pub struct ChannelView {
     pub in_recovery: bool,
     /// `isReleased`.
     pub released: bool,
+    /// Remote: `setError` kept a cause (the connection failed).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub error: bool,
+    /// The producer released the subpartition (it failed).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub partition_released: bool,
     /// `upstreamReady` is open.
     pub upstream_ready: bool,
     /// `stateConsumedFuture` is done (normally or exceptionally).

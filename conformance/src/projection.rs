@@ -38,7 +38,9 @@ use recovery_impl::recoverable_input_channel::{ChannelSnapshot as ImplChannel, F
 use recovery_impl::result_subpartition::ResultSubpartitionSnapshot;
 use recovery_impl::{BufferKind, BufferSnapshot};
 use recovery_model::channel_state_persister::PersistStatus as ModelPersist;
-use recovery_model::state::{Channel, CheckpointStatus, Entry, NetBuf, Payload, RecyclerPc, State, TaskPc, Violation};
+use recovery_model::state::{
+    Channel, CheckpointStatus, Entry, Failure, NetBuf, Payload, RecyclerPc, State, TaskPc, Violation,
+};
 use recovery_model::{Action, ChannelKind, Delivery, RecoveryModel};
 use std::collections::BTreeMap;
 
@@ -194,6 +196,8 @@ fn model_channel(m: &RecoveryModel, s: &State, c: u8) -> ChannelView {
         kind,
         in_recovery: ch.in_recovery,
         released: ch.released,
+        error: ch.error,
+        partition_released: ch.producer.released,
         upstream_ready: ch.upstream_ready,
         state_consumed: ch.state_consumed && !announcing,
         recovery_seq: ch.recovery_seq,
@@ -271,6 +275,15 @@ pub fn violation_kind(v: Violation) -> ErrorKind {
     }
 }
 
+/// The error kind `getNextBuffer` throws after an upstream failure.
+pub fn failure_kind(f: Failure) -> ErrorKind {
+    match f {
+        Failure::Transport => ErrorKind::RemoteTransport,
+        Failure::PartitionReleased => ErrorKind::Released,
+        Failure::NoPriorityEvent => ErrorKind::IllegalState,
+    }
+}
+
 /// `nextDataType` of a `getNextBuffer` of channel `c` that returned `polled`, from the state
 /// after it (the model decides the gate's re-queue on it, see `RecoveryModel::next_after_poll`).
 fn next_after_poll(m: &RecoveryModel, post: &State, c: u8, polled: Payload) -> DataType {
@@ -286,6 +299,11 @@ pub fn model_observation(m: &RecoveryModel, pre: &State, action: &Action, post: 
     }
     match *action {
         Action::GetNextBuffer { channel: c } => {
+            if let (TaskPc::Failed { cause, .. }, false) = (post.task, pre.task == post.task) {
+                return Observation::Error {
+                    error: failure_kind(cause),
+                };
+            }
             if pre.ch(c).released && m.is_recovered_channel(pre) {
                 // RecoveredInputChannel: checkState(!isReleased, "Trying to read from released ...")
                 return Observation::Error {
@@ -470,6 +488,8 @@ pub fn impl_channel(p: &ImplParts<'_>) -> ChannelView {
             kind: ChannelKind::Local,
             in_recovery: l.in_recovery,
             released: l.released,
+            error: false,
+            partition_released: p.subpartition.released,
             upstream_ready: l.upstream_ready,
             state_consumed: done(&l.state_consumed),
             recovery_seq: l.recovery_sequence_number,
@@ -493,6 +513,8 @@ pub fn impl_channel(p: &ImplParts<'_>) -> ChannelView {
                 kind: ChannelKind::Remote,
                 in_recovery: r.in_recovery,
                 released: r.released,
+                error: r.error.is_some(),
+                partition_released: p.subpartition.released,
                 upstream_ready: r.upstream_ready,
                 state_consumed: done(&r.state_consumed),
                 recovery_seq: r.recovery_sequence_number,
@@ -517,6 +539,8 @@ pub fn impl_channel(p: &ImplParts<'_>) -> ChannelView {
             // recovery, which the model's channel already is.
             in_recovery: p.delivery.needs_recovery(),
             released: r.released,
+            error: false,
+            partition_released: p.subpartition.released,
             upstream_ready: false,
             state_consumed: done(&r.state_consumed),
             recovery_seq: r.sequence_number,

@@ -36,8 +36,8 @@ fn every_edge_without_divergence(name: &str) -> conformance::conform::ConformRep
 #[test]
 fn every_edge_of_tiny_replays_on_the_implementation_without_divergence() {
     let r = every_edge_without_divergence("tiny");
-    // tiny has no release (nor gate close), no floating buffer and no conversion.
-    assert_eq!(r.action_kinds_covered, Action::KINDS.len() - 4);
+    // tiny has no release (nor gate close), no floating buffer, no conversion and no faults.
+    assert_eq!(r.action_kinds_covered, Action::KINDS.len() - 6);
 }
 
 #[test]
@@ -50,8 +50,8 @@ fn every_edge_of_the_conversion_preset_replays_on_the_implementation_without_div
         "{unreachable:?}"
     );
     // No drainer (its push and finish), no separate requestPartitions, no release nor gate
-    // close, and no floating buffer handed back in this preset.
-    assert_eq!(r.action_kinds_covered, Action::KINDS.len() - 6, "{unreachable:?}");
+    // close, no floating buffer handed back and no faults in this preset.
+    assert_eq!(r.action_kinds_covered, Action::KINDS.len() - 8, "{unreachable:?}");
 }
 
 #[test]
@@ -69,6 +69,18 @@ fn every_edge_of_the_legacy_preset_replays_on_the_implementation_without_diverge
     // (their legacy sentinel completing the future), released at any point, converted with
     // toInputChannel(false) once every future is complete.
     let r = every_edge_without_divergence("legacy");
+    assert!(r.kinds_missed.is_empty(), "{:?}", r.kinds_missed);
+}
+
+#[test]
+fn every_edge_of_the_faults_preset_replays_on_the_implementation_without_divergence() {
+    // Upstream failures: a connection error (onError keeps the cause and notifies the gate,
+    // getNextBuffer rethrows it) and a subpartition released under its local reader (the next
+    // poll finds the view released, or in recovery no pending priority event in it).
+    let r = every_edge_without_divergence("faults");
+    for kind in ["onError", "releasePartition"] {
+        assert!(!r.kinds_unreachable.contains(&kind), "{kind}");
+    }
     assert!(r.kinds_missed.is_empty(), "{:?}", r.kinds_missed);
 }
 
@@ -102,8 +114,8 @@ fn random_walks_with_releases_floating_buffers_and_two_checkpoints_agree_with_th
             kinds.extend(walk.iter().map(Action::method));
         }
     }
-    // Every kind but the conversion.
-    assert_eq!(kinds.len(), Action::KINDS.len() - 1, "{kinds:?}");
+    // Every kind but the conversion and the faults.
+    assert_eq!(kinds.len(), Action::KINDS.len() - 3, "{kinds:?}");
 }
 
 #[test]

@@ -39,6 +39,7 @@ fn config() -> ModelConfig {
         delivery: Delivery::Drainer,
         insert_recovery_barriers: true,
         release: false,
+        faults: false,
     }
 }
 

@@ -53,6 +53,10 @@ pub enum ChannelError {
     /// `IllegalReferenceCountException`).
     #[error("double recycle of buffer {0:?}")]
     DoubleRecycle(BufferId),
+    /// `RemoteTransportException`: the connection to the producer failed; `onError` keeps it as
+    /// the channel's cause and `getNextBuffer` rethrows it.
+    #[error("remote transport failure: {0}")]
+    RemoteTransport(String),
     /// `BufferReorderingException` from `RemoteInputChannel.onBuffer`.
     #[error("buffer re-ordering: expected sequence number {expected}, got {actual}")]
     BufferReordering {

@@ -78,8 +78,18 @@ impl BufferManagerChannel for LocalChannelShared {
     /// A local channel has no credit: `InputChannel.notifyBufferAvailable` does nothing.
     fn notify_buffer_available(&self, _number_of_buffers: usize) {}
 
+    /// `setError(cause)`: the first cause wins and notifies the gate.
     fn set_error(&self, error: ChannelError) {
-        self.error.lock().get_or_insert(error);
+        let first = {
+            let mut cause = self.error.lock();
+            let first = cause.is_none();
+            cause.get_or_insert(error);
+            first
+        };
+        if first {
+            self.gate
+                .notify_channel_non_empty(self.channel_info.input_channel_idx as usize);
+        }
     }
 }
 

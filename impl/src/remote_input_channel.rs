@@ -34,6 +34,7 @@ use crate::recoverable_input_channel::{
     BufferAndAvailability, ChannelContext, ChannelSnapshot, FutureStatus, InputChannelInfo, RecoverableInputChannel,
     RecoveryQueue, StateConsumedFuture, collect_pre_recovery_barrier,
 };
+use crate::single_input_gate::InputChannelsWithData;
 use crate::sync::{Arc, AtomicBool, AtomicI32, AtomicU64, Latch, Mutex, Ordering};
 
 /// Flink's `NONE` subpartition id of recovered elements.
@@ -103,6 +104,8 @@ pub struct RemoteInputChannelSnapshot {
     pub upstream_ready: bool,
     /// `isReleased`.
     pub released: bool,
+    /// `cause`: the error `setError` kept, if any.
+    pub error: Option<ChannelError>,
     /// `stateConsumedFuture`.
     pub state_consumed: FutureStatus,
     /// The checkpoint status machine.
@@ -114,6 +117,7 @@ pub struct RemoteInputChannelSnapshot {
 /// State shared with the buffer manager: the credit side of the channel.
 struct RemoteChannelShared {
     channel_info: InputChannelInfo,
+    gate: Arc<InputChannelsWithData>,
     released: AtomicBool,
     unannounced_credit: AtomicI32,
     credit_notifications: AtomicU64,
@@ -152,8 +156,19 @@ impl BufferManagerChannel for RemoteChannelShared {
         }
     }
 
+    /// `setError(cause)`: the first cause wins and notifies the gate, so that the task polls
+    /// the channel and `checkError()` throws it.
     fn set_error(&self, error: ChannelError) {
-        self.error.lock().get_or_insert(error);
+        let first = {
+            let mut cause = self.error.lock();
+            let first = cause.is_none();
+            cause.get_or_insert(error);
+            first
+        };
+        if first {
+            self.gate
+                .notify_channel_non_empty(self.channel_info.input_channel_idx as usize);
+        }
     }
 }
 
@@ -278,6 +293,7 @@ impl RemoteInputChannel {
     pub fn new(context: ChannelContext, needs_recovery: bool) -> Arc<Self> {
         let shared = Arc::new(RemoteChannelShared {
             channel_info: context.channel_info,
+            gate: Arc::clone(&context.gate),
             released: AtomicBool::new(false),
             unannounced_credit: AtomicI32::new(0),
             credit_notifications: AtomicU64::new(0),
@@ -396,6 +412,12 @@ impl RemoteInputChannel {
     // ------------------------------------------------------------------------
     // Network I/O notifications (netty client thread)
     // ------------------------------------------------------------------------
+
+    /// `onError(cause)` (Netty client thread): the connection failed; the cause is kept and
+    /// thrown by the next `getNextBuffer`.
+    pub fn on_error(&self, cause: ChannelError) {
+        self.shared.set_error(cause);
+    }
 
     /// `onBuffer(buffer, sequenceNumber, backlog, subpartitionId)`: enqueues an upstream
     /// element. During recovery priority events go to the head, ordinary events to the stash,
@@ -530,6 +552,7 @@ impl RemoteInputChannel {
             partition_requested: self.partition_requested.load(Ordering::SeqCst),
             upstream_ready: self.upstream_ready.is_open(),
             released: self.shared.released.load(Ordering::SeqCst),
+            error: self.shared.error.lock().clone(),
             state_consumed: self.state_consumed.status(),
             persister,
             buffer_manager: self.buffer_manager.snapshot(),

@@ -150,6 +150,18 @@ pub enum Action {
         /// The buffer.
         buffer: NetBuf,
     },
+    /// Producer (`faults`): the upstream task fails and `release()`s the local channel's
+    /// subpartition: its buffers are dropped and the view reports released.
+    ReleasePartition {
+        /// Channel index.
+        channel: u8,
+    },
+    /// Netty client (`faults`): the connection failed, `onError(cause)` on the remote channel
+    /// (`setError`: the cause is kept and the gate notified).
+    OnError {
+        /// Channel index.
+        channel: u8,
+    },
     /// Canceler: `releaseAllResources()`.
     ReleaseAllResources {
         /// Channel index.
@@ -182,6 +194,8 @@ impl Action {
             | SendAddCredit { channel }
             | Recycle { channel, .. }
             | ReturnFloatingBuffer { channel, .. }
+            | ReleasePartition { channel }
+            | OnError { channel }
             | ReleaseAllResources { channel } => Some(channel),
         }
     }
@@ -208,6 +222,8 @@ impl Action {
             SendAddCredit { .. } => "sendAddCredit",
             Recycle { .. } => "recycle",
             ReturnFloatingBuffer { .. } => "recycleFloatingBuffer",
+            ReleasePartition { .. } => "releasePartition",
+            OnError { .. } => "onError",
             ReleaseAllResources { .. } => "releaseAllResources",
             CloseGate => "close",
         }
@@ -233,6 +249,8 @@ impl Action {
         "sendAddCredit",
         "recycle",
         "recycleFloatingBuffer",
+        "releasePartition",
+        "onError",
         "releaseAllResources",
         "close",
     ];

@@ -144,7 +144,7 @@ pub fn check_with_progress(
         let trace = actions
             .as_ref()
             .map(|a| a.iter().map(|a| model.format_action(a)).collect());
-        let unreachable_by_design = unreachable.contains(name);
+        let unreachable_by_design = unreachable.contains(name) || model.cfg.unreachable_by_config().contains(name);
         properties.push(PropertyResult {
             name,
             expectation: expectation_name(e),

@@ -92,6 +92,12 @@ pub struct ModelConfig {
     /// Whether `releaseAllResources` (cancellation) may happen at any point, per channel.
     #[serde(default)]
     pub release: bool,
+    /// Whether the upstreams may fail, each at most once and after the partition request: a
+    /// remote channel's connection reports an error (`onError`), a local channel's producer
+    /// releases its subpartition under the reader (`ResultSubpartition.release()`). Not written
+    /// when off, so traces of configurations without faults read as before.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub faults: bool,
 }
 
 fn yes() -> bool {
@@ -116,6 +122,11 @@ impl ModelConfig {
             return Err(
                 "delivery conversion does not model a release before the conversion; set release to false".into(),
             );
+        }
+        if self.faults && matches!(self.delivery, Delivery::Conversion | Delivery::Legacy) {
+            // A failure before the conversion would hit a RecoveredInputChannel, whose errors
+            // the model does not describe.
+            return Err("faults are modelled on physical channels; use delivery drainer or no-recovery".into());
         }
         for (i, c) in self.channels.iter().enumerate() {
             if c.recovered > 8 || c.upstream.len() > 8 {
@@ -142,6 +153,17 @@ impl ModelConfig {
             }
         }
         Ok(())
+    }
+}
+
+/// The `sometimes` property that needs `faults`.
+pub const TASK_FAILS: &str = "task fails on an upstream failure";
+
+impl ModelConfig {
+    /// `sometimes` properties this configuration cannot reach whatever its preset says: without
+    /// faults no task fails.
+    pub fn unreachable_by_config(&self) -> &'static [&'static str] {
+        if self.faults { &[] } else { &[TASK_FAILS] }
     }
 }
 
@@ -207,6 +229,7 @@ pub const PRESETS: &[Preset] = &[
             delivery: Delivery::Drainer,
             insert_recovery_barriers: true,
             release: false,
+            faults: false,
         },
         // No release (no drained channel to decline on); one buffer held at enableNotify.
         unreachable: &[
@@ -224,6 +247,7 @@ pub const PRESETS: &[Preset] = &[
             delivery: Delivery::Drainer,
             insert_recovery_barriers: true,
             release: true,
+            faults: false,
         },
         unreachable: &[],
     },
@@ -236,6 +260,7 @@ pub const PRESETS: &[Preset] = &[
             delivery: Delivery::Drainer,
             insert_recovery_barriers: true,
             release: false,
+            faults: false,
         },
         unreachable: &[
             "checkpoint declined for missing barrier",
@@ -254,6 +279,7 @@ pub const PRESETS: &[Preset] = &[
             delivery: Delivery::Drainer,
             insert_recovery_barriers: true,
             release: false,
+            faults: false,
         },
         // One exclusive buffer: enableNotify and a recycle never both have one to announce.
         unreachable: &[
@@ -273,6 +299,7 @@ pub const PRESETS: &[Preset] = &[
             delivery: Delivery::Conversion,
             insert_recovery_barriers: true,
             release: false,
+            faults: false,
         },
         // Recovered buffers live on the heap (the released RecoveredInputChannel's), so no
         // channel buffer is held at enableNotify; no release, so nothing declines.
@@ -291,6 +318,7 @@ pub const PRESETS: &[Preset] = &[
             delivery: Delivery::Drainer,
             insert_recovery_barriers: false,
             release: false,
+            faults: false,
         },
         // Without recovery barriers nothing recovered is persisted, and no queue has one.
         unreachable: &[
@@ -310,6 +338,7 @@ pub const PRESETS: &[Preset] = &[
             delivery: Delivery::NoRecovery,
             insert_recovery_barriers: true,
             release: true,
+            faults: false,
         },
         unreachable: NO_RECOVERY_STATE,
     },
@@ -324,6 +353,7 @@ pub const PRESETS: &[Preset] = &[
             delivery: Delivery::NoRecovery,
             insert_recovery_barriers: true,
             release: false,
+            faults: false,
         },
         unreachable: NO_RECOVERY_STATE,
     },
@@ -336,8 +366,27 @@ pub const PRESETS: &[Preset] = &[
             delivery: Delivery::Legacy,
             insert_recovery_barriers: true,
             release: true,
+            faults: false,
         },
         unreachable: NO_RECOVERY_STATE,
+    },
+    Preset {
+        name: "faults",
+        summary: "tiny whose upstreams fail: a remote connection error, a local subpartition released under its reader",
+        config: || ModelConfig {
+            channels: vec![local(1, &[D]), remote(1, &[E, D], 1, 0)],
+            checkpoints: 1,
+            delivery: Delivery::Drainer,
+            insert_recovery_barriers: true,
+            release: false,
+            faults: true,
+        },
+        // As tiny.
+        unreachable: &[
+            "recycle races enableNotify",
+            "checkpoint declined for missing barrier",
+            "stale recovery barrier polled",
+        ],
     },
     Preset {
         name: "wide",
@@ -348,6 +397,7 @@ pub const PRESETS: &[Preset] = &[
             delivery: Delivery::Drainer,
             insert_recovery_barriers: true,
             release: false,
+            faults: false,
         },
         unreachable: &[
             "checkpoint declined for missing barrier",
@@ -363,6 +413,7 @@ pub const PRESETS: &[Preset] = &[
             delivery: Delivery::Drainer,
             insert_recovery_barriers: true,
             release: false,
+            faults: false,
         },
         unreachable: &[
             "checkpoint declined for missing barrier",
@@ -403,6 +454,15 @@ mod tests {
         cfg.release = true;
         let err = cfg.validate().unwrap_err();
         assert!(err.contains("conversion"), "{err}");
+    }
+
+    #[test]
+    fn faults_before_a_conversion_are_rejected() {
+        let mut cfg = preset("legacy").unwrap();
+        cfg.release = false;
+        cfg.faults = true;
+        let err = cfg.validate().unwrap_err();
+        assert!(err.contains("faults"), "{err}");
     }
 
     #[test]

@@ -3,7 +3,9 @@
 
 use crate::action::{Action, Thread};
 use crate::model::RecoveryModel;
-use crate::state::{Announce, Channel, CheckpointStatus, Delivered, Entry, NetBuf, Payload, RecyclerPc, State, TaskPc};
+use crate::state::{
+    Announce, Channel, CheckpointStatus, Delivered, Entry, Failure, NetBuf, Payload, RecyclerPc, State, TaskPc,
+};
 use std::fmt::Write;
 
 /// "netty-client remote#1 onBuffer", "task checkpointStarted(cp 1) on local#0".
@@ -45,6 +47,14 @@ pub fn channel(m: &RecoveryModel, s: &State, c: u8) -> String {
         ch.upstream_ready,
         ch.state_consumed
     );
+    if ch.error || ch.producer.released {
+        let failed = if ch.error {
+            "connection failed"
+        } else {
+            "subpartition released"
+        };
+        let _ = writeln!(out, "  upstream failed: {failed}");
+    }
     let _ = writeln!(
         out,
         "  queue {}  stash {}",
@@ -302,6 +312,14 @@ pub fn task_pc(m: &RecoveryModel, pc: TaskPc) -> String {
         TaskPc::AwaitUpstreamReady { channel } => {
             format!("BLOCKED on upstreamReady of {}", m.channel_name(channel))
         }
+        TaskPc::Failed { channel, cause } => {
+            let what = match cause {
+                Failure::Transport => "the connection's error (checkError)",
+                Failure::PartitionReleased => "CancelTaskException: the subpartition was released",
+                Failure::NoPriorityEvent => "IllegalStateException: no priority event in the released view",
+            };
+            format!("FAILED: getNextBuffer on {} threw {what}", m.channel_name(channel))
+        }
     }
 }
 
@@ -439,6 +457,12 @@ fn channel_changes(a: &Channel, b: &Channel) -> Vec<String> {
     flag(&mut out, "released", a.released, b.released);
     flag(&mut out, "stateConsumed", a.state_consumed, b.state_consumed);
     flag(&mut out, "pendingPriorityEvent", a.pending_priority, b.pending_priority);
+    if !a.error && b.error {
+        out.push("connection failed: cause set".to_string());
+    }
+    if !a.producer.released && b.producer.released {
+        out.push("subpartition released".to_string());
+    }
     if a.recovery_seq != b.recovery_seq {
         out.push(format!(
             "recoverySequenceNumber {} -> {}",

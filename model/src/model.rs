@@ -75,8 +75,12 @@ impl RecoveryModel {
         self.polling == GatePolling::Queue
     }
 
-    /// Whether `getNextBuffer()` of channel `c` returns something now.
+    /// Whether `getNextBuffer()` of channel `c` returns something now (or throws the error
+    /// `onError` set, which notified the gate).
     pub fn has_next(&self, s: &State, c: u8) -> bool {
+        if s.ch(c).error {
+            return true;
+        }
         if self.is_recovered_channel(s) {
             return recovered::has_next(s.ch(c));
         }
@@ -119,6 +123,20 @@ impl RecoveryModel {
         }
     }
 
+    /// What `getNextBuffer()` of channel `c` throws because its upstream failed, if it does:
+    /// a remote channel's `checkError()` first of all; a local one's released view once the
+    /// channel has nothing of its own to return.
+    pub fn poll_throws(&self, s: &State, c: u8) -> Option<Failure> {
+        let ch = s.ch(c);
+        match self.kind(c) {
+            ChannelKind::Remote => ch.error.then_some(Failure::Transport),
+            ChannelKind::Local if ch.released || !ch.producer.released => None,
+            // A pending priority event is pulled before any recovered buffer.
+            ChannelKind::Local if ch.in_recovery => ch.pending_priority.then_some(Failure::NoPriorityEvent),
+            ChannelKind::Local => Some(Failure::PartitionReleased),
+        }
+    }
+
     /// Whether the channels are still the flag-off path's `RecoveredInputChannel`s (polled
     /// through the gate until the `requestPartitions` mail converts them).
     pub fn is_recovered_channel(&self, s: &State) -> bool {
@@ -144,9 +162,9 @@ impl RecoveryModel {
             | OnRecoveredStateConsumed { .. }
             | EnableNotify { .. } => Thread::Task,
             NotifyBufferAvailable { thread, .. } => *thread,
-            EmitCheckpointBarrier { .. } => Thread::Producer,
+            EmitCheckpointBarrier { .. } | ReleasePartition { .. } => Thread::Producer,
             SendBuffer { .. } | OnAddCredit { .. } => Thread::NettyServer,
-            OnBuffer { .. } | OnSenderBacklog { .. } | SendAddCredit { .. } => Thread::NettyClient,
+            OnBuffer { .. } | OnSenderBacklog { .. } | SendAddCredit { .. } | OnError { .. } => Thread::NettyClient,
             Recycle { .. } | ReturnFloatingBuffer { .. } => Thread::Recycler,
             ReleaseAllResources { .. } | CloseGate => Thread::Canceler,
         }
@@ -200,6 +218,7 @@ impl RecoveryModel {
                     state_consumed: !needs_recovery && self.cfg.delivery != Delivery::Legacy,
                     pending_priority: false,
                     listener: false,
+                    error: false,
                     last_barrier: (-1, -1),
                     persister: Default::default(),
                     bm,
@@ -302,6 +321,7 @@ impl RecoveryModel {
                     out.push(Action::FinishRecoveredBufferDelivery { channel });
                 }
             }
+            TaskPc::Failed { .. } => {}
         }
     }
 
@@ -331,11 +351,15 @@ impl RecoveryModel {
         for (c, ch) in s.channels.iter().enumerate() {
             let c = c as u8;
             let p = &ch.producer;
-            if p.barriers < self.cfg.checkpoints {
+            if p.barriers < self.cfg.checkpoints && !p.released {
                 out.push(Action::EmitCheckpointBarrier {
                     channel: c,
                     cp: p.barriers + 1,
                 });
+            }
+            // The upstream task fails while the channel reads its subpartition.
+            if self.cfg.faults && self.kind(c) == ChannelKind::Local && ch.listener && !p.released {
+                out.push(Action::ReleasePartition { channel: c });
             }
         }
     }
@@ -343,7 +367,8 @@ impl RecoveryModel {
     fn netty_actions(&self, s: &State, out: &mut Vec<Action>) {
         for (c, ch) in s.channels.iter().enumerate() {
             let c = c as u8;
-            if self.kind(c) != ChannelKind::Remote {
+            // A failed connection carries nothing more.
+            if self.kind(c) != ChannelKind::Remote || ch.error {
                 continue;
             }
             if ch.producer.can_send() {
@@ -367,11 +392,18 @@ impl RecoveryModel {
         }
         for (c, ch) in s.channels.iter().enumerate() {
             let c = c as u8;
+            if ch.error {
+                continue;
+            }
             if !ch.producer.wire.is_empty() {
                 out.push(Action::OnBuffer { channel: c });
             }
             if ch.add_credit_queued {
                 out.push(Action::SendAddCredit { channel: c });
+            }
+            // The connection to the producer fails (the handler's `exceptionCaught`).
+            if self.cfg.faults && self.kind(c) == ChannelKind::Remote && s.partitions_requested && !ch.released {
+                out.push(Action::OnError { channel: c });
             }
         }
     }
@@ -496,6 +528,10 @@ impl RecoveryModel {
         }
         if self.is_recovered_channel(s) {
             return self.get_next_recovered_buffer(s, c);
+        }
+        if let Some(cause) = self.poll_throws(s, c) {
+            s.task = TaskPc::Failed { channel: c, cause };
+            return;
         }
         let (payload, seq) = match self.kind(c) {
             ChannelKind::Local => match local::get_next_buffer(s.ch_mut(c), self.variant) {
@@ -651,8 +687,8 @@ impl Model for RecoveryModel {
     }
 
     fn actions(&self, s: &State, out: &mut Vec<Action>) {
-        if s.violation.is_some() {
-            // An assertion fired: the task fails here.
+        if s.violation.is_some() || matches!(s.task, TaskPc::Failed { .. }) {
+            // An assertion fired or an upstream failure reached the task: the task fails here.
             return;
         }
         self.task_actions(s, out);
@@ -752,6 +788,19 @@ impl Model for RecoveryModel {
                 if self.kind(c) == ChannelKind::Local && local::notify_priority_event(ch) {
                     self.notify(&mut s, c, true);
                 }
+            }
+            Action::ReleasePartition { channel: c } => {
+                // Drained and released; the view is not told (no notification), the consumer
+                // finds out when it next polls.
+                let p = &mut s.ch_mut(c).producer;
+                p.subpartition.clear();
+                p.released = true;
+            }
+            Action::OnError { channel: c } => {
+                // setError: the first cause wins and notifies the gate, so that the task polls
+                // the channel and fails.
+                s.ch_mut(c).error = true;
+                self.notify(&mut s, c, false);
             }
             Action::SendBuffer { channel: c } => {
                 let ch = s.ch_mut(c);

@@ -26,6 +26,8 @@ pub struct Producer {
     pub barriers: u8,
     /// The subpartition's buffers; priority events at the head.
     pub subpartition: Vec<Payload>,
+    /// `isReleased`: the producer failed and released the subpartition (`faults`).
+    pub released: bool,
     /// Remote: the view reader's `numCreditsAvailable`, once the partition request created it.
     pub reader_credit: Option<u8>,
     /// Next upstream sequence number.

@@ -110,6 +110,7 @@ pub const PROPERTIES: &[(Expectation, &str, Pred)] = &[
         stale_recovery_barrier_polled,
     ),
     (Expectation::Sometimes, "everything delivered", everything_delivered),
+    (Expectation::Sometimes, crate::config::TASK_FAILS, task_fails),
 ];
 
 /// The properties as stateright wants them.
@@ -452,36 +453,44 @@ fn no_protocol_violation(_: &RecoveryModel, s: &State) -> bool {
 }
 
 /// Every channel with something to return is in the gate's queue: otherwise the task, which
-/// only polls queued channels, never looks at it again (a lost `notifyChannelNonEmpty`).
+/// only polls queued channels, never looks at it again (a lost `notifyChannelNonEmpty`). A
+/// failed task polls nothing more.
 fn no_lost_notification(m: &RecoveryModel, s: &State) -> bool {
-    !m.models_gate_queue() || (0..s.channels.len() as u8).all(|c| !m.has_next(s, c) || s.gate.contains(c))
+    !m.models_gate_queue()
+        || matches!(s.task, TaskPc::Failed { .. })
+        || (0..s.channels.len() as u8).all(|c| !m.has_next(s, c) || s.gate.contains(c))
 }
 
 /// L1: every channel's `stateConsumedFuture` completes (normally, or exceptionally on release;
-/// a released RecoveredInputChannel's never completes, its task is being cancelled).
+/// a released RecoveredInputChannel's never completes, its task is being cancelled). Liveness
+/// is owed only while no upstream has failed (here and below): after a failure the task fails,
+/// or waits for the cancellation a failed producer brings.
 fn recovery_completes(_: &RecoveryModel, s: &State) -> bool {
-    s.channels
-        .iter()
-        .all(|ch| ch.released || (ch.state_consumed && !ch.in_recovery))
+    s.faulted()
+        || s.channels
+            .iter()
+            .all(|ch| ch.released || (ch.state_consumed && !ch.in_recovery))
 }
 
 /// L2: every upstream element reaches the operator unless the channel is released.
 fn all_live_data_delivered(m: &RecoveryModel, s: &State) -> bool {
-    channels(s).all(|(c, ch)| {
-        let n = m.cfg.channels[c as usize].upstream.len();
-        ch.released
-            || ch
-                .ghost_delivered
-                .iter()
-                .filter(|d| d.payload.is_live_ordinary())
-                .count()
-                == n
-    })
+    s.faulted()
+        || channels(s).all(|(c, ch)| {
+            let n = m.cfg.channels[c as usize].upstream.len();
+            ch.released
+                || ch
+                    .ghost_delivered
+                    .iter()
+                    .filter(|d| d.payload.is_live_ordinary())
+                    .count()
+                    == n
+        })
 }
 
 /// Every checkpoint is completed, declined or subsumed: none hangs.
 fn every_checkpoint_ends(_: &RecoveryModel, s: &State) -> bool {
-    s.channels.iter().any(|ch| ch.released)
+    s.faulted()
+        || s.channels.iter().any(|ch| ch.released)
         || s.checkpoints
             .iter()
             .all(|c| !matches!(c, CheckpointStatus::NotTriggered | CheckpointStatus::Triggered))
@@ -497,7 +506,7 @@ fn every_buffer_returns_home(m: &RecoveryModel, s: &State) -> bool {
         });
         ch.queue.is_empty() && ch.stash.is_empty() && ch.held.is_empty() && recovered_home
     });
-    home && s.recycler == RecyclerPc::Idle && m.is_terminal(s)
+    s.faulted() || (home && s.recycler == RecyclerPc::Idle && m.is_terminal(s))
 }
 
 fn checkpoint_persists_recovered_data(_: &RecoveryModel, s: &State) -> bool {
@@ -554,6 +563,11 @@ fn stale_recovery_barrier_polled(_: &RecoveryModel, s: &State) -> bool {
             .iter()
             .any(|d| matches!(d.payload, Payload::RecoveryBarrier(_)))
     })
+}
+
+/// An upstream failure reached the task: `getNextBuffer` threw.
+fn task_fails(_: &RecoveryModel, s: &State) -> bool {
+    matches!(s.task, TaskPc::Failed { .. })
 }
 
 fn everything_delivered(m: &RecoveryModel, s: &State) -> bool {

@@ -146,6 +146,8 @@ pub struct Channel {
     /// Local: the subpartition view was created with this channel as its availability
     /// listener (`requestSubpartitions` on a live channel); it stays after a release.
     pub listener: bool,
+    /// Remote: `cause`, set by `onError` (the connection failed); `getNextBuffer` throws it.
+    pub error: bool,
     /// Remote: `lastBarrierId` / `lastBarrierSequenceNumber` (-1 = NONE).
     pub last_barrier: (i8, i32),
     /// `channelStatePersister`.
@@ -242,6 +244,26 @@ pub enum TaskPc {
         /// The channel whose latch it waits on.
         channel: u8,
     },
+    /// `getNextBuffer` of `channel` threw: the task fails (nothing runs after this).
+    Failed {
+        /// The channel whose upstream failed.
+        channel: u8,
+        /// What it threw.
+        cause: Failure,
+    },
+}
+
+/// What `getNextBuffer` throws once an upstream failed (`faults`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Failure {
+    /// Remote: `checkError()` rethrows the cause `onError` set (a `RemoteTransportException`).
+    Transport,
+    /// Local, after recovery: the view returned nothing and is released (`CancelTaskException`).
+    PartitionReleased,
+    /// Local, in recovery with a priority event pending: `pullPriorityFromSubpartitionView`'s
+    /// `checkState` finds no event in the released view (`IllegalStateException`).
+    NoPriorityEvent,
 }
 
 /// A credit announcement computed under the `bufferQueue` lock and made after releasing it:
@@ -321,6 +343,11 @@ impl State {
     /// Channel `c`, mutably.
     pub fn ch_mut(&mut self, c: u8) -> &mut Channel {
         &mut self.channels[c as usize]
+    }
+    /// Whether an upstream failed (`faults`): liveness is not owed after that, the task is
+    /// failing or waits to be cancelled.
+    pub fn faulted(&self) -> bool {
+        self.channels.iter().any(|ch| ch.error || ch.producer.released)
     }
     /// Records a violation; the first one wins.
     pub fn violate(&mut self, c: u8, v: Violation) {
