@@ -79,14 +79,12 @@ impl ChannelQueue {
 }
 
 /// `isOutdated(sequenceNumber, lastSequenceNumber)`: whether the priority element announced with
-/// `sequence_number` was already polled. Sequence numbers wrap (recovery numbers start at
-/// `i32::MIN`), so across the sign boundary with one number beyond `i32::MAX / 2` the negative
-/// one is the newer.
+/// `sequence_number` was already polled. Sequence numbers wrap, so they are compared as serial
+/// numbers (RFC 1982): the newer is the one the other reaches counting up by less than 2^31.
+/// Flink writes this as an explicit check for the sign change; the two agree whenever the
+/// numbers are less than 2^30 apart, as two priority events of one channel are.
 fn is_outdated(sequence_number: i32, last_sequence_number: i32) -> bool {
-    if (last_sequence_number < 0) != (sequence_number < 0) && last_sequence_number.max(sequence_number) > i32::MAX / 2 {
-        return last_sequence_number < 0;
-    }
-    last_sequence_number >= sequence_number
+    sequence_number.wrapping_sub(last_sequence_number) <= 0
 }
 
 /// Flink's `inputChannelsWithData` (a `PrioritizedDeque<InputChannel>` plus
@@ -557,7 +555,7 @@ mod tests {
         // Recovery numbers (from i32::MIN) are older than live ones near zero...
         assert!(!is_outdated(0, i32::MIN + 5));
         assert!(is_outdated(i32::MIN + 5, 0));
-        // ...but past i32::MAX / 2 the negative number is the one that wrapped, so the newer.
+        // ...but one counting up past i32::MAX wraps to the negative numbers: those are newer.
         assert!(!is_outdated(i32::MIN, i32::MAX));
         assert!(is_outdated(i32::MAX, i32::MIN));
     }
