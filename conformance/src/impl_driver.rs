@@ -231,6 +231,9 @@ struct Chan {
     held: Vec<NetworkBuffer>,
     // IO: recovered buffers pushed so far.
     pushed: u8,
+    // Producer: what it writes, and how much of it it has written.
+    upstream: Vec<Upstream>,
+    written: u8,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -274,7 +277,8 @@ impl System {
             let global = NetworkBufferPool::with_first_id(ids.base, (cc.floating + cc.exclusive) as u32);
             let pool = LocalBufferPool::new(Arc::clone(&global), cc.floating as usize).expect("segments exist");
             let subpartition = ResultSubpartition::new();
-            for (i, u) in cc.upstream.iter().enumerate() {
+            let written = cc.upstream.len() - cc.late as usize;
+            for (i, u) in cc.upstream.iter().take(written).enumerate() {
                 subpartition
                     .add(element_buffer(c, *u, i as u8))
                     .expect("a fresh subpartition accepts");
@@ -332,6 +336,8 @@ impl System {
                 credit_writes: 0,
                 held: Vec::new(),
                 pushed: 0,
+                upstream: cc.upstream.clone(),
+                written: written as u8,
             });
         }
         gate.set_input_channels(channels.iter().map(|ch| ch.handle.clone()).collect());
@@ -711,6 +717,17 @@ impl ImplDriver {
         outcome(self.ch(c).subpartition.add(barrier))
     }
 
+    /// The producer writes its next upstream element.
+    fn add_buffer(&mut self, c: u8) -> Observation {
+        let ch = self.ch(c);
+        let Some(&kind) = ch.upstream.get(ch.written as usize) else {
+            return unperformable(format!("the producer of channel {c} has written everything"));
+        };
+        let buffer = element_buffer(c, kind, ch.written);
+        ch.written += 1;
+        outcome(ch.subpartition.add(buffer))
+    }
+
     /// The Netty client's `exceptionCaught`: the connection to the producer is gone.
     fn on_error(&mut self, c: u8) -> Observation {
         let Some(remote) = self.ch(c).handle.as_remote() else {
@@ -881,6 +898,7 @@ impl Driver for ImplDriver {
                 self.resume(thread, channel, |p| matches!(p, PausePoint::Announce { .. }))
             }
             EmitCheckpointBarrier { channel, cp } => self.emit_checkpoint_barrier(channel, cp),
+            AddBuffer { channel } => self.add_buffer(channel),
             ReleasePartition { channel } => outcome(self.ch(channel).subpartition.release()),
             OnError { channel } => self.on_error(channel),
             SendBuffer { channel } => self.send_buffer(channel),

@@ -150,6 +150,12 @@ pub enum Action {
         /// The buffer.
         buffer: NetBuf,
     },
+    /// Producer: writes its next upstream element (`ResultSubpartition.add`); a local view's
+    /// listener is told if the subpartition was empty.
+    AddBuffer {
+        /// Channel index.
+        channel: u8,
+    },
     /// Producer (`faults`): the upstream task fails and `release()`s the local channel's
     /// subpartition: its buffers are dropped and the view reports released.
     ReleasePartition {
@@ -194,6 +200,7 @@ impl Action {
             | SendAddCredit { channel }
             | Recycle { channel, .. }
             | ReturnFloatingBuffer { channel, .. }
+            | AddBuffer { channel }
             | ReleasePartition { channel }
             | OnError { channel }
             | ReleaseAllResources { channel } => Some(channel),
@@ -222,6 +229,7 @@ impl Action {
             SendAddCredit { .. } => "sendAddCredit",
             Recycle { .. } => "recycle",
             ReturnFloatingBuffer { .. } => "recycleFloatingBuffer",
+            AddBuffer { .. } => "add",
             ReleasePartition { .. } => "releasePartition",
             OnError { .. } => "onError",
             ReleaseAllResources { .. } => "releaseAllResources",
@@ -249,6 +257,7 @@ impl Action {
         "sendAddCredit",
         "recycle",
         "recycleFloatingBuffer",
+        "add",
         "releasePartition",
         "onError",
         "releaseAllResources",

@@ -72,6 +72,14 @@ pub struct ChannelConfig {
     /// Floating buffers the gate's `LocalBufferPool` can lend this remote channel.
     #[serde(default)]
     pub floating: u8,
+    /// How many of the last `upstream` elements the producer writes while the consumer runs
+    /// (`ResultSubpartition.add`, one step each); the others are queued from the start.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub late: u8,
+}
+
+fn is_zero(n: &u8) -> bool {
+    *n == 0
 }
 
 /// A complete configuration of the model.
@@ -137,6 +145,13 @@ impl ModelConfig {
                     "channel {i}: delivery no-recovery has nothing to recover; recovered must be 0"
                 ));
             }
+            if c.late as usize > c.upstream.len() {
+                return Err(format!(
+                    "channel {i}: late ({}) counts upstream elements; there are only {}",
+                    c.late,
+                    c.upstream.len()
+                ));
+            }
             if c.exclusive > 4 || c.floating > 4 {
                 return Err(format!("channel {i}: at most 4 exclusive and 4 floating buffers"));
             }
@@ -188,6 +203,7 @@ pub fn local(recovered: u8, upstream: &[Upstream]) -> ChannelConfig {
         upstream: upstream.to_vec(),
         exclusive: 0,
         floating: 0,
+        late: 0,
     }
 }
 
@@ -199,6 +215,7 @@ pub fn remote(recovered: u8, upstream: &[Upstream], exclusive: u8, floating: u8)
         upstream: upstream.to_vec(),
         exclusive,
         floating,
+        late: 0,
     }
 }
 
@@ -380,6 +397,30 @@ pub const PRESETS: &[Preset] = &[
             insert_recovery_barriers: true,
             release: false,
             faults: true,
+        },
+        // As tiny.
+        unreachable: &[
+            "recycle races enableNotify",
+            "checkpoint declined for missing barrier",
+            "stale recovery barrier polled",
+        ],
+    },
+    Preset {
+        name: "late",
+        summary: "tiny whose local producer writes while the consumer runs: data arriving before, during and after recovery",
+        config: || ModelConfig {
+            channels: vec![
+                ChannelConfig {
+                    late: 1,
+                    ..local(1, &[D, D])
+                },
+                remote(1, &[E, D], 1, 0),
+            ],
+            checkpoints: 1,
+            delivery: Delivery::Drainer,
+            insert_recovery_barriers: true,
+            release: false,
+            faults: false,
         },
         // As tiny.
         unreachable: &[

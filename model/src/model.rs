@@ -162,7 +162,7 @@ impl RecoveryModel {
             | OnRecoveredStateConsumed { .. }
             | EnableNotify { .. } => Thread::Task,
             NotifyBufferAvailable { thread, .. } => *thread,
-            EmitCheckpointBarrier { .. } | ReleasePartition { .. } => Thread::Producer,
+            EmitCheckpointBarrier { .. } | AddBuffer { .. } | ReleasePartition { .. } => Thread::Producer,
             SendBuffer { .. } | OnAddCredit { .. } => Thread::NettyServer,
             OnBuffer { .. } | OnSenderBacklog { .. } | SendAddCredit { .. } | OnError { .. } => Thread::NettyClient,
             Recycle { .. } | ReturnFloatingBuffer { .. } => Thread::Recycler,
@@ -356,6 +356,9 @@ impl RecoveryModel {
                     channel: c,
                     cp: p.barriers + 1,
                 });
+            }
+            if p.writes_more(&self.cfg.channels[c as usize]) {
+                out.push(Action::AddBuffer { channel: c });
             }
             // The upstream task fails while the channel reads its subpartition.
             if self.cfg.faults && self.kind(c) == ChannelKind::Local && ch.listener && !p.released {
@@ -787,6 +790,15 @@ impl Model for RecoveryModel {
                 ch.producer.emit_barrier(cp);
                 if self.kind(c) == ChannelKind::Local && local::notify_priority_event(ch) {
                     self.notify(&mut s, c, true);
+                }
+            }
+            Action::AddBuffer { channel: c } => {
+                let ch = s.ch_mut(c);
+                let was_empty = ch.producer.add(&self.cfg.channels[c as usize]);
+                // notifyDataAvailable: a local view's listener is the channel; a remote one's
+                // is the Netty server's reader, which sends whenever it can.
+                if self.kind(c) == ChannelKind::Local && ch.listener && was_empty {
+                    self.notify(&mut s, c, false);
                 }
             }
             Action::ReleasePartition { channel: c } => {

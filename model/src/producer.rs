@@ -19,8 +19,7 @@ pub struct Wire {
 /// Subpartition, reader and wire of one channel.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
 pub struct Producer {
-    /// Upstream elements written: all of them, from the start (see [`Producer::with_output`]);
-    /// kept so that [`Producer::dequeued`] needs no configuration.
+    /// Upstream elements written so far (see [`Producer::with_output`]).
     pub emitted: u8,
     /// Checkpoint barriers written so far.
     pub barriers: u8,
@@ -45,14 +44,29 @@ impl Producer {
         }
     }
 
-    /// A subpartition holding everything the upstream will send, in order.
+    /// A subpartition holding what the upstream wrote before the consumer started: all of
+    /// its output but the `late` elements.
     pub fn with_output(cfg: &ChannelConfig) -> Self {
-        let n = cfg.upstream.len() as u8;
+        let n = (cfg.upstream.len() - cfg.late as usize) as u8;
         Producer {
             emitted: n,
             subpartition: (0..n).map(|i| Self::element(cfg, i)).collect(),
             ..Default::default()
         }
+    }
+
+    /// Whether the upstream has elements left to write.
+    pub fn writes_more(&self, cfg: &ChannelConfig) -> bool {
+        (self.emitted as usize) < cfg.upstream.len() && !self.released
+    }
+
+    /// `add(bufferConsumer)`: the next upstream element at the tail. True if the subpartition
+    /// was empty (the view's listener is told).
+    pub fn add(&mut self, cfg: &ChannelConfig) -> bool {
+        let was_empty = self.subpartition.is_empty();
+        self.subpartition.push(Self::element(cfg, self.emitted));
+        self.emitted += 1;
+        was_empty
     }
 
     /// The producer takes checkpoint `cp`: its barrier overtakes queued buffers (unaligned)

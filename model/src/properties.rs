@@ -389,6 +389,7 @@ fn drained(m: &RecoveryModel, s: &State, c: u8) -> bool {
         && !ch.in_recovery
         && ch.ghost_pushed == cc.recovered
         && ch.producer.barriers == m.cfg.checkpoints
+        && ch.producer.emitted as usize == cc.upstream.len()
         && ch.producer.subpartition.is_empty()
         && ch.producer.wire.is_empty()
         && ch.queue.is_empty()

@@ -46,6 +46,11 @@ fn upstream_failures_satisfy_every_property_and_fail_the_task() {
 }
 
 #[test]
+fn upstream_written_during_the_run_satisfies_every_property() {
+    assert_eq!(satisfies_every_property("late"), 110993);
+}
+
+#[test]
 fn two_checkpoints_without_recovery_satisfy_every_property() {
     assert_eq!(satisfies_every_property("subsume"), 19845);
 }
