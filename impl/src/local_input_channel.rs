@@ -26,8 +26,8 @@ use crate::error::{ChannelError, Result};
 use crate::event_log::{self, Event};
 use crate::network_buffer::{BufferKind, BufferSnapshot, CheckpointId, DataType, NetworkBuffer};
 use crate::recoverable_input_channel::{
-    BufferAndAvailability, ChannelContext, ChannelSnapshot, FutureStatus, InputChannelInfo, RecoverableInputChannel,
-    StateConsumedFuture, collect_pre_recovery_barrier,
+    BufferAndAvailability, Cause, ChannelContext, ChannelSnapshot, FutureStatus, InputChannelInfo,
+    RecoverableInputChannel, StateConsumedFuture, collect_pre_recovery_barrier,
 };
 use crate::result_subpartition::{BufferAvailabilityListener, ResultSubpartition};
 use crate::sync::{Arc, AtomicBool, Latch, Mutex, Ordering};
@@ -67,7 +67,7 @@ struct LocalChannelShared {
     gate: Arc<crate::single_input_gate::InputChannelsWithData>,
     released: AtomicBool,
     has_pending_priority_event: AtomicBool,
-    error: Mutex<Option<ChannelError>>,
+    error: Cause,
 }
 
 impl BufferManagerChannel for LocalChannelShared {
@@ -78,18 +78,10 @@ impl BufferManagerChannel for LocalChannelShared {
     /// A local channel has no credit: `InputChannel.notifyBufferAvailable` does nothing.
     fn notify_buffer_available(&self, _number_of_buffers: usize) {}
 
-    /// `setError(cause)`: the first cause wins and notifies the gate.
+    /// `setError(cause)`.
     fn set_error(&self, error: ChannelError) {
-        let first = {
-            let mut cause = self.error.lock();
-            let first = cause.is_none();
-            cause.get_or_insert(error);
-            first
-        };
-        if first {
-            self.gate
-                .notify_channel_non_empty(self.channel_info.input_channel_idx as usize);
-        }
+        self.error
+            .set(error, &self.gate, self.channel_info.input_channel_idx as usize);
     }
 }
 
@@ -191,7 +183,7 @@ impl LocalInputChannel {
             gate: Arc::clone(&context.gate),
             released: AtomicBool::new(false),
             has_pending_priority_event: AtomicBool::new(false),
-            error: Mutex::new(None),
+            error: Cause::new(),
         });
         let buffer_manager = needs_recovery.then(|| {
             let channel: Arc<dyn BufferManagerChannel> = Arc::clone(&shared) as Arc<dyn BufferManagerChannel>;
@@ -235,10 +227,7 @@ impl LocalInputChannel {
     }
 
     fn check_error(&self) -> Result<()> {
-        match self.shared.error.lock().clone() {
-            Some(error) => Err(error),
-            None => Ok(()),
-        }
+        self.shared.error.check()
     }
 
     fn subpartition_view(&self) -> Option<Arc<ResultSubpartition>> {

@@ -205,6 +205,43 @@ pub trait RecoverableInputChannel: Send + Sync {
 }
 
 /// A queue that `collect_pre_recovery_barrier` can walk by index.
+/// `InputChannel.cause`: the first error `setError` kept, which `checkError()` rethrows.
+#[derive(Debug)]
+pub(crate) struct Cause(Mutex<Option<ChannelError>>);
+
+impl Cause {
+    pub(crate) fn new() -> Self {
+        Cause(Mutex::new(None))
+    }
+
+    /// `setError(cause)`: the first cause wins and notifies the gate (after the lock), so that
+    /// the task polls the channel and `checkError()` throws it.
+    pub(crate) fn set(&self, error: ChannelError, gate: &InputChannelsWithData, channel_index: usize) {
+        let first = {
+            let mut cause = self.0.lock();
+            let first = cause.is_none();
+            cause.get_or_insert(error);
+            first
+        };
+        if first {
+            gate.notify_channel_non_empty(channel_index);
+        }
+    }
+
+    /// `checkError()`.
+    pub(crate) fn check(&self) -> Result<()> {
+        match self.get() {
+            Some(error) => Err(error),
+            None => Ok(()),
+        }
+    }
+
+    /// The kept cause, for snapshots.
+    pub(crate) fn get(&self) -> Option<ChannelError> {
+        self.0.lock().clone()
+    }
+}
+
 pub(crate) trait RecoveryQueue {
     type Item;
     fn len(&self) -> usize;

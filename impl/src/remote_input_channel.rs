@@ -31,8 +31,8 @@ use crate::network_buffer::{BufferKind, BufferSnapshot, CheckpointId, DataType, 
 use crate::pause_point::{self, PausePoint};
 use crate::prioritized_deque::PrioritizedDeque;
 use crate::recoverable_input_channel::{
-    BufferAndAvailability, ChannelContext, ChannelSnapshot, FutureStatus, InputChannelInfo, RecoverableInputChannel,
-    RecoveryQueue, StateConsumedFuture, collect_pre_recovery_barrier,
+    BufferAndAvailability, Cause, ChannelContext, ChannelSnapshot, FutureStatus, InputChannelInfo,
+    RecoverableInputChannel, RecoveryQueue, StateConsumedFuture, collect_pre_recovery_barrier,
 };
 use crate::single_input_gate::InputChannelsWithData;
 use crate::sync::{Arc, AtomicBool, AtomicI32, AtomicU64, Latch, Mutex, Ordering};
@@ -121,7 +121,7 @@ struct RemoteChannelShared {
     released: AtomicBool,
     unannounced_credit: AtomicI32,
     credit_notifications: AtomicU64,
-    error: Mutex<Option<ChannelError>>,
+    error: Cause,
 }
 
 impl BufferManagerChannel for RemoteChannelShared {
@@ -156,19 +156,10 @@ impl BufferManagerChannel for RemoteChannelShared {
         }
     }
 
-    /// `setError(cause)`: the first cause wins and notifies the gate, so that the task polls
-    /// the channel and `checkError()` throws it.
+    /// `setError(cause)`.
     fn set_error(&self, error: ChannelError) {
-        let first = {
-            let mut cause = self.error.lock();
-            let first = cause.is_none();
-            cause.get_or_insert(error);
-            first
-        };
-        if first {
-            self.gate
-                .notify_channel_non_empty(self.channel_info.input_channel_idx as usize);
-        }
+        self.error
+            .set(error, &self.gate, self.channel_info.input_channel_idx as usize);
     }
 }
 
@@ -297,7 +288,7 @@ impl RemoteInputChannel {
             released: AtomicBool::new(false),
             unannounced_credit: AtomicI32::new(0),
             credit_notifications: AtomicU64::new(0),
-            error: Mutex::new(None),
+            error: Cause::new(),
         });
         let channel: Arc<dyn BufferManagerChannel> = Arc::clone(&shared) as Arc<dyn BufferManagerChannel>;
         let buffer_manager = BufferManager::new(
@@ -342,10 +333,7 @@ impl RemoteInputChannel {
     }
 
     fn check_error(&self) -> Result<()> {
-        match self.shared.error.lock().clone() {
-            Some(error) => Err(error),
-            None => Ok(()),
-        }
+        self.shared.error.check()
     }
 
     /// `needsRecovery()`: sent in the `PartitionRequest`.
@@ -552,7 +540,7 @@ impl RemoteInputChannel {
             partition_requested: self.partition_requested.load(Ordering::SeqCst),
             upstream_ready: self.upstream_ready.is_open(),
             released: self.shared.released.load(Ordering::SeqCst),
-            error: self.shared.error.lock().clone(),
+            error: self.shared.error.get(),
             state_consumed: self.state_consumed.status(),
             persister,
             buffer_manager: self.buffer_manager.snapshot(),

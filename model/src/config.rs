@@ -235,6 +235,21 @@ const NO_RECOVERY_STATE: &[&str] = &[
     "stale recovery barrier polled",
 ];
 
+/// Without release no channel is drained under a checkpoint: none is declined for a missing
+/// barrier, and no stale recovery barrier is left behind a decline.
+const NO_DECLINE: &[&str] = &[
+    "checkpoint declined for missing barrier",
+    "stale recovery barrier polled",
+];
+
+/// [`NO_DECLINE`], and with one exclusive buffer and no floating one, `enableNotify` and a
+/// recycle never both have a buffer to announce.
+const TINY_UNREACHABLE: &[&str] = &[
+    "recycle races enableNotify",
+    "checkpoint declined for missing barrier",
+    "stale recovery barrier polled",
+];
+
 /// All presets, smallest first.
 pub const PRESETS: &[Preset] = &[
     Preset {
@@ -248,12 +263,7 @@ pub const PRESETS: &[Preset] = &[
             release: false,
             faults: false,
         },
-        // No release (no drained channel to decline on); one buffer held at enableNotify.
-        unreachable: &[
-            "recycle races enableNotify",
-            "checkpoint declined for missing barrier",
-            "stale recovery barrier polled",
-        ],
+        unreachable: TINY_UNREACHABLE,
     },
     Preset {
         name: "ci",
@@ -279,10 +289,7 @@ pub const PRESETS: &[Preset] = &[
             release: false,
             faults: false,
         },
-        unreachable: &[
-            "checkpoint declined for missing barrier",
-            "stale recovery barrier polled",
-        ],
+        unreachable: NO_DECLINE,
     },
     Preset {
         name: "borrow",
@@ -299,11 +306,7 @@ pub const PRESETS: &[Preset] = &[
             faults: false,
         },
         // One exclusive buffer: enableNotify and a recycle never both have one to announce.
-        unreachable: &[
-            "recycle races enableNotify",
-            "checkpoint declined for missing barrier",
-            "stale recovery barrier polled",
-        ],
+        unreachable: TINY_UNREACHABLE,
     },
     Preset {
         name: "conversion",
@@ -320,11 +323,7 @@ pub const PRESETS: &[Preset] = &[
         },
         // Recovered buffers live on the heap (the released RecoveredInputChannel's), so no
         // channel buffer is held at enableNotify; no release, so nothing declines.
-        unreachable: &[
-            "recycle races enableNotify",
-            "checkpoint declined for missing barrier",
-            "stale recovery barrier polled",
-        ],
+        unreachable: TINY_UNREACHABLE,
     },
     Preset {
         name: "no-trigger",
@@ -398,12 +397,7 @@ pub const PRESETS: &[Preset] = &[
             release: false,
             faults: true,
         },
-        // As tiny.
-        unreachable: &[
-            "recycle races enableNotify",
-            "checkpoint declined for missing barrier",
-            "stale recovery barrier polled",
-        ],
+        unreachable: TINY_UNREACHABLE,
     },
     Preset {
         name: "late",
@@ -422,12 +416,7 @@ pub const PRESETS: &[Preset] = &[
             release: false,
             faults: false,
         },
-        // As tiny.
-        unreachable: &[
-            "recycle races enableNotify",
-            "checkpoint declined for missing barrier",
-            "stale recovery barrier polled",
-        ],
+        unreachable: TINY_UNREACHABLE,
     },
     Preset {
         name: "wide",
@@ -440,10 +429,7 @@ pub const PRESETS: &[Preset] = &[
             release: false,
             faults: false,
         },
-        unreachable: &[
-            "checkpoint declined for missing barrier",
-            "stale recovery barrier polled",
-        ],
+        unreachable: NO_DECLINE,
     },
     Preset {
         name: "deep",
@@ -456,10 +442,7 @@ pub const PRESETS: &[Preset] = &[
             release: false,
             faults: false,
         },
-        unreachable: &[
-            "checkpoint declined for missing barrier",
-            "stale recovery barrier polled",
-        ],
+        unreachable: NO_DECLINE,
     },
 ];
 
