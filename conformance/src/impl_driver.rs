@@ -499,9 +499,9 @@ impl ImplDriver {
         }
         let channel = ch.handle.as_recoverable().expect("a physical channel");
         match ch.kind {
-            // A local channel's recovered data sits in heap memory: nothing to wait for.
-            ChannelKind::Local => outcome(channel.on_recovered_state_buffer(heap())),
-            ChannelKind::Remote => {
+            // A local channel without exclusive buffers gets heap memory: nothing to wait for.
+            ChannelKind::Local if ch.ids.exclusive == 0 => outcome(channel.on_recovered_state_buffer(heap())),
+            _ => {
                 let job: Job = Box::new(move || match channel.request_recovery_buffer_blocking() {
                     Ok(buffer) => outcome(channel.on_recovered_state_buffer(buffer.fill(BufferKind::Data, payload))),
                     // The drainer of a released channel stops quietly (CancelTaskException).

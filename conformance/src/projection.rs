@@ -166,7 +166,8 @@ fn model_channel(m: &RecoveryModel, s: &State, c: u8) -> ChannelView {
         persisted.entry(*cp).or_default().push((*p).into());
     }
     let bufs = |v: &[NetBuf]| v.iter().copied().map(Buf).collect::<Vec<_>>();
-    let credit = (kind == ChannelKind::Remote).then(|| Credit {
+    // A local channel shows its recovery manager's buffers when it has exclusive ones.
+    let credit = (kind == ChannelKind::Remote || m.cfg.channels[c as usize].exclusive > 0).then(|| Credit {
         notify_available: ch.bm.notify_available,
         waiting_for_floating: ch.bm.waiting_for_floating,
         required: ch.bm.required as i32,
@@ -501,7 +502,12 @@ pub fn impl_channel(p: &ImplParts<'_>) -> ChannelView {
             last_seen_barrier: l.persister.last_seen_barrier,
             persisted,
             subpartition,
-            credit: None,
+            // The recovery manager, when it has exclusive buffers to lend (a channel created
+            // without recovery has none).
+            credit: match &l.buffer_manager {
+                Some(bm) if p.ids.exclusive > 0 => Some(impl_credit(p, bm, 0, l.released)),
+                _ => None,
+            },
         },
         ImplChannel::Remote(r) => {
             let element = |e: &recovery_impl::remote_input_channel::SequenceBufferSnapshot| Element {

@@ -86,6 +86,16 @@ fn every_edge_of_the_faults_preset_replays_on_the_implementation_without_diverge
 }
 
 #[test]
+fn every_edge_of_the_local_buffers_preset_replays_on_the_implementation_without_divergence() {
+    // A local channel's recovery BufferManager lends its exclusive buffer to the drainer
+    // (requestRecoveryBufferBlocking after upstreamReady): the second recovered buffer waits
+    // for the first to be recycled; a release returns what the operator still holds to the
+    // global pool.
+    let r = every_edge_without_divergence("local-buffers");
+    assert!(r.kinds_missed.is_empty(), "{:?}", r.kinds_missed);
+}
+
+#[test]
 fn every_edge_of_the_late_preset_replays_on_the_implementation_without_divergence() {
     // The local producer writes while the consumer runs: before the view exists, into an
     // empty subpartition (its listener told) and behind queued data (not told), during

@@ -66,7 +66,9 @@ pub struct ChannelConfig {
     /// remote channel should be an event (`EndOfOutputChannelStateEvent`, FLINK-40668), or
     /// `upstreamReady` never opens.
     pub upstream: Vec<Upstream>,
-    /// Exclusive buffers of a remote channel (`networkBuffersPerChannel`, the initial credit).
+    /// Exclusive buffers (`networkBuffersPerChannel`): a remote channel's initial credit; a local
+    /// channel's recovery `BufferManager` lends them to the drainer (0: the drainer fills a local
+    /// channel with heap buffers, as before the drainer PR).
     #[serde(default)]
     pub exclusive: u8,
     /// Floating buffers the gate's `LocalBufferPool` can lend this remote channel.
@@ -155,9 +157,15 @@ impl ModelConfig {
             if c.exclusive > 4 || c.floating > 4 {
                 return Err(format!("channel {i}: at most 4 exclusive and 4 floating buffers"));
             }
-            if c.kind == ChannelKind::Local && (c.exclusive > 0 || c.floating > 0) {
+            if c.kind == ChannelKind::Local && c.floating > 0 {
                 return Err(format!(
-                    "channel {i}: a local channel has no credit; exclusive and floating must be 0"
+                    "channel {i}: a local channel has no credit; floating must be 0"
+                ));
+            }
+            if c.kind == ChannelKind::Local && c.exclusive > 0 && self.delivery != Delivery::Drainer {
+                return Err(format!(
+                    "channel {i}: a local channel lends exclusive buffers only to the drainer (its recovery BufferManager); exclusive must be 0 with delivery {:?}",
+                    self.delivery
                 ));
             }
             let data = c.upstream.iter().filter(|u| **u == Upstream::Data).count();
@@ -264,6 +272,32 @@ pub const PRESETS: &[Preset] = &[
             faults: false,
         },
         unreachable: TINY_UNREACHABLE,
+    },
+    Preset {
+        name: "local-buffers",
+        summary: "one local channel whose recovery BufferManager lends its exclusive buffer to the drainer; release at any point",
+        config: || ModelConfig {
+            // Two recovered buffers and one exclusive buffer: the drainer waits for the first to
+            // be recycled, and a release can catch a buffer with the operator.
+            channels: vec![ChannelConfig {
+                exclusive: 1,
+                ..local(2, &[D])
+            }],
+            checkpoints: 1,
+            delivery: Delivery::Drainer,
+            insert_recovery_barriers: true,
+            release: true,
+            faults: false,
+        },
+        // One local channel: no stash, no credit (nothing to race enableNotify), no second
+        // channel to decline before, and no live data persisted on the consumer side (the
+        // barrier overtakes it in the subpartition; the producer's snapshot holds it).
+        unreachable: &[
+            "checkpoint persists in-window live data",
+            "event stashed and replayed",
+            "recycle races enableNotify",
+            "stale recovery barrier polled",
+        ],
     },
     Preset {
         name: "ci",

@@ -68,7 +68,8 @@ pub fn channel(m: &RecoveryModel, s: &State, c: u8) -> String {
         .collect();
     let _ = writeln!(out, "  delivered [{}]", delivered.join(" "));
     let cfg = &m.cfg.channels[c as usize];
-    if cfg.kind == crate::config::ChannelKind::Remote {
+    let remote = cfg.kind == crate::config::ChannelKind::Remote;
+    if remote || cfg.exclusive > 0 {
         let names = |v: &[crate::state::NetBuf]| v.iter().map(|b| b.to_string()).collect::<Vec<_>>().join(" ");
         let _ = writeln!(
             out,
@@ -79,6 +80,8 @@ pub fn channel(m: &RecoveryModel, s: &State, c: u8) -> String {
             ch.bm.notify_available,
             names(&ch.held)
         );
+    }
+    if remote {
         let _ = writeln!(
             out,
             "  credit: unannounced={} addCredit in flight={:?} producer={:?} wire={}",

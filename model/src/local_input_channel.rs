@@ -11,6 +11,8 @@ pub struct Polled {
     pub payload: Payload,
     /// Its sequence number.
     pub seq: i32,
+    /// The network buffer holding it (recovered data the drainer put into a lent buffer).
+    pub buffer: Option<crate::state::NetBuf>,
 }
 
 /// Whether `getNextBuffer()` returns something now (what the gate must have queued).
@@ -50,6 +52,7 @@ pub fn get_next_buffer(ch: &mut Channel, variant: Variant) -> Result<Option<Poll
             return Ok(Some(Polled {
                 payload: head.payload,
                 seq,
+                buffer: head.buffer,
             }));
         }
         return pull_priority_from_subpartition_view(ch).map(Some);
@@ -62,7 +65,11 @@ pub fn get_next_buffer(ch: &mut Channel, variant: Variant) -> Result<Option<Poll
     let seq = ch.producer.next_seq - 1;
     ch.persister.check_for_barrier(payload);
     ch.persister.maybe_persist(payload, &mut ch.ghost_persisted);
-    Ok(Some(Polled { payload, seq }))
+    Ok(Some(Polled {
+        payload,
+        seq,
+        buffer: None,
+    }))
 }
 
 /// `nextDataType` of the `getNextBuffer` that returned `polled`, as the element it names: in
@@ -100,7 +107,11 @@ fn pull_priority_from_subpartition_view(ch: &mut Channel) -> Result<Polled, Viol
     if !matches!(ch.producer.subpartition.first(), Some(Payload::Barrier(_))) {
         ch.pending_priority = false;
     }
-    Ok(Polled { payload, seq })
+    Ok(Polled {
+        payload,
+        seq,
+        buffer: None,
+    })
 }
 
 /// `notifyPriorityEvent` from the producer: only a created view has a listener. True: the

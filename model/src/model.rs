@@ -147,6 +147,13 @@ impl RecoveryModel {
         self.cfg.channels[c as usize].kind
     }
 
+    /// Whether the drainer fills channel `c` through `requestRecoveryBufferBlocking`: a buffer
+    /// lent by the channel's own manager, once `upstreamReady` is open. Remote channels always;
+    /// local ones when they have exclusive buffers (else heap buffers).
+    fn lends_recovery_buffers(&self, c: u8) -> bool {
+        self.kind(c) == ChannelKind::Remote || self.cfg.channels[c as usize].exclusive > 0
+    }
+
     /// The thread that runs `action` in this configuration.
     pub fn thread(&self, action: &Action) -> Thread {
         use Action::*;
@@ -194,8 +201,9 @@ impl RecoveryModel {
             .map(|cc| {
                 let needs_recovery = self.cfg.delivery.needs_recovery();
                 let mut bm = crate::buffer_manager::BufferManager {
-                    // A channel created in recovery has credit notification disabled.
-                    notify_available: !needs_recovery,
+                    // A remote channel created in recovery has credit notification disabled; a
+                    // local channel's recovery manager has it on (and announces to nobody).
+                    notify_available: !needs_recovery || cc.kind == ChannelKind::Local,
                     pool: (0..cc.floating).map(NetBuf::Floating).collect(),
                     ..Default::default()
                 };
@@ -329,9 +337,9 @@ impl RecoveryModel {
         match self.io_program.get(s.io_pc as usize) {
             Some(&IoStep::Push(c)) => {
                 let ch = s.ch(c);
-                // Remote: requestRecoveryBufferBlocking() awaits upstreamReady, then a buffer.
-                // Flag off: heap buffers into the RecoveredInputChannel, nothing to wait for.
-                let ready = self.kind(c) == ChannelKind::Local
+                // requestRecoveryBufferBlocking() awaits upstreamReady, then a buffer. Heap
+                // buffers (flag off, or a local channel without exclusive ones): no wait.
+                let ready = !self.lends_recovery_buffers(c)
                     || self.cfg.delivery == Delivery::Legacy
                     || ch.released
                     || (ch.upstream_ready && ch.bm.can_request_buffer_blocking());
@@ -538,7 +546,10 @@ impl RecoveryModel {
         }
         let (payload, seq) = match self.kind(c) {
             ChannelKind::Local => match local::get_next_buffer(s.ch_mut(c), self.variant) {
-                Ok(Some(p)) => (p.payload, p.seq),
+                Ok(Some(p)) => {
+                    s.ch_mut(c).held.extend(p.buffer);
+                    (p.payload, p.seq)
+                }
                 Ok(None) => return,
                 Err(v) => return s.violate(c, v),
             },
@@ -616,6 +627,10 @@ impl RecoveryModel {
             Thread::Task => s.task_announce = None,
             Thread::NettyClient => s.client_announce = None,
             _ => s.recycler = RecyclerPc::Idle,
+        }
+        if self.kind(c) == ChannelKind::Local {
+            // InputChannel.notifyBufferAvailable: a local channel has no credit to announce.
+            return;
         }
         let ch = s.ch_mut(c);
         if thread == Thread::Task && !ch.released {
@@ -736,7 +751,7 @@ impl Model for RecoveryModel {
                 let ch = s.ch_mut(c);
                 let i = ch.ghost_pushed;
                 ch.ghost_pushed += 1;
-                let buffer = if kind == ChannelKind::Remote && !ch.released {
+                let buffer = if self.lends_recovery_buffers(c) && !ch.released {
                     ch.bm.request_buffer_blocking()
                 } else {
                     None

@@ -255,7 +255,7 @@ fn recovery_sequence_numbers(m: &RecoveryModel, s: &State) -> bool {
 
 /// S6: while a remote channel is in recovery no credit exists anywhere: the gate is closed, no
 /// credit is unannounced, pending or in flight, and the producer's reader has none.
-fn no_credit_during_recovery(_: &RecoveryModel, s: &State) -> bool {
+fn no_credit_during_recovery(m: &RecoveryModel, s: &State) -> bool {
     let pending = |c: u8| {
         let mine = |a: Option<Announce>| a.is_some_and(|a| a.channel == c && a.n > 0);
         mine(s.task_announce)
@@ -263,7 +263,8 @@ fn no_credit_during_recovery(_: &RecoveryModel, s: &State) -> bool {
             || matches!(s.recycler, RecyclerPc::Announce(a) if a.channel == c && a.n > 0)
     };
     channels(s).all(|(c, ch)| {
-        !ch.in_recovery
+        m.cfg.channels[c as usize].kind == ChannelKind::Local
+            || !ch.in_recovery
             || ch.released
             || (!ch.bm.notify_available
                 && ch.unannounced_credit == 0
@@ -276,7 +277,7 @@ fn no_credit_during_recovery(_: &RecoveryModel, s: &State) -> bool {
 /// S7: credit never exceeds buffers: unannounced + pending + in-flight AddCredit + producer
 /// credit + data on the wire <= buffers available, so `requestBuffer()` never returns null for
 /// arriving data.
-fn credit_conservation(_: &RecoveryModel, s: &State) -> bool {
+fn credit_conservation(m: &RecoveryModel, s: &State) -> bool {
     let pending = |c: u8| -> u8 {
         let mine = |a: Option<Announce>| a.filter(|a| a.channel == c).map_or(0, |a| a.n);
         let r = match s.recycler {
@@ -287,7 +288,8 @@ fn credit_conservation(_: &RecoveryModel, s: &State) -> bool {
     };
     !matches!(s.violation, Some((_, Violation::NoBufferForData)))
         && channels(s).all(|(c, ch)| {
-            if ch.released {
+            // A local channel has no credit (its manager's announcements go nowhere).
+            if ch.released || m.cfg.channels[c as usize].kind == ChannelKind::Local {
                 return true;
             }
             let on_wire = ch.producer.wire.iter().filter(|w| w.payload.is_data()).count() as u32;

@@ -46,6 +46,11 @@ fn upstream_failures_satisfy_every_property_and_fail_the_task() {
 }
 
 #[test]
+fn a_local_channel_lending_its_exclusive_buffer_to_recovery_satisfies_every_property() {
+    assert_eq!(satisfies_every_property("local-buffers"), 1540);
+}
+
+#[test]
 fn upstream_written_during_the_run_satisfies_every_property() {
     assert_eq!(satisfies_every_property("late"), 110993);
 }
