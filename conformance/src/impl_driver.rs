@@ -231,8 +231,7 @@ struct Chan {
     held: Vec<NetworkBuffer>,
     // IO: recovered buffers pushed so far.
     pushed: u8,
-    // Producer: what it writes, and how much of it it has written.
-    upstream: Vec<Upstream>,
+    // Producer: how much of the channel's upstream it has written.
     written: u8,
 }
 
@@ -336,7 +335,6 @@ impl System {
                 credit_writes: 0,
                 held: Vec::new(),
                 pushed: 0,
-                upstream: cc.upstream.clone(),
                 written: written as u8,
             });
         }
@@ -719,8 +717,9 @@ impl ImplDriver {
 
     /// The producer writes its next upstream element.
     fn add_buffer(&mut self, c: u8) -> Observation {
-        let ch = self.ch(c);
-        let Some(&kind) = ch.upstream.get(ch.written as usize) else {
+        let upstream = &self.cfg.channels[c as usize].upstream;
+        let ch = &mut self.sys.channels[c as usize];
+        let Some(&kind) = upstream.get(ch.written as usize) else {
             return unperformable(format!("the producer of channel {c} has written everything"));
         };
         let buffer = element_buffer(c, kind, ch.written);
