@@ -1,13 +1,15 @@
 //! The `conform` and `replay` subcommands of `cdr`.
 
-use crate::conform::{ConformReport, conform_edges, conform_random};
-use crate::driver::ModelDriver;
+use crate::conform::{ConformOptions, ConformReport, conform_edges, conform_random};
+use crate::driver::{Driver, DriverError, ModelDriver};
 use crate::impl_driver::ImplDriver;
-use crate::replay::{Divergence, replay as replay_trace};
+use crate::progress;
+use crate::protocol::{Capabilities, PROTOCOL_VERSION, ProcessDriver, all_features, serve};
+use crate::replay::{Divergence, ReplayError, replay as replay_trace};
 use crate::trace::Trace;
 use clap::Args;
 use recovery_model::config::preset_names;
-use recovery_model::{RecoveryModel, Variant, preset};
+use recovery_model::{Action, ModelConfig, RecoveryModel, Variant, preset};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -35,6 +37,33 @@ pub struct ConformArgs {
     /// Print one JSON object.
     #[arg(long)]
     pub json: bool,
+    /// Workers replaying traces in parallel, each with its own implementation instance (or
+    /// driver process). Default: the number of cores.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub jobs: Option<u16>,
+    /// Replay only the K-th of N deterministic parts of the traces (1 <= K <= N), for a CI
+    /// matrix. The parts' counts add up to the whole run's.
+    #[arg(long, value_name = "K/N", value_parser = parse_shard)]
+    pub shard: Option<(usize, usize)>,
+    /// Exit 1 unless every edge of the run and every reachable action kind was replayed and no
+    /// step was unsupported by the driver.
+    #[arg(long)]
+    pub require_complete: bool,
+    /// Replay against a driver process speaking the driver protocol (docs/driver-protocol.md)
+    /// instead of impl/ in this process, e.g. `--driver-cmd "drivers/flink/driver"`.
+    #[arg(long, value_name = "CMD")]
+    pub driver_cmd: Option<String>,
+}
+
+/// Parses `K/N` with 1 <= K <= N.
+pub fn parse_shard(s: &str) -> Result<(usize, usize), String> {
+    let (k, n) = s.split_once('/').ok_or_else(|| format!("`{s}` is not K/N"))?;
+    let k: usize = k.trim().parse().map_err(|_| format!("`{k}` is not a number"))?;
+    let n: usize = n.trim().parse().map_err(|_| format!("`{n}` is not a number"))?;
+    if n == 0 || k == 0 || k > n {
+        return Err(format!("shard {k}/{n}: need 1 <= K <= N"));
+    }
+    Ok((k, n))
 }
 
 /// Arguments of `cdr replay`.
@@ -45,6 +74,50 @@ pub struct ReplayArgs {
     /// Print one JSON object.
     #[arg(long)]
     pub json: bool,
+    /// Replay against a driver process speaking the driver protocol instead of impl/.
+    #[arg(long, value_name = "CMD")]
+    pub driver_cmd: Option<String>,
+}
+
+/// Arguments of `cdr serve-driver`.
+#[derive(Args, Debug)]
+pub struct ServeArgs {}
+
+/// The hello of impl/ served over the protocol: every action and feature, nothing unobserved.
+pub fn impl_capabilities() -> Capabilities {
+    Capabilities {
+        name: "impl".into(),
+        protocol: PROTOCOL_VERSION,
+        actions: Action::KINDS.iter().map(|k| k.to_string()).collect(),
+        features: all_features(),
+        unobserved: Vec::new(),
+    }
+}
+
+/// A driver of `cfg`: impl/ in this process, or the `--driver-cmd` process.
+pub fn make_driver(cfg: &ModelConfig, driver_cmd: Option<&str>) -> Result<Box<dyn Driver>, DriverError> {
+    match driver_cmd {
+        None => Ok(Box::new(ImplDriver::new(cfg))),
+        Some(cmd) => Ok(Box::new(ProcessDriver::spawn(cmd, cfg)?)),
+    }
+}
+
+/// `cdr serve-driver`: impl/ behind the driver protocol on stdin and stdout.
+pub fn serve_driver(_args: ServeArgs) -> ExitCode {
+    let stdin = std::io::stdin().lock();
+    let stdout = std::io::stdout().lock();
+    let make = |cfg: &ModelConfig| -> Result<Box<dyn Driver>, DriverError> {
+        cfg.validate().map_err(|reason| DriverError::Unsupported { reason })?;
+        Ok(Box::new(ImplDriver::new(cfg)))
+    };
+    match serve(impl_capabilities(), &make, stdin, stdout) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: serve-driver: {e}");
+            ExitCode::from(2)
+        }
+    }
 }
 
 fn usage_error(msg: impl std::fmt::Display) -> ExitCode {
@@ -53,15 +126,22 @@ fn usage_error(msg: impl std::fmt::Display) -> ExitCode {
 }
 
 /// Saves the diverging prefix as a trace and returns the line that replays it.
-fn save_divergence(model: &RecoveryModel, preset: &str, d: &Divergence, path: &Path) -> String {
+fn save_divergence(
+    model: &RecoveryModel,
+    preset: &str,
+    d: &Divergence,
+    path: &Path,
+    driver_cmd: Option<&str>,
+) -> String {
     match Trace::record(model, Some(preset), &d.actions) {
         Ok(mut trace) => {
             trace.reason = Some(format!("diverged at step {} in `cdr conform`", d.step));
             match trace.write(path) {
                 Ok(()) => format!(
-                    "saved to {}\nreproduce: cargo run --release -- replay {}",
+                    "saved to {}\nreproduce: cargo run --release -- replay {}{}",
                     path.display(),
-                    path.display()
+                    path.display(),
+                    driver_cmd.map_or_else(String::new, |c| format!(" --driver-cmd '{c}'"))
                 ),
                 Err(e) => format!("could not save the trace: {e}"),
             }
@@ -70,12 +150,16 @@ fn save_divergence(model: &RecoveryModel, preset: &str, d: &Divergence, path: &P
     }
 }
 
-fn print_report(args: &ConformArgs, r: &ConformReport) {
+fn print_report(args: &ConformArgs, jobs: usize, r: &ConformReport) {
     let mode = match args.random {
         Some(n) => format!("{n} random walks, seed {}", args.seed),
         None => "edge-complete".to_string(),
     };
-    println!("conform: preset {} / variant fixed / {mode}", args.preset);
+    let shard = r.shard.as_ref().map_or_else(String::new, |s| format!(" / shard {s}"));
+    println!(
+        "conform: preset {} / variant fixed / {mode}{shard} / driver {} / {jobs} jobs",
+        args.preset, r.driver
+    );
     println!(
         "traces {}  steps {}  {:.1} s  ({:.0} steps/s)",
         r.traces, r.steps, r.seconds, r.steps_per_second
@@ -89,6 +173,15 @@ fn print_report(args: &ConformArgs, r: &ConformReport) {
     }
     if !r.kinds_missed.is_empty() {
         println!("  reachable but never replayed: {}", r.kinds_missed.join(", "));
+    }
+    for (kind, n) in &r.unsupported {
+        println!("  unsupported by the driver: {kind} ({n} traces cut there)");
+    }
+    if !r.unobserved.is_empty() {
+        println!(
+            "  not compared (the driver cannot read them): {}",
+            r.unobserved.join(", ")
+        );
     }
     println!("divergences {}", r.divergences);
 }
@@ -106,23 +199,60 @@ pub fn conform(args: ConformArgs) -> ExitCode {
         return usage_error("--random needs at least one walk");
     }
     let model = RecoveryModel::new(cfg, Variant::Fixed);
-    let mut driver = ImplDriver::new(&model.cfg);
-    let max = args.max_divergences.max(1);
-    let report = match args.random {
-        Some(n) => conform_random(&model, &mut driver, n, args.seed, max),
-        None => conform_edges(&model, &mut driver, max),
+    let jobs = args.jobs.map_or_else(
+        || std::thread::available_parallelism().map_or(1, |n| n.get()),
+        usize::from,
+    );
+    // A driver process that cannot start or cannot build this configuration is found before
+    // the traces are generated.
+    if let Some(cmd) = &args.driver_cmd
+        && let Err(e) = ProcessDriver::spawn(cmd, &model.cfg)
+    {
+        return usage_error(e);
+    }
+    let opts = ConformOptions {
+        jobs,
+        shard: args.shard,
+        max_divergences: args.max_divergences.max(1),
+    };
+    let factory = |cmd: Option<&str>| {
+        let cfg = model.cfg.clone();
+        let cmd = cmd.map(str::to_string);
+        move || make_driver(&cfg, cmd.as_deref())
+    };
+    let factory = factory(args.driver_cmd.as_deref());
+    let bar = progress::counter(progress::wanted(args.json), "traces");
+    let result = match args.random {
+        Some(n) => conform_random(&model, &factory, n, args.seed, opts, &bar),
+        None => conform_edges(&model, &factory, opts, &bar),
+    };
+    bar.finish_and_clear();
+    let report = match result {
+        Ok(r) => r,
+        Err(failure) => {
+            eprintln!("error: {failure}\nno verdict: the harness failed, not the implementation");
+            return ExitCode::from(2);
+        }
     };
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report).expect("serializes"));
     } else {
-        print_report(&args, &report);
+        print_report(&args, jobs, &report);
     }
     if let Some(d) = &report.first_divergence {
-        let saved = save_divergence(&model, &args.preset, d, &args.save);
+        let saved = save_divergence(&model, &args.preset, d, &args.save, args.driver_cmd.as_deref());
         // The details go to stderr so that `--json` stays one object on stdout.
         eprintln!("\n{d}\n{saved}");
     }
-    if report.divergences > 0 {
+    let incomplete = if args.require_complete {
+        report.incomplete()
+    } else {
+        Vec::new()
+    };
+    for what in &incomplete {
+        eprintln!("incomplete: {what}");
+    }
+    if report.divergences > 0 || !incomplete.is_empty() {
         ExitCode::from(1)
     } else {
         if !args.json {
@@ -145,6 +275,9 @@ pub fn replay(args: ReplayArgs) -> ExitCode {
     // The recorded predictions must be the model's own.
     let mut reference = ModelDriver::new(model.clone());
     if let Err(d) = replay_trace(&trace, &mut reference) {
+        let Some(d) = d.divergence() else {
+            return usage_error(d);
+        };
         if args.json {
             println!(
                 "{}",
@@ -154,25 +287,47 @@ pub fn replay(args: ReplayArgs) -> ExitCode {
         eprintln!("the trace's recorded predictions are not the model's:\n{d}");
         return ExitCode::from(1);
     }
-    let mut driver = ImplDriver::new(&model.cfg);
-    let result = replay_trace(&trace, &mut driver);
-    if args.json {
-        let diverged = result.as_ref().err().map(|d| d.step);
-        println!(
-            "{}",
-            serde_json::json!({"steps": trace.steps.len(), "diverged_at": diverged, "driver": "impl"})
-        );
-    }
+    let mut driver = match make_driver(&model.cfg, args.driver_cmd.as_deref()) {
+        Ok(d) => d,
+        Err(e) => return usage_error(e),
+    };
+    let result = replay_trace(&trace, driver.as_mut());
+    let name = driver.name().to_string();
     match result {
         Ok(n) => {
-            if !args.json {
+            if args.json {
+                println!(
+                    "{}",
+                    serde_json::json!({"steps": trace.steps.len(), "diverged_at": null, "driver": name})
+                );
+            } else {
                 println!("replay {}: {n} steps, no divergence\nPASSED", args.file.display());
             }
             ExitCode::SUCCESS
         }
-        Err(d) => {
+        Err(ReplayError::Diverged(d)) => {
+            if args.json {
+                println!(
+                    "{}",
+                    serde_json::json!({"steps": trace.steps.len(), "diverged_at": d.step, "driver": name})
+                );
+            }
             eprintln!("{d}");
             ExitCode::from(1)
+        }
+        Err(ReplayError::Unsupported { step, action, reason }) => {
+            if args.json {
+                println!(
+                    "{}",
+                    serde_json::json!({"steps": trace.steps.len(), "diverged_at": null, "unsupported_at": step, "driver": name})
+                );
+            }
+            eprintln!("step {step} ({}) is not supported by {name}: {reason}", action.method());
+            ExitCode::from(2)
+        }
+        Err(e @ ReplayError::Harness { .. }) => {
+            eprintln!("error: {e}\nno verdict: the harness failed, not the implementation");
+            ExitCode::from(2)
         }
     }
 }

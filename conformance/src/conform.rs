@@ -1,18 +1,56 @@
 //! Runs many traces against a driver in lockstep with the model and reports coverage and
 //! divergences: the library behind `cdr conform`.
+//!
+//! Traces are independent (each starts from a reset), so they are replayed by `jobs` workers
+//! in parallel, each with a driver of its own, and can be split into deterministic shards for
+//! a CI matrix. The traces are numbered in the order the generator makes them; shard `K/N`
+//! takes those whose number is `K-1` modulo `N`. Counts are sums over traces, so the merged
+//! report of every shard, or of any number of jobs, is the single run's.
 
-use crate::driver::{Driver, ModelDriver};
+use crate::driver::{Driver, DriverError, ModelDriver};
 use crate::generate::{Graph, SplitMix64, random_walk};
-use crate::replay::{Compare, Divergence, lockstep};
+use crate::replay::{Compare, Divergence, ReplayError, lockstep};
+use indicatif::ProgressBar;
 use recovery_model::{Action, RecoveryModel};
 use serde::Serialize;
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Instant;
+
+/// Makes a driver for one worker (each job has its own implementation instance).
+pub type DriverFactory<'a> = dyn Fn() -> Result<Box<dyn Driver>, DriverError> + Sync + 'a;
+
+/// How a run is split and shown.
+#[derive(Clone, Copy, Debug)]
+pub struct ConformOptions {
+    /// Workers replaying traces in parallel (at least 1).
+    pub jobs: usize,
+    /// This run replays shard `.0` (1-based) of `.1`.
+    pub shard: Option<(usize, usize)>,
+    /// Stop after this many diverging traces.
+    pub max_divergences: usize,
+}
+
+impl Default for ConformOptions {
+    fn default() -> Self {
+        ConformOptions {
+            jobs: 1,
+            shard: None,
+            max_divergences: 1,
+        }
+    }
+}
 
 /// What a conformance run covered and found. Serializes to the `--json` shape of `cdr conform`.
 #[derive(Clone, Debug, Serialize)]
 pub struct ConformReport {
-    /// Traces replayed.
+    /// The driver's name (`impl`, `flink-2.3.0`).
+    pub driver: String,
+    /// The shard replayed, `K/N`, if one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shard: Option<String>,
+    /// Traces replayed (to their end, to a divergence or to an unsupported step).
     pub traces: usize,
     /// Steps replayed.
     pub steps: usize,
@@ -22,10 +60,15 @@ pub struct ConformReport {
     pub states_covered: usize,
     /// Reachable states of the configuration.
     pub states_total: usize,
-    /// Distinct edges (state, action) replayed.
+    /// Distinct edges (state, action) replayed (in this shard).
     pub edges_covered: usize,
     /// Edges of the reachable graph.
     pub edges_total: usize,
+    /// Edges this run's traces take for the first time (all of them, unless sharded or cut
+    /// short after a divergence; for random walks, the edges they take).
+    pub edges_share: usize,
+    /// Whether the traces are the edge-complete set (else random walks).
+    pub edge_complete: bool,
     /// Action kinds replayed at least once.
     pub action_kinds_covered: usize,
     /// Action kinds of the model (`Action::KINDS`).
@@ -41,133 +84,342 @@ pub struct ConformReport {
     /// Action kinds reachable but never replayed.
     #[serde(rename = "action_kinds_missed")]
     pub kinds_missed: Vec<&'static str>,
-    /// The first divergence.
+    /// Coverage lost: per action kind, the traces cut because the driver could not perform a
+    /// step of that kind.
+    pub unsupported: BTreeMap<&'static str, usize>,
+    /// Snapshot fields the driver cannot read (left out of every comparison).
+    pub unobserved: Vec<String>,
+    /// The first divergence (the lowest trace number).
     #[serde(skip)]
     pub first_divergence: Option<Box<Divergence>>,
 }
 
+impl ConformReport {
+    /// What `--require-complete` finds missing, empty when complete: every edge this run's
+    /// traces take first was replayed, no step was unsupported, and, unless the run is one
+    /// shard of several, every reachable action kind was replayed and (edge-complete runs)
+    /// every edge of the graph.
+    pub fn incomplete(&self) -> Vec<String> {
+        let mut missing = Vec::new();
+        if self.edges_covered < self.edges_share {
+            missing.push(format!(
+                "{} of the {} edges of this run were not replayed",
+                self.edges_share - self.edges_covered,
+                self.edges_share
+            ));
+        }
+        for (kind, n) in &self.unsupported {
+            missing.push(format!("{n} traces cut at an unsupported {kind}"));
+        }
+        if self.shard.is_none() {
+            if self.edge_complete && self.edges_share < self.edges_total {
+                missing.push(format!(
+                    "{} edges not in any trace",
+                    self.edges_total - self.edges_share
+                ));
+            }
+            if !self.kinds_missed.is_empty() {
+                missing.push(format!(
+                    "reachable but never replayed: {}",
+                    self.kinds_missed.join(", ")
+                ));
+            }
+        }
+        missing
+    }
+}
+
+/// The run stopped on a harness error: no verdict.
+#[derive(Clone, Debug)]
+pub struct HarnessFailure {
+    /// The trace number.
+    pub trace: usize,
+    /// 1-based step (0: at reset or driver start).
+    pub step: usize,
+    /// What happened.
+    pub message: String,
+}
+
+impl std::fmt::Display for HarnessFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "harness error in trace {} at step {}: {}",
+            self.trace, self.step, self.message
+        )
+    }
+}
+
+/// One trace to replay.
+struct Job {
+    index: usize,
+    actions: Vec<Action>,
+    compare: Compare,
+    /// Positions of the steps that take an edge for the first time (edge-complete runs).
+    new_at: Vec<u32>,
+    /// The state before each step and after the last (ids or fingerprints).
+    states: Vec<u64>,
+}
+
+/// What one worker saw; tallies merge by addition.
+#[derive(Default)]
 struct Tally {
-    start: Instant,
     traces: usize,
     steps: usize,
     kinds: BTreeSet<&'static str>,
     divergences: usize,
-    first: Option<Box<Divergence>>,
+    first: Option<(usize, Box<Divergence>)>,
+    unsupported: BTreeMap<&'static str, usize>,
+    edges_new: usize,
+    edges_share: usize,
+    states: HashSet<u64>,
+    edges: HashSet<(u64, Action)>,
 }
 
 impl Tally {
-    fn new() -> Self {
-        Tally {
-            start: Instant::now(),
-            traces: 0,
-            steps: 0,
-            kinds: BTreeSet::new(),
-            divergences: 0,
-            first: None,
+    fn merge(&mut self, other: Tally) {
+        self.traces += other.traces;
+        self.steps += other.steps;
+        self.kinds.extend(other.kinds);
+        self.divergences += other.divergences;
+        if let Some((i, d)) = other.first
+            && self.first.as_ref().is_none_or(|(j, _)| i < *j)
+        {
+            self.first = Some((i, d));
         }
+        for (k, n) in other.unsupported {
+            *self.unsupported.entry(k).or_default() += n;
+        }
+        self.edges_new += other.edges_new;
+        self.edges_share += other.edges_share;
+        self.states.extend(other.states);
+        self.edges.extend(other.edges);
     }
 
-    fn run(&mut self, model: &mut ModelDriver, driver: &mut dyn Driver, actions: &[Action], compare: Compare) -> bool {
-        self.traces += 1;
-        match lockstep(model, driver, actions, compare) {
-            Ok(n) => {
-                self.steps += n;
-                self.kinds.extend(actions.iter().map(Action::method));
-                true
+    /// Records the steps `..performed` of `job` as replayed.
+    fn performed(&mut self, job: &Job, performed: usize, by_fingerprint: bool) {
+        self.steps += performed;
+        self.kinds.extend(job.actions[..performed].iter().map(Action::method));
+        self.edges_new += job.new_at.iter().filter(|p| (**p as usize) < performed).count();
+        self.states.extend(&job.states[..=performed]);
+        if by_fingerprint {
+            for (i, a) in job.actions[..performed].iter().enumerate() {
+                self.edges.insert((job.states[i], *a));
             }
-            Err(d) => {
-                self.steps += d.step;
-                self.kinds.extend(actions[..d.step - 1].iter().map(Action::method));
-                self.divergences += 1;
-                self.first.get_or_insert(d);
-                false
-            }
-        }
-    }
-
-    fn report(self, graph: &Graph, states_covered: usize, edges_covered: usize) -> ConformReport {
-        let seconds = self.start.elapsed().as_secs_f64();
-        let kinds_unreachable = Action::KINDS
-            .iter()
-            .copied()
-            .filter(|k| !graph.kinds.contains(k))
-            .collect();
-        let kinds_missed = graph
-            .kinds
-            .iter()
-            .copied()
-            .filter(|k| !self.kinds.contains(k))
-            .collect();
-        ConformReport {
-            traces: self.traces,
-            steps: self.steps,
-            steps_per_second: self.steps as f64 / seconds.max(1e-9),
-            states_covered,
-            states_total: graph.states(),
-            edges_covered,
-            edges_total: graph.edges(),
-            action_kinds_covered: self.kinds.len(),
-            action_kinds_total: Action::KINDS.len(),
-            divergences: self.divergences,
-            seconds,
-            kinds_unreachable,
-            kinds_missed,
-            first_divergence: self.first,
         }
     }
 }
 
-/// Replays an edge-complete set of traces of `model` on `driver`. Observations are compared at
-/// every step; snapshots from the first newly covered edge of each trace on (the prefix was
-/// compared by an earlier trace). Stops after `max_divergences` divergences.
-pub fn conform_edges(model: &RecoveryModel, driver: &mut dyn Driver, max_divergences: usize) -> ConformReport {
-    let mut tally = Tally::new();
+/// Replays `jobs` on drivers from `factory`, with `opts.jobs` workers.
+fn run(
+    model: &RecoveryModel,
+    factory: &DriverFactory,
+    opts: ConformOptions,
+    jobs: &mut (dyn Iterator<Item = Job> + Send),
+    by_fingerprint: bool,
+    progress: &ProgressBar,
+) -> Result<(Tally, String, Vec<String>), HarnessFailure> {
+    let source = Mutex::new(jobs);
+    let divergences = AtomicUsize::new(0);
+    let stop = AtomicBool::new(false);
+    let failure: Mutex<Option<HarnessFailure>> = Mutex::new(None);
+    let identity: Mutex<Option<(String, Vec<String>)>> = Mutex::new(None);
+    let max = opts.max_divergences.max(1);
+    let tallies: Vec<Tally> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..opts.jobs.max(1))
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut tally = Tally::default();
+                    let mut driver = match factory() {
+                        Ok(d) => d,
+                        Err(e) => {
+                            failure.lock().unwrap().get_or_insert(HarnessFailure {
+                                trace: 0,
+                                step: 0,
+                                message: e.to_string(),
+                            });
+                            stop.store(true, Ordering::SeqCst);
+                            return tally;
+                        }
+                    };
+                    identity
+                        .lock()
+                        .unwrap()
+                        .get_or_insert_with(|| (driver.name().to_string(), driver.unobserved().to_vec()));
+                    let mut reference = ModelDriver::new(model.clone());
+                    while !stop.load(Ordering::SeqCst) {
+                        let Some(job) = source.lock().unwrap().next() else {
+                            break;
+                        };
+                        tally.traces += 1;
+                        tally.edges_share += job.new_at.len();
+                        match lockstep(&mut reference, driver.as_mut(), &job.actions, job.compare) {
+                            Ok(n) => tally.performed(&job, n, by_fingerprint),
+                            Err(ReplayError::Diverged(d)) => {
+                                tally.performed(&job, d.step - 1, false);
+                                tally.divergences += 1;
+                                if tally.first.as_ref().is_none_or(|(j, _)| job.index < *j) {
+                                    tally.first = Some((job.index, d));
+                                }
+                                if divergences.fetch_add(1, Ordering::SeqCst) + 1 >= max {
+                                    stop.store(true, Ordering::SeqCst);
+                                }
+                            }
+                            Err(ReplayError::Unsupported { step, action, .. }) => {
+                                tally.performed(&job, step - 1, by_fingerprint);
+                                *tally.unsupported.entry(action.method()).or_default() += 1;
+                            }
+                            Err(ReplayError::Harness { step, message }) => {
+                                failure.lock().unwrap().get_or_insert(HarnessFailure {
+                                    trace: job.index,
+                                    step,
+                                    message,
+                                });
+                                stop.store(true, Ordering::SeqCst);
+                            }
+                        }
+                        progress.inc(1);
+                    }
+                    tally
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .map(|w| w.join().expect("a conform worker panicked"))
+            .collect()
+    });
+    if let Some(f) = failure.into_inner().unwrap() {
+        return Err(f);
+    }
+    let mut total = Tally::default();
+    for t in tallies {
+        total.merge(t);
+    }
+    let (name, unobserved) = identity.into_inner().unwrap().unwrap_or_default();
+    Ok((total, name, unobserved))
+}
+
+fn in_shard(index: usize, shard: Option<(usize, usize)>) -> bool {
+    shard.is_none_or(|(k, n)| index % n == k - 1)
+}
+
+fn report(
+    graph: &Graph,
+    opts: ConformOptions,
+    start: Instant,
+    (tally, driver, unobserved): (Tally, String, Vec<String>),
+    states_covered: usize,
+    edges_covered: usize,
+    edges_share: usize,
+) -> ConformReport {
+    let seconds = start.elapsed().as_secs_f64();
+    let kinds_unreachable = Action::KINDS
+        .iter()
+        .copied()
+        .filter(|k| !graph.kinds.contains(k))
+        .collect();
+    let kinds_missed = graph
+        .kinds
+        .iter()
+        .copied()
+        .filter(|k| !tally.kinds.contains(k))
+        .collect();
+    ConformReport {
+        driver,
+        shard: opts.shard.map(|(k, n)| format!("{k}/{n}")),
+        traces: tally.traces,
+        steps: tally.steps,
+        steps_per_second: tally.steps as f64 / seconds.max(1e-9),
+        states_covered,
+        states_total: graph.states(),
+        edges_covered,
+        edges_total: graph.edges(),
+        edges_share,
+        edge_complete: true,
+        action_kinds_covered: tally.kinds.len(),
+        action_kinds_total: Action::KINDS.len(),
+        divergences: tally.divergences,
+        seconds,
+        kinds_unreachable,
+        kinds_missed,
+        unsupported: tally.unsupported,
+        unobserved,
+        first_divergence: tally.first.map(|(_, d)| d),
+    }
+}
+
+/// Replays an edge-complete set of traces of `model` (or shard `opts.shard` of it). Observations
+/// are compared at every step; snapshots from the first newly covered edge of each trace on
+/// (the prefix was compared by the trace that covered it). `progress` counts traces.
+pub fn conform_edges(
+    model: &RecoveryModel,
+    factory: &DriverFactory,
+    opts: ConformOptions,
+    progress: &ProgressBar,
+) -> Result<ConformReport, HarnessFailure> {
+    let start = Instant::now();
     let graph = Graph::explore(model);
-    let mut reference = ModelDriver::new(model.clone());
-    let mut visited = vec![false; graph.states()];
-    visited[0] = true;
-    let mut edges_covered = 0;
-    for t in graph.edge_cover() {
-        if !tally.run(&mut reference, driver, &t.actions, Compare::From(t.prefix)) {
-            if tally.divergences >= max_divergences {
-                break;
+    let mut jobs = graph
+        .edge_cover()
+        .enumerate()
+        .filter(|(i, _)| in_shard(*i, opts.shard))
+        .map(|(index, t)| {
+            let mut states = Vec::with_capacity(t.states.len() + 1);
+            states.push(0); // every trace starts at the initial state, number 0
+            states.extend(t.states.iter().map(|s| *s as u64));
+            Job {
+                index,
+                compare: Compare::From(t.prefix),
+                new_at: t.new_at,
+                states,
+                actions: t.actions,
             }
-            continue;
-        }
-        edges_covered += t.new_edges;
-        for s in &t.states {
-            visited[*s as usize] = true;
-        }
-    }
-    let states_covered = visited.iter().filter(|v| **v).count();
-    tally.report(&graph, states_covered, edges_covered)
+        });
+    let outcome = run(model, factory, opts, &mut jobs, false, progress)?;
+    let states_covered = outcome.0.states.len();
+    let (edges_covered, share) = (outcome.0.edges_new, outcome.0.edges_share);
+    Ok(report(
+        &graph,
+        opts,
+        start,
+        outcome,
+        states_covered,
+        edges_covered,
+        share,
+    ))
 }
 
-/// Replays `walks` random walks from `seed` on `driver`, comparing everything at every step.
+/// Replays `walks` random walks from `seed` (or shard `opts.shard` of them), comparing
+/// everything at every step. The walks are drawn in order from one generator, so a walk is
+/// the same whatever the jobs and shards.
 pub fn conform_random(
     model: &RecoveryModel,
-    driver: &mut dyn Driver,
+    factory: &DriverFactory,
     walks: usize,
     seed: u64,
-    max_divergences: usize,
-) -> ConformReport {
-    let mut tally = Tally::new();
+    opts: ConformOptions,
+    progress: &ProgressBar,
+) -> Result<ConformReport, HarnessFailure> {
+    let start = Instant::now();
     let graph = Graph::explore(model);
-    let mut reference = ModelDriver::new(model.clone());
     let mut rng = SplitMix64::new(seed);
-    let (mut states, mut edges) = (HashSet::new(), HashSet::new());
-    for _ in 0..walks {
-        let (walk, visited) = random_walk(model, &mut rng, 10_000);
-        if !tally.run(&mut reference, driver, &walk, Compare::Every) {
-            if tally.divergences >= max_divergences {
-                break;
-            }
-            continue;
-        }
-        for (i, a) in walk.iter().enumerate() {
-            edges.insert((visited[i], *a));
-        }
-        states.extend(visited);
-    }
-    tally.report(&graph, states.len(), edges.len())
+    let mut jobs = (0..walks)
+        .map(move |index| {
+            let (actions, states) = random_walk(model, &mut rng, 10_000);
+            (index, actions, states)
+        })
+        .filter(|(i, ..)| in_shard(*i, opts.shard))
+        .map(|(index, actions, states)| Job {
+            index,
+            actions,
+            compare: Compare::Every,
+            new_at: Vec::new(),
+            states,
+        });
+    let outcome = run(model, factory, opts, &mut jobs, true, progress)?;
+    let (states, edges) = (outcome.0.states.len(), outcome.0.edges.len());
+    let mut r = report(&graph, opts, start, outcome, states, edges, edges);
+    r.edge_complete = false;
+    Ok(r)
 }

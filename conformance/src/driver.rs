@@ -7,21 +7,55 @@ use crate::observation::{Observation, Snapshot};
 use crate::projection::{model_observation, model_snapshot};
 use recovery_model::{Action, RecoveryModel, State};
 use stateright::Model;
+use std::fmt;
+
+/// Why a driver could not answer a step. Neither is a divergence.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DriverError {
+    /// The driver cannot realise this step (or configuration): coverage lost, not a finding.
+    Unsupported {
+        /// Why, in the driver's words.
+        reason: String,
+    },
+    /// The harness failed: a call that neither returned nor parked before the watchdog, a
+    /// driver process that died or broke the protocol. The run stops (exit 2).
+    Harness {
+        /// What happened, with every thread's position where known.
+        message: String,
+    },
+}
+
+impl fmt::Display for DriverError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DriverError::Unsupported { reason } => write!(f, "unsupported: {reason}"),
+            DriverError::Harness { message } => write!(f, "harness error: {message}"),
+        }
+    }
+}
+
+impl std::error::Error for DriverError {}
 
 /// A system that replays model actions.
 ///
 /// A driver starts in the state that corresponds to the model's initial state; `reset` brings
 /// it back there. Implement it for another implementation by mapping each [`Action`] to the
-/// calls its threads make (docs/conformance.md shows how).
+/// calls its threads make (docs/conformance.md shows how), or answer the driver protocol from
+/// another process (docs/driver-protocol.md).
 pub trait Driver {
-    /// A short name for reports (`model`, `impl`).
+    /// A short name for reports (`model`, `impl`, `flink-2.3.0`).
     fn name(&self) -> &str;
     /// Back to the initial state.
-    fn reset(&mut self);
+    fn reset(&mut self) -> Result<(), DriverError>;
     /// Performs one action and returns what a caller sees.
-    fn apply(&mut self, action: &Action) -> Observation;
+    fn apply(&mut self, action: &Action) -> Result<Observation, DriverError>;
     /// The abstract state now.
-    fn snapshot(&mut self) -> Snapshot;
+    fn snapshot(&mut self) -> Result<Snapshot, DriverError>;
+    /// Snapshot fields this driver cannot read, as JSON Pointers with `*` for any index or key
+    /// (docs/driver-protocol.md). They are left out of the comparison on both sides.
+    fn unobserved(&self) -> &[String] {
+        &[]
+    }
 }
 
 /// The model as a driver: `next_state` and the projections of [`crate::projection`].
@@ -48,24 +82,9 @@ impl ModelDriver {
         &self.state
     }
 
-    /// The actions enabled now, in the model's order (Explorer indices).
-    pub fn enabled(&self) -> Vec<Action> {
-        let mut out = Vec::new();
-        self.model.actions(&self.state, &mut out);
-        out
-    }
-}
-
-impl Driver for ModelDriver {
-    fn name(&self) -> &str {
-        "model"
-    }
-
-    fn reset(&mut self) {
-        self.state = self.model.init_states().remove(0);
-    }
-
-    fn apply(&mut self, action: &Action) -> Observation {
+    /// Performs `action` and returns the observation the model predicts (the model never fails
+    /// as a driver: an action it does not enable is `unperformable`).
+    pub fn step(&mut self, action: &Action) -> Observation {
         if !self.enabled().contains(action) {
             return Observation::Unperformable {
                 reason: format!("{action:?} is not enabled in the model"),
@@ -81,7 +100,39 @@ impl Driver for ModelDriver {
         observation
     }
 
-    fn snapshot(&mut self) -> Snapshot {
+    /// The snapshot the model predicts now.
+    pub fn predicted_snapshot(&self) -> Snapshot {
         model_snapshot(&self.model, &self.state)
+    }
+
+    /// Back to the initial state.
+    pub fn restart(&mut self) {
+        self.state = self.model.init_states().remove(0);
+    }
+
+    /// The actions enabled now, in the model's order (Explorer indices).
+    pub fn enabled(&self) -> Vec<Action> {
+        let mut out = Vec::new();
+        self.model.actions(&self.state, &mut out);
+        out
+    }
+}
+
+impl Driver for ModelDriver {
+    fn name(&self) -> &str {
+        "model"
+    }
+
+    fn reset(&mut self) -> Result<(), DriverError> {
+        self.state = self.model.init_states().remove(0);
+        Ok(())
+    }
+
+    fn apply(&mut self, action: &Action) -> Result<Observation, DriverError> {
+        Ok(self.step(action))
+    }
+
+    fn snapshot(&mut self) -> Result<Snapshot, DriverError> {
+        Ok(self.predicted_snapshot())
     }
 }

@@ -122,6 +122,8 @@ pub struct CoverTrace {
     pub prefix: usize,
     /// Edges this trace covers for the first time.
     pub new_edges: usize,
+    /// The steps (0-based) that take an edge for the first time.
+    pub new_at: Vec<u32>,
     /// The state each step reaches.
     pub states: Vec<u32>,
 }
@@ -162,16 +164,17 @@ impl Iterator for EdgeCover<'_> {
                 _ => break,
             }
         }
-        let mut new_edges = 0;
-        for e in &edges {
+        let mut new_at = Vec::new();
+        for (i, e) in edges.iter().enumerate() {
             if !std::mem::replace(&mut self.covered[*e as usize], true) {
-                new_edges += 1;
+                new_at.push(i as u32);
             }
         }
         Some(CoverTrace {
             actions: edges.iter().map(|e| g.edge_action[*e as usize]).collect(),
             prefix,
-            new_edges,
+            new_edges: new_at.len(),
+            new_at,
             states: edges.iter().map(|e| g.edge_target[*e as usize]).collect(),
         })
     }

@@ -8,15 +8,18 @@
 //! workers. The worker installs a [`pause_point`](recovery_impl::pause_point) hook, so the
 //! implementation stops exactly where the model's next step of that thread begins, and the
 //! driver resumes it when the trace takes that step (`notifyBufferAvailable`,
-//! `recycleFloatingBuffer`, `enableNotify`). A call that does not return within the timeout is
-//! reported as [`Observation::Blocked`]. Calls that can neither block nor pause run inline.
+//! `recycleFloatingBuffer`, `enableNotify`). A call whose thread is about to park (the
+//! implementation's wait hook, [`set_thread_wait_hook`]) is reported as
+//! [`Observation::Blocked`] at once: the thread says it waits, no clock decides. A call that
+//! neither returns nor parks within the watchdog is a harness error. Calls that can neither
+//! block nor pause run inline.
 //!
 //! Stand-ins. The Netty layer (the wire in both directions, the client's queued `AddCredit`
 //! write) and the task's checkpoint barrier handler are not in `recovery-impl`; the driver plays
 //! them, as Flink's `CreditBasedPartitionRequestClientHandler`, `PartitionRequestQueue` and
 //! `SingleCheckpointBarrierHandler` would.
 
-use crate::driver::Driver;
+use crate::driver::{Driver, DriverError};
 use crate::observation::{DataType, ErrorKind, GateView, Item, Observation, Pending, Refusal, Snapshot, WireElement};
 use crate::projection::{IdMap, ImplParts, NettyParts, impl_channel, impl_pending, item_of, payload_of};
 use recovery_impl::buffer_pool::{LocalBufferPool, NetworkBufferPool};
@@ -25,7 +28,7 @@ use recovery_impl::credit_based_sequence_numbering_view_reader::{
     BufferResponse, CreditBasedSequenceNumberingViewReader,
 };
 use recovery_impl::local_input_channel::LocalInputChannel;
-use recovery_impl::pause_point::{PausePoint, set_thread_hook};
+use recovery_impl::pause_point::{PausePoint, set_thread_hook, set_thread_wait_hook};
 use recovery_impl::recoverable_input_channel::{ChannelContext, ChannelSnapshot, InputChannelInfo};
 use recovery_impl::recovered_input_channel::{RecoveredChannelKind, RecoveredInputChannel};
 use recovery_impl::remote_input_channel::RemoteInputChannel;
@@ -36,6 +39,7 @@ use recovery_model::config::{ChannelKind, Delivery, ModelConfig, Upstream};
 use recovery_model::state::NetBuf;
 use recovery_model::{Action, Thread};
 use std::collections::VecDeque;
+use std::panic::Location;
 use std::sync::Arc;
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::time::Duration;
@@ -46,8 +50,15 @@ use std::time::Duration;
 
 type Job = Box<dyn FnOnce() -> Observation + Send>;
 
+/// How long a call may neither return nor park before the harness gives up on it. A call that
+/// parks is reported at once by the wait hook; this only catches a genuine hang (a busy loop, a
+/// lock never released), which is a harness error, never a divergence.
+pub const DEFAULT_WATCHDOG: Duration = Duration::from_secs(120);
+
 enum Report {
     Paused(PausePoint),
+    /// About to park in a condition wait or latch await at this source location.
+    Waiting(&'static Location<'static>),
     Done(Observation),
 }
 
@@ -58,12 +69,17 @@ enum WorkerState {
         channel: u8,
         point: PausePoint,
     },
-    /// Did not report within the timeout.
-    Lost,
+    /// Parked in a wait of the implementation: the call blocked.
+    Blocked {
+        site: &'static Location<'static>,
+    },
+    /// Neither returned nor parked within the watchdog: a harness error.
+    Hung,
 }
 
 /// One OS thread standing for one Flink thread.
 struct Worker {
+    name: &'static str,
     jobs: Sender<Job>,
     reports: Receiver<Report>,
     resume: Sender<()>,
@@ -72,7 +88,7 @@ struct Worker {
 }
 
 impl Worker {
-    fn spawn(name: &str) -> Worker {
+    fn spawn(name: &'static str) -> Worker {
         let (jobs, job_rx) = channel::<Job>();
         let (report_tx, reports) = channel::<Report>();
         let (resume, resume_rx) = channel::<()>();
@@ -86,6 +102,11 @@ impl Worker {
                         let _ = resume_rx.recv();
                     }
                 })));
+                let wait_tx = report_tx.clone();
+                set_thread_wait_hook(Some(Box::new(move |site| {
+                    // The thread parks next: the call blocked. Only report; never stop here.
+                    let _ = wait_tx.send(Report::Waiting(site));
+                })));
                 for job in job_rx {
                     if report_tx.send(Report::Done(job())).is_err() {
                         break;
@@ -94,6 +115,7 @@ impl Worker {
             })
             .expect("spawn a worker thread");
         Worker {
+            name,
             jobs,
             reports,
             resume,
@@ -102,8 +124,8 @@ impl Worker {
         }
     }
 
-    fn wait(&mut self, timeout: Duration) -> Observation {
-        match self.reports.recv_timeout(timeout) {
+    fn wait(&mut self, watchdog: Duration) -> Observation {
+        match self.reports.recv_timeout(watchdog) {
             Ok(Report::Paused(point)) => {
                 self.state = WorkerState::Paused {
                     channel: self.channel,
@@ -111,18 +133,22 @@ impl Worker {
                 };
                 Observation::Done
             }
+            Ok(Report::Waiting(site)) => {
+                self.state = WorkerState::Blocked { site };
+                Observation::Blocked
+            }
             Ok(Report::Done(observation)) => {
                 self.state = WorkerState::Idle;
                 observation
             }
             Err(_) => {
-                self.state = WorkerState::Lost;
+                self.state = WorkerState::Hung;
                 Observation::Blocked
             }
         }
     }
 
-    fn start(&mut self, channel: u8, job: Job, timeout: Duration) -> Observation {
+    fn start(&mut self, channel: u8, job: Job, watchdog: Duration) -> Observation {
         if self.state != WorkerState::Idle {
             return Observation::Unperformable {
                 reason: format!("the thread is busy ({:?})", self.state),
@@ -130,31 +156,31 @@ impl Worker {
         }
         self.channel = channel;
         if self.jobs.send(job).is_err() {
-            self.state = WorkerState::Lost;
+            self.state = WorkerState::Hung;
             return Observation::Blocked;
         }
-        self.wait(timeout)
+        self.wait(watchdog)
     }
 
-    fn resume(&mut self, timeout: Duration) -> Observation {
+    fn resume(&mut self, watchdog: Duration) -> Observation {
         if self.resume.send(()).is_err() {
-            self.state = WorkerState::Lost;
+            self.state = WorkerState::Hung;
             return Observation::Blocked;
         }
-        self.wait(timeout)
+        self.wait(watchdog)
     }
 
     /// Lets an interrupted call run to its end (reset); false if it does not end.
-    fn finish(&mut self, timeout: Duration) -> bool {
+    fn finish(&mut self, watchdog: Duration) -> bool {
         for _ in 0..16 {
             match self.state {
                 WorkerState::Idle => return true,
                 WorkerState::Paused { .. } => {
-                    self.resume(timeout);
+                    self.resume(watchdog);
                 }
-                WorkerState::Lost => {
-                    self.wait(timeout);
-                    if self.state == WorkerState::Lost {
+                WorkerState::Blocked { .. } | WorkerState::Hung => {
+                    self.wait(watchdog);
+                    if self.state == WorkerState::Hung {
                         return false;
                     }
                 }
@@ -167,10 +193,24 @@ impl Worker {
         match self.state {
             WorkerState::Idle => Pending::Idle,
             WorkerState::Paused { channel, point } => impl_pending(channel, ids[channel as usize], point),
-            WorkerState::Lost => Pending::Elsewhere {
+            WorkerState::Blocked { .. } | WorkerState::Hung => Pending::Elsewhere {
                 what: format!("blocked in a call on channel {}", self.channel),
             },
         }
+    }
+
+    /// Where the thread is, for a harness error.
+    fn position(&self) -> String {
+        let at = match self.state {
+            WorkerState::Idle => "idle".to_string(),
+            WorkerState::Paused { channel, point } => format!("paused at {point:?} on channel {channel}"),
+            WorkerState::Blocked { site } => format!("parked at {site} (channel {})", self.channel),
+            WorkerState::Hung => format!(
+                "running a call on channel {}, neither returned nor parked",
+                self.channel
+            ),
+        };
+        format!("{}: {at}", self.name)
     }
 }
 
@@ -445,7 +485,7 @@ pub struct ImplDriver {
     cfg: ModelConfig,
     workers: Workers,
     sys: System,
-    timeout: Duration,
+    watchdog: Duration,
 }
 
 impl ImplDriver {
@@ -457,14 +497,38 @@ impl ImplDriver {
             cfg: cfg.clone(),
             workers: Workers::spawn(),
             sys: System::new(cfg),
-            timeout: Duration::from_secs(2),
+            watchdog: DEFAULT_WATCHDOG,
         }
     }
 
-    /// How long a call may take before it counts as blocked (default 2 s).
-    pub fn with_timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = timeout;
+    /// How long a call may neither return nor park before the run stops with a harness error
+    /// ([`DEFAULT_WATCHDOG`]). It never decides whether a call blocked: the wait hooks do.
+    pub fn with_watchdog(mut self, watchdog: Duration) -> Self {
+        self.watchdog = watchdog;
         self
+    }
+
+    /// Every worker's position, for a harness error.
+    fn positions(&mut self) -> String {
+        self.workers
+            .all()
+            .iter()
+            .map(|w| w.position())
+            .collect::<Vec<_>>()
+            .join("; ")
+    }
+
+    fn hung(&mut self) -> Option<DriverError> {
+        if self.workers.all().iter().any(|w| w.state == WorkerState::Hung) {
+            let secs = self.watchdog.as_secs_f64();
+            return Some(DriverError::Harness {
+                message: format!(
+                    "a call neither returned nor parked within {secs} s: {}",
+                    self.positions()
+                ),
+            });
+        }
+        None
     }
 
     fn ch(&mut self, c: u8) -> &mut Chan {
@@ -472,7 +536,7 @@ impl ImplDriver {
     }
 
     fn resume(&mut self, thread: Thread, c: u8, expected: fn(PausePoint) -> bool) -> Observation {
-        let timeout = self.timeout;
+        let timeout = self.watchdog;
         let Some(worker) = self.workers.of(thread) else {
             return unperformable(format!("no {thread} worker"));
         };
@@ -485,7 +549,7 @@ impl ImplDriver {
     // --- IO thread ---------------------------------------------------------------------------
 
     fn on_recovered_state_buffer(&mut self, c: u8) -> Observation {
-        let timeout = self.timeout;
+        let timeout = self.watchdog;
         let ch = self.ch(c);
         let i = ch.pushed;
         ch.pushed += 1;
@@ -512,7 +576,7 @@ impl ImplDriver {
     }
 
     fn finish_recovered_buffer_delivery(&mut self, c: u8) -> Observation {
-        let timeout = self.timeout;
+        let timeout = self.watchdog;
         // Flag off: `finishReadRecoveredState()` appends the legacy sentinel.
         if let InputChannelHandle::Recovered(recovered) = &self.ch(c).handle {
             return outcome(recovered.finish_read_recovered_state());
@@ -576,7 +640,7 @@ impl ImplDriver {
     /// task drained them already: only `request_partitions(false)` (`toInputChannel(false)`).
     /// The driver's handles follow the gate's array.
     fn convert_recovered_input_channels(&mut self) -> Observation {
-        let timeout = self.timeout;
+        let timeout = self.watchdog;
         let needs_recovery = self.cfg.delivery.needs_recovery();
         if needs_recovery && let Err(observation) = self.fill_recovered_input_channels() {
             return observation;
@@ -696,7 +760,7 @@ impl ImplDriver {
     }
 
     fn on_recovered_state_consumed(&mut self, c: u8) -> Observation {
-        let timeout = self.timeout;
+        let timeout = self.watchdog;
         let channel = self.ch(c).handle.as_recoverable().expect("a physical channel");
         match self.ch(c).kind {
             ChannelKind::Local => outcome(channel.on_recovered_state_consumed()),
@@ -776,7 +840,7 @@ impl ImplDriver {
     /// `decodeBufferOrEvent` + `onBuffer`: a released channel's responses are discarded (the
     /// client handler's check); a data response is copied into a buffer from `requestBuffer()`.
     fn on_buffer(&mut self, c: u8) -> Observation {
-        let timeout = self.timeout;
+        let timeout = self.watchdog;
         let ch = self.ch(c);
         let Some(response) = ch.wire.pop_front() else {
             return unperformable("nothing on the wire");
@@ -829,7 +893,7 @@ impl ImplDriver {
     // --- recycler and canceler ---------------------------------------------------------------
 
     fn recycle(&mut self, c: u8, buffer: NetBuf) -> Observation {
-        let timeout = self.timeout;
+        let timeout = self.watchdog;
         let ch = self.ch(c);
         let id = ch.ids.id(buffer);
         let Some(at) = ch.held.iter().position(|b| b.id() == id) else {
@@ -861,24 +925,40 @@ impl Driver for ImplDriver {
         "impl"
     }
 
-    fn reset(&mut self) {
-        let timeout = self.timeout;
+    fn reset(&mut self) -> Result<(), DriverError> {
+        let timeout = self.watchdog;
         let mut released = false;
         for w in self.workers.all() {
-            if w.state == WorkerState::Lost && !released {
+            if matches!(w.state, WorkerState::Blocked { .. } | WorkerState::Hung) && !released {
                 // Unblock waits on latches and buffers of the old instance.
                 self.sys.release_everything();
                 released = true;
             }
             if !w.finish(timeout) {
-                *w = Worker::spawn("replacement");
+                // Left parked on the old instance; a fresh thread takes its place.
+                *w = Worker::spawn(w.name);
             }
         }
         self.sys = System::new(&self.cfg);
+        Ok(())
     }
 
+    fn apply(&mut self, action: &Action) -> Result<Observation, DriverError> {
+        let observation = self.dispatch(action);
+        match self.hung() {
+            Some(e) => Err(e),
+            None => Ok(observation),
+        }
+    }
+
+    fn snapshot(&mut self) -> Result<Snapshot, DriverError> {
+        Ok(self.read_snapshot())
+    }
+}
+
+impl ImplDriver {
     /// The dispatch table: one line per model action.
-    fn apply(&mut self, action: &Action) -> Observation {
+    fn dispatch(&mut self, action: &Action) -> Observation {
         use Action::*;
         match *action {
             OnRecoveredStateBuffer { channel } => self.on_recovered_state_buffer(channel),
@@ -913,7 +993,7 @@ impl Driver for ImplDriver {
         }
     }
 
-    fn snapshot(&mut self) -> Snapshot {
+    fn read_snapshot(&mut self) -> Snapshot {
         let writer = self.sys.writer.snapshot();
         let ids: Vec<IdMap> = self.sys.channels.iter().map(|ch| ch.ids).collect();
         let mut channels = Vec::new();
@@ -970,8 +1050,13 @@ impl Driver for ImplDriver {
 impl Drop for ImplDriver {
     fn drop(&mut self) {
         // Let paused calls end so that worker threads exit when their job queue closes.
-        let timeout = self.timeout.min(Duration::from_millis(200));
-        if self.workers.all().iter().any(|w| w.state == WorkerState::Lost) {
+        let timeout = self.watchdog.min(Duration::from_millis(200));
+        if self
+            .workers
+            .all()
+            .iter()
+            .any(|w| matches!(w.state, WorkerState::Blocked { .. } | WorkerState::Hung))
+        {
             self.sys.release_everything();
         }
         for w in self.workers.all() {

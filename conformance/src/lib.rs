@@ -17,6 +17,7 @@ pub mod mermaid;
 pub mod observation;
 pub mod progress;
 pub mod projection;
+pub mod protocol;
 pub mod replay;
 pub mod report;
 pub mod setup;

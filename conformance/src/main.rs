@@ -31,6 +31,8 @@ enum Command {
     Conform(conformance::cli::ConformArgs),
     /// Replay one trace file against the implementation.
     Replay(conformance::cli::ReplayArgs),
+    /// Serve impl/ over the driver protocol on stdin and stdout (docs/driver-protocol.md).
+    ServeDriver(conformance::cli::ServeArgs),
     /// Serve stateright's Explorer for a configuration, opening on a counterexample if any.
     Explore(conformance::explore::ExploreArgs),
     /// List the bug-zoo variants: the fix each switches off, the property that catches it.
@@ -201,6 +203,7 @@ fn main() -> ExitCode {
         Command::Conform(args) => conformance::cli::conform(args),
         Command::Explore(args) => conformance::explore::explore(args),
         Command::Replay(args) => conformance::cli::replay(args),
+        Command::ServeDriver(args) => conformance::cli::serve_driver(args),
         Command::Variants { json } => {
             if json {
                 println!("{}", serde_json::to_string_pretty(VARIANTS).expect("serializes"));

@@ -472,6 +472,82 @@ impl Snapshot {
     }
 }
 
+/// Removes from `value` every field `pointer` names: a JSON Pointer (`/channels/*/credit/wire`)
+/// in which `*` matches any array index or object key.
+pub fn remove_pointer(value: &mut serde_json::Value, pointer: &str) {
+    fn go(value: &mut serde_json::Value, parts: &[&str]) {
+        let Some((head, rest)) = parts.split_first() else {
+            return;
+        };
+        let last = rest.is_empty();
+        match value {
+            serde_json::Value::Object(map) => {
+                if *head == "*" {
+                    if last {
+                        map.clear();
+                    } else {
+                        map.values_mut().for_each(|v| go(v, rest));
+                    }
+                } else if last {
+                    map.remove(*head);
+                } else if let Some(v) = map.get_mut(*head) {
+                    go(v, rest);
+                }
+            }
+            serde_json::Value::Array(items) => {
+                if *head == "*" {
+                    if last {
+                        items.clear();
+                    } else {
+                        items.iter_mut().for_each(|v| go(v, rest));
+                    }
+                } else if let Some(v) = head.parse::<usize>().ok().and_then(|i| items.get_mut(i)) {
+                    if last {
+                        *v = serde_json::Value::Null;
+                    } else {
+                        go(v, rest);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    let parts: Vec<&str> = pointer.trim_start_matches('/').split('/').collect();
+    go(value, &parts);
+}
+
+/// `snapshot` as JSON without the `unobserved` fields.
+pub fn masked(snapshot: &Snapshot, unobserved: &[String]) -> serde_json::Value {
+    let mut v = serde_json::to_value(snapshot).expect("a snapshot serializes");
+    for p in unobserved {
+        remove_pointer(&mut v, p);
+    }
+    v
+}
+
+/// Whether two snapshots agree on every field but the `unobserved` ones.
+pub fn snapshots_agree(model: &Snapshot, actual: &Snapshot, unobserved: &[String]) -> bool {
+    if unobserved.is_empty() {
+        model == actual
+    } else {
+        masked(model, unobserved) == masked(actual, unobserved)
+    }
+}
+
+/// [`diff`] without the `unobserved` fields.
+pub fn diff_masked(model: &Snapshot, actual: &Snapshot, unobserved: &[String], context: usize) -> String {
+    if unobserved.is_empty() {
+        return diff(model, actual, context);
+    }
+    let pretty = |v: serde_json::Value| serde_json::to_string_pretty(&v).expect("serializes");
+    let (a, b) = (pretty(masked(model, unobserved)), pretty(masked(actual, unobserved)));
+    similar::TextDiff::from_lines(&a, &b)
+        .unified_diff()
+        .context_radius(context)
+        .header("model", "impl")
+        .to_string()
+}
+
 /// A unified diff of two snapshots headed `model` / `impl`, with `context` lines around changes.
 pub fn diff(model: &Snapshot, actual: &Snapshot, context: usize) -> String {
     let (a, b) = (model.to_pretty(), actual.to_pretty());

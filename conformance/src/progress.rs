@@ -24,6 +24,18 @@ pub fn spinner(show: bool) -> ProgressBar {
     bar
 }
 
+/// A counter of `what` with its rate on stderr when `show`, else a hidden bar.
+pub fn counter(show: bool, what: &str) -> ProgressBar {
+    if !show {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new_spinner();
+    let template = format!("{{spinner}} [{{elapsed}}] {{human_pos}} {what} ({{per_sec}})");
+    bar.set_style(ProgressStyle::with_template(&template).expect("valid template"));
+    bar.enable_steady_tick(Duration::from_millis(120));
+    bar
+}
+
 /// [`recovery_model::check::check`] with a progress line on stderr when `show`.
 pub fn check_with_progress(
     model: RecoveryModel,

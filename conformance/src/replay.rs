@@ -1,8 +1,8 @@
 //! Replay: perform a trace's actions on a [`Driver`], compare the observation and the snapshot
 //! after every step with what the model predicts, and stop at the first [`Divergence`].
 
-use crate::driver::{Driver, ModelDriver};
-use crate::observation::{Observation, Snapshot, diff};
+use crate::driver::{Driver, DriverError, ModelDriver};
+use crate::observation::{Observation, Snapshot, diff_masked, snapshots_agree};
 use crate::trace::Trace;
 use recovery_model::{Action, RecoveryModel};
 use stateright::Model;
@@ -27,6 +27,68 @@ pub struct Divergence {
     pub expected_snapshot: Snapshot,
     /// The driver's snapshot after the step.
     pub actual_snapshot: Snapshot,
+    /// Snapshot fields the driver cannot read, left out of the comparison.
+    pub unobserved: Vec<String>,
+}
+
+/// Why a replay stopped before the end of its trace.
+#[derive(Clone, Debug)]
+pub enum ReplayError {
+    /// The driver did something the model does not predict: a finding.
+    Diverged(Box<Divergence>),
+    /// The driver cannot perform this step: the rest of the trace is coverage lost.
+    Unsupported {
+        /// 1-based step number.
+        step: usize,
+        /// The action it could not perform.
+        action: Action,
+        /// Why.
+        reason: String,
+    },
+    /// The harness failed at this step (never a divergence).
+    Harness {
+        /// 1-based step number (0: at reset).
+        step: usize,
+        /// What happened.
+        message: String,
+    },
+}
+
+impl ReplayError {
+    fn at(step: usize, action: Option<Action>, e: DriverError) -> Self {
+        match (e, action) {
+            (DriverError::Unsupported { reason }, Some(action)) => ReplayError::Unsupported { step, action, reason },
+            (DriverError::Unsupported { reason }, None) => ReplayError::Harness {
+                step,
+                message: format!("the driver refused to reset: {reason}"),
+            },
+            (DriverError::Harness { message }, _) => ReplayError::Harness { step, message },
+        }
+    }
+
+    /// The divergence, if this is one.
+    pub fn divergence(&self) -> Option<&Divergence> {
+        match self {
+            ReplayError::Diverged(d) => Some(d),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for ReplayError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ReplayError::Diverged(d) => d.fmt(f),
+            ReplayError::Unsupported { step, action, reason } => {
+                write!(
+                    f,
+                    "step {step} ({}) is not supported by the driver: {reason}",
+                    action.method()
+                )
+            }
+            ReplayError::Harness { step, message } => write!(f, "harness error at step {step}: {message}"),
+        }
+    }
 }
 
 impl Divergence {
@@ -40,9 +102,10 @@ impl Divergence {
         self.expected != self.actual
     }
 
-    /// The snapshot diff headed `model` / `impl` (empty when only the observation differs).
+    /// The snapshot diff headed `model` / `impl` (empty when only the observation differs),
+    /// without the fields the driver cannot read.
     pub fn diff(&self) -> String {
-        diff(&self.expected_snapshot, &self.actual_snapshot, 3)
+        diff_masked(&self.expected_snapshot, &self.actual_snapshot, &self.unobserved, 3)
     }
 }
 
@@ -93,23 +156,26 @@ pub fn lockstep(
     driver: &mut dyn Driver,
     actions: &[Action],
     compare: Compare,
-) -> Result<usize, Box<Divergence>> {
-    model.reset();
-    driver.reset();
+) -> Result<usize, ReplayError> {
+    model.restart();
+    driver.reset().map_err(|e| ReplayError::at(0, None, e))?;
     for (i, a) in actions.iter().enumerate() {
-        let expected = model.apply(a);
-        let actual = driver.apply(a);
+        let expected = model.step(a);
+        let actual = driver.apply(a).map_err(|e| ReplayError::at(i + 1, Some(*a), e))?;
         let check_snapshot = match compare {
             Compare::Every => true,
             Compare::From(k) => i >= k,
         };
         if expected != actual || check_snapshot {
-            let (expected_snapshot, actual_snapshot) = (model.snapshot(), driver.snapshot());
+            let expected_snapshot = model.predicted_snapshot();
+            let actual_snapshot = driver.snapshot().map_err(|e| ReplayError::at(i + 1, Some(*a), e))?;
             // After a typed error the model stops (the task fails); the implementation's clean-up
             // after the error is not modelled, so only the observation counts then.
             let errored = matches!(expected, Observation::Error { .. });
-            if expected != actual || (!errored && expected_snapshot != actual_snapshot) {
-                return Err(Box::new(divergence(
+            if expected != actual
+                || (!errored && !snapshots_agree(&expected_snapshot, &actual_snapshot, driver.unobserved()))
+            {
+                return Err(ReplayError::Diverged(Box::new(divergence(
                     model.model(),
                     driver,
                     &actions[..=i],
@@ -117,7 +183,7 @@ pub fn lockstep(
                     actual,
                     expected_snapshot,
                     actual_snapshot,
-                )));
+                ))));
             }
         }
     }
@@ -142,20 +208,27 @@ fn divergence(
         actual,
         expected_snapshot,
         actual_snapshot,
+        unobserved: driver.unobserved().to_vec(),
     }
 }
 
 /// Replays a trace file's steps on `driver` against the trace's recorded predictions.
-pub fn replay(trace: &Trace, driver: &mut dyn Driver) -> Result<usize, Box<Divergence>> {
-    let m = trace.model().expect("a checked trace has a model");
+pub fn replay(trace: &Trace, driver: &mut dyn Driver) -> Result<usize, ReplayError> {
+    let m = trace.model().map_err(|e| ReplayError::Harness {
+        step: 0,
+        message: e.to_string(),
+    })?;
     let actions = trace.actions();
-    driver.reset();
+    driver.reset().map_err(|e| ReplayError::at(0, None, e))?;
     for (i, step) in trace.steps.iter().enumerate() {
-        let actual = driver.apply(&step.action);
-        let actual_snapshot = driver.snapshot();
+        let at = |e| ReplayError::at(i + 1, Some(step.action), e);
+        let actual = driver.apply(&step.action).map_err(at)?;
+        let actual_snapshot = driver.snapshot().map_err(at)?;
         let errored = matches!(step.observation, Observation::Error { .. });
-        if actual != step.observation || (!errored && actual_snapshot != step.snapshot) {
-            return Err(Box::new(divergence(
+        if actual != step.observation
+            || (!errored && !snapshots_agree(&step.snapshot, &actual_snapshot, driver.unobserved()))
+        {
+            return Err(ReplayError::Diverged(Box::new(divergence(
                 &m,
                 driver,
                 &actions[..=i],
@@ -163,7 +236,7 @@ pub fn replay(trace: &Trace, driver: &mut dyn Driver) -> Result<usize, Box<Diver
                 actual,
                 step.snapshot.clone(),
                 actual_snapshot,
-            )));
+            ))));
         }
     }
     Ok(trace.steps.len())

@@ -6,7 +6,7 @@
 //! another model, with an unknown preset or variant, or with an action that is not enabled,
 //! fails with a [`TraceError`], never a panic.
 
-use crate::driver::{Driver, ModelDriver};
+use crate::driver::ModelDriver;
 use crate::observation::{Observation, Snapshot};
 use recovery_model::{Action, ModelConfig, RecoveryModel, State, Variant, preset};
 use serde::{Deserialize, Serialize};
@@ -144,11 +144,11 @@ impl Trace {
         let steps = actions
             .iter()
             .map(|a| {
-                let observation = driver.apply(a);
+                let observation = driver.step(a);
                 Step {
                     action: *a,
                     observation,
-                    snapshot: driver.snapshot(),
+                    snapshot: driver.predicted_snapshot(),
                 }
             })
             .collect();

@@ -80,9 +80,12 @@ impl StateMachineTest for Lockstep {
     fn apply(mut sut: Lockstep, _: &State, transition: Option<Action>) -> Lockstep {
         let Some(a) = transition else { return sut };
         sut.actions.push(a);
-        let (expected, actual) = (sut.model.apply(&a), sut.imp.apply(&a));
+        let (expected, actual) = (sut.model.step(&a), sut.imp.apply(&a).expect("no harness error"));
         assert_eq!(expected, actual, "observation after {:?}", sut.actions);
-        let (expected, actual) = (sut.model.snapshot(), sut.imp.snapshot());
+        let (expected, actual) = (
+            sut.model.predicted_snapshot(),
+            sut.imp.snapshot().expect("no harness error"),
+        );
         assert!(
             expected == actual,
             "snapshot after {:?}:\n{}",
@@ -113,7 +116,7 @@ fn a_failing_random_walk_shrinks_to_a_minimal_trace() {
         let mut driver = StashAtHead::new(ImplDriver::new(&tiny().cfg));
         lockstep(&mut model, &mut driver, &actions, Compare::Every)
             .map(|_| ())
-            .map_err(|d| d.step)
+            .map_err(|e| e.divergence().expect("a divergence, not a harness error").step)
     };
     let result = runner.run(
         &ChannelRecovery::sequential_strategy(1..48),

@@ -4,17 +4,17 @@
 mod common;
 
 use common::StashAtHead;
-use conformance::conform::conform_edges;
-use conformance::driver::ModelDriver;
+use conformance::conform::{ConformOptions, conform_edges};
+use conformance::driver::{Driver, ModelDriver};
 use conformance::generate::{SplitMix64, random_walk};
 use conformance::impl_driver::ImplDriver;
 use conformance::observation::{Item, Observation, diff};
 use conformance::replay::{Compare, lockstep};
+use indicatif::ProgressBar;
 use recovery_model::check::shortest_counterexample;
 use recovery_model::variant::VARIANTS;
 use recovery_model::{Action, ChannelKind, RecoveryModel, Variant, preset};
 use std::fmt::Write;
-use std::time::Duration;
 
 fn model(name: &str, variant: Variant) -> RecoveryModel {
     RecoveryModel::new(preset(name).unwrap(), variant)
@@ -23,8 +23,8 @@ fn model(name: &str, variant: Variant) -> RecoveryModel {
 /// Replays every edge of preset `name` and asserts full coverage and no divergence.
 fn every_edge_without_divergence(name: &str) -> conformance::conform::ConformReport {
     let m = model(name, Variant::Fixed);
-    let mut driver = ImplDriver::new(&m.cfg);
-    let r = conform_edges(&m, &mut driver, 1);
+    let factory = || Ok(Box::new(ImplDriver::new(&m.cfg)) as Box<dyn Driver>);
+    let r = conform_edges(&m, &factory, ConformOptions::default(), &ProgressBar::hidden()).expect("no harness error");
     if let Some(d) = &r.first_divergence {
         panic!("{name}: {d}");
     }
@@ -148,8 +148,9 @@ fn finish_delivery_during_conversion_diverges_because_the_fixed_conversion_does_
     let m = model(info.preset, info.variant);
     let actions = shortest_counterexample(&m, info.property).unwrap();
     let mut reference = ModelDriver::new(m.clone());
-    let mut driver = ImplDriver::new(&m.cfg).with_timeout(Duration::from_millis(500));
-    let d = lockstep(&mut reference, &mut driver, &actions, Compare::Every).expect_err("the fix is in");
+    let mut driver = ImplDriver::new(&m.cfg);
+    let e = lockstep(&mut reference, &mut driver, &actions, Compare::Every).expect_err("the fix is in");
+    let d = e.divergence().expect("a divergence");
     assert_eq!(d.action(), Action::ConvertRecoveredInputChannels, "{d}");
     // Both calls return (the variant's task parks inside the mail), but the implementation
     // finished the conversion: nothing waits on upstreamReady, every channel is requested.
@@ -183,7 +184,8 @@ fn broken_driver_replaying_the_stash_at_the_head_is_reported_with_step_and_diff(
     let fixed = model("tiny", Variant::Fixed);
     let mut reference = ModelDriver::new(fixed.clone());
     let mut broken = StashAtHead::new(ImplDriver::new(&fixed.cfg));
-    let d = lockstep(&mut reference, &mut broken, &actions, Compare::Every).expect_err("the broken driver diverges");
+    let e = lockstep(&mut reference, &mut broken, &actions, Compare::Every).expect_err("the broken driver diverges");
+    let d = e.divergence().expect("a divergence");
     let consumed = actions
         .iter()
         .position(|a| *a == Action::OnRecoveredStateConsumed { channel: 1 })
@@ -205,9 +207,10 @@ fn no_bug_zoo_counterexample_is_reproducible_on_the_fixed_implementation() {
         let m = model(info.preset, info.variant);
         let actions = shortest_counterexample(&m, info.property).unwrap_or_else(|| panic!("{}: not caught", info.name));
         let mut reference = ModelDriver::new(m.clone());
-        let mut driver = ImplDriver::new(&m.cfg).with_timeout(Duration::from_millis(500));
+        let mut driver = ImplDriver::new(&m.cfg);
         let result = lockstep(&mut reference, &mut driver, &actions, Compare::Every);
-        let d = result.expect_err(&format!("{}: the implementation reproduced the bug", info.name));
+        let e = result.expect_err(&format!("{}: the implementation reproduced the bug", info.name));
+        let d = e.divergence().unwrap_or_else(|| panic!("{}: {e}", info.name));
         // Pinned whole: where the fixed implementation departs from the buggy model and how
         // (its error, its snapshot), so that its defensive checks are part of the oracle.
         let json = |o: &Observation| serde_json::to_string(o).expect("serializes");

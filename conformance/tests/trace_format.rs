@@ -1,7 +1,7 @@
 //! The trace format: its shape is frozen with insta, it converts to and from a stateright path,
 //! and every way a file can be wrong is a typed error, never a panic.
 
-use conformance::driver::{Driver, ModelDriver};
+use conformance::driver::ModelDriver;
 use conformance::replay::replay;
 use conformance::trace::{FORMAT_VERSION, Trace, TraceError, explorer_fragment, to_path};
 use recovery_model::{Action, RecoveryModel, Variant, preset};
@@ -19,7 +19,7 @@ fn first_actions(model: &RecoveryModel, n: usize) -> Vec<Action> {
         let Some(a) = driver.enabled().first().copied() else {
             break;
         };
-        driver.apply(&a);
+        driver.step(&a);
         actions.push(a);
     }
     actions
@@ -51,7 +51,7 @@ fn trace_converts_to_and_from_a_stateright_path() {
     assert_eq!(path.last_state(), &{
         let mut d = ModelDriver::new(model.clone());
         trace.actions().iter().for_each(|a| {
-            d.apply(a);
+            d.step(a);
         });
         d.state().clone()
     });

@@ -9,6 +9,7 @@
 //! of this crate is held when a hook runs.
 
 use std::cell::RefCell;
+use std::panic::Location;
 
 use crate::network_buffer::BufferId;
 
@@ -35,9 +36,34 @@ pub enum PausePoint {
 }
 
 type Hook = Box<dyn Fn(PausePoint)>;
+type WaitHook = Box<dyn Fn(&'static Location<'static>)>;
 
 thread_local! {
     static HOOK: RefCell<Option<Hook>> = const { RefCell::new(None) };
+    static WAIT_HOOK: RefCell<Option<WaitHook>> = const { RefCell::new(None) };
+}
+
+/// Installs (or with `None` removes) the calling thread's wait hook: it is told, with the
+/// source location of the wait, each time the thread is about to park in a condition wait or a
+/// latch await (Java's `monitor.wait()`, `CountDownLatch.await()`). A driver learns from it
+/// that a call blocked, from the thread itself rather than from a clock.
+///
+/// Unlike a pause-point hook it runs with the waited-on lock held, so a notifier cannot slip in
+/// between the report and the wait. It must not block or call into this crate.
+pub fn set_thread_wait_hook(hook: Option<Box<dyn Fn(&'static Location<'static>)>>) {
+    WAIT_HOOK.with(|h| *h.borrow_mut() = hook);
+}
+
+/// Tells the calling thread's wait hook, if any, that it is about to park at `site`.
+pub(crate) fn waiting(site: &'static Location<'static>) {
+    #[cfg(not(loom))]
+    WAIT_HOOK.with(|h| {
+        if let Some(hook) = h.borrow().as_ref() {
+            hook(site);
+        }
+    });
+    #[cfg(loom)]
+    let _ = site;
 }
 
 /// Installs (or with `None` removes) the calling thread's hook.

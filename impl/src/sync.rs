@@ -51,7 +51,11 @@ impl Condvar {
         Self(CondvarImpl::new())
     }
 
+    /// Parks until notified. The calling thread's wait hook is told first, with the caller's
+    /// location, so that a driver knows the call blocked there.
+    #[track_caller]
     pub(crate) fn wait<'a, T>(&self, guard: Guard<'a, T>) -> Guard<'a, T> {
+        crate::pause_point::waiting(std::panic::Location::caller());
         self.0.wait(guard).unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
@@ -86,11 +90,19 @@ impl Latch {
         *self.open.lock()
     }
 
-    /// `await()`: blocks the calling thread until the latch is open. Callers hold no lock.
+    /// `await()`: blocks the calling thread until the latch is open. Callers hold no lock. A
+    /// wait is reported at the caller's location.
+    #[track_caller]
     pub(crate) fn wait(&self) {
+        let site = std::panic::Location::caller();
         let mut open = self.open.lock();
         while !*open {
-            open = self.opened.wait(open);
+            crate::pause_point::waiting(site);
+            open = self
+                .opened
+                .0
+                .wait(open)
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
         }
     }
 }

@@ -3,7 +3,7 @@
 
 pub mod runs;
 
-use conformance::driver::Driver;
+use conformance::driver::{Driver, DriverError};
 use conformance::impl_driver::ImplDriver;
 use conformance::observation::{Observation, Snapshot};
 use recovery_model::Action;
@@ -28,24 +28,24 @@ impl Driver for StashAtHead {
     fn name(&self) -> &str {
         "stash-at-head"
     }
-    fn reset(&mut self) {
+    fn reset(&mut self) -> Result<(), DriverError> {
         self.replayed.clear();
-        self.inner.reset();
+        self.inner.reset()
     }
-    fn apply(&mut self, action: &Action) -> Observation {
+    fn apply(&mut self, action: &Action) -> Result<Observation, DriverError> {
         if let Action::OnRecoveredStateConsumed { channel } = *action {
-            let stashed = self.inner.snapshot().channels[channel as usize].stash.len();
+            let stashed = self.inner.snapshot()?.channels[channel as usize].stash.len();
             self.replayed.push((channel, stashed));
         }
         self.inner.apply(action)
     }
-    fn snapshot(&mut self) -> Snapshot {
-        let mut s = self.inner.snapshot();
+    fn snapshot(&mut self) -> Result<Snapshot, DriverError> {
+        let mut s = self.inner.snapshot()?;
         for (c, k) in &self.replayed {
             let queue = &mut s.channels[*c as usize].queue;
             let k = (*k).min(queue.len());
             queue.rotate_right(k);
         }
-        s
+        Ok(s)
     }
 }

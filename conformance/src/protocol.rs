@@ -1,0 +1,467 @@
+//! The driver protocol (docs/driver-protocol.md): JSON lines between `cdr` and an
+//! implementation in another process. [`ProcessDriver`] is `cdr`'s end; [`serve`] puts any
+//! in-process [`Driver`] on the other end (`cdr serve-driver` serves `impl/` that way).
+//!
+//! The messages carry the model's [`Action`] and [`ModelConfig`] and this crate's
+//! [`Observation`] and [`Snapshot`], serialized by serde: the same values the in-process driver
+//! returns.
+
+use crate::driver::{Driver, DriverError};
+use crate::observation::{Observation, Snapshot};
+use recovery_model::{Action, ModelConfig};
+use serde::{Deserialize, Serialize};
+use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+
+/// The protocol version this build speaks.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// A request from `cdr` to a driver.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum Request {
+    /// First message: who are you, what can you do.
+    Hello {
+        /// [`PROTOCOL_VERSION`].
+        protocol: u32,
+    },
+    /// A fresh instance of `config` at the model's initial state.
+    Reset {
+        /// The configuration.
+        config: ModelConfig,
+    },
+    /// Perform one model action.
+    Apply {
+        /// The action.
+        action: Action,
+    },
+    /// The abstract state now.
+    Snapshot,
+    /// Release everything and exit.
+    Bye,
+}
+
+/// What a driver can do, from its `hello` reply.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Capabilities {
+    /// Shown in reports.
+    pub name: String,
+    /// The protocol version the driver speaks.
+    pub protocol: u32,
+    /// Action kinds it can perform (`Action::method` names).
+    pub actions: Vec<String>,
+    /// Configuration features it can build (`delivery:legacy`, `kind:remote`, `release`, ...).
+    pub features: Vec<String>,
+    /// Snapshot fields it cannot read, as JSON Pointers with `*` wildcards.
+    #[serde(default)]
+    pub unobserved: Vec<String>,
+}
+
+/// A driver's reply.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "reply", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum Reply {
+    /// To `hello`.
+    Hello(Capabilities),
+    /// To `reset`: the instance is ready.
+    Ready,
+    /// To `apply`.
+    Observation {
+        /// What a caller saw.
+        observation: Observation,
+    },
+    /// To `snapshot`.
+    Snapshot {
+        /// The abstract state.
+        snapshot: Snapshot,
+    },
+    /// The driver cannot realise this step or configuration.
+    Unsupported {
+        /// Why.
+        reason: String,
+    },
+    /// The harness failed.
+    Error {
+        /// What happened.
+        message: String,
+    },
+    /// To `bye`.
+    Bye,
+}
+
+impl Reply {
+    /// Parses one reply line. A snapshot is read from the parsed JSON directly: serde's
+    /// buffering of internally tagged enums would refuse its numeric map keys (`persisted`).
+    pub fn parse(line: &str) -> Result<Reply, serde_json::Error> {
+        let mut value: serde_json::Value = serde_json::from_str(line)?;
+        if value.get("reply").and_then(|r| r.as_str()) == Some("snapshot")
+            && let Some(map) = value.as_object_mut()
+        {
+            {
+                if map.len() != 2 {
+                    return Err(serde::de::Error::custom(
+                        "a snapshot reply has `reply` and `snapshot` only",
+                    ));
+                }
+                let snapshot = map
+                    .remove("snapshot")
+                    .ok_or_else(|| serde::de::Error::missing_field("snapshot"))?;
+                return Ok(Reply::Snapshot {
+                    snapshot: serde_json::from_value(snapshot)?,
+                });
+            }
+        }
+        serde_json::from_value(value)
+    }
+}
+
+/// The features a configuration needs, in the names of [`Capabilities::features`].
+pub fn features_needed(cfg: &ModelConfig) -> Vec<String> {
+    let mut f = vec![format!(
+        "delivery:{}",
+        serde_json::to_value(cfg.delivery)
+            .expect("serializes")
+            .as_str()
+            .unwrap_or("?")
+    )];
+    for ch in &cfg.channels {
+        let kind = format!(
+            "kind:{}",
+            serde_json::to_value(ch.kind)
+                .expect("serializes")
+                .as_str()
+                .unwrap_or("?")
+        );
+        if !f.contains(&kind) {
+            f.push(kind);
+        }
+        if ch.floating > 0 && !f.iter().any(|x| x == "floating") {
+            f.push("floating".into());
+        }
+        if ch.late > 0 && !f.iter().any(|x| x == "late") {
+            f.push("late".into());
+        }
+    }
+    if cfg.release {
+        f.push("release".into());
+    }
+    if cfg.faults {
+        f.push("faults".into());
+    }
+    f
+}
+
+/// The features every configuration of this model can need, for a driver that has them all.
+pub fn all_features() -> Vec<String> {
+    let mut f: Vec<String> = ["no-recovery", "legacy", "drainer", "conversion"]
+        .iter()
+        .map(|d| format!("delivery:{d}"))
+        .collect();
+    f.extend(["kind:local", "kind:remote", "floating", "late", "release", "faults"].map(String::from));
+    f
+}
+
+/// `cdr`'s end: a child process speaking the protocol.
+pub struct ProcessDriver {
+    command: String,
+    child: Child,
+    to: BufWriter<ChildStdin>,
+    from: BufReader<ChildStdout>,
+    caps: Capabilities,
+    config: ModelConfig,
+    line: String,
+}
+
+fn harness(message: impl Into<String>) -> DriverError {
+    DriverError::Harness {
+        message: message.into(),
+    }
+}
+
+impl ProcessDriver {
+    /// Starts `command` (split on whitespace; the first word is the program), says `hello`
+    /// and checks that the driver can build `config`.
+    pub fn spawn(command: &str, config: &ModelConfig) -> Result<Self, DriverError> {
+        let words = shell_words(command)?;
+        let (program, args) = words.split_first().ok_or_else(|| harness("--driver-cmd is empty"))?;
+        let mut child = Command::new(program)
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .map_err(|e| harness(format!("cannot start `{command}`: {e}")))?;
+        let to = BufWriter::new(child.stdin.take().expect("piped stdin"));
+        let from = BufReader::new(child.stdout.take().expect("piped stdout"));
+        let mut driver = ProcessDriver {
+            command: command.to_string(),
+            child,
+            to,
+            from,
+            caps: Capabilities::default(),
+            config: config.clone(),
+            line: String::new(),
+        };
+        match driver.call(&Request::Hello {
+            protocol: PROTOCOL_VERSION,
+        })? {
+            Reply::Hello(caps) => driver.caps = caps,
+            other => return Err(harness(format!("`{command}` answered hello with {other:?}"))),
+        }
+        if driver.caps.protocol != PROTOCOL_VERSION {
+            return Err(harness(format!(
+                "`{command}` speaks driver protocol {}; this cdr speaks {PROTOCOL_VERSION}",
+                driver.caps.protocol
+            )));
+        }
+        let missing: Vec<String> = features_needed(config)
+            .into_iter()
+            .filter(|f| !driver.caps.features.contains(f))
+            .collect();
+        if !missing.is_empty() {
+            return Err(DriverError::Unsupported {
+                reason: format!(
+                    "the {} driver cannot build this configuration: it lacks {} (it has {})",
+                    driver.caps.name,
+                    missing.join(", "),
+                    driver.caps.features.join(", ")
+                ),
+            });
+        }
+        Ok(driver)
+    }
+
+    /// What the driver said in `hello`.
+    pub fn capabilities(&self) -> &Capabilities {
+        &self.caps
+    }
+
+    fn call(&mut self, request: &Request) -> Result<Reply, DriverError> {
+        let text = serde_json::to_string(request).expect("a request serializes");
+        let sent = writeln!(self.to, "{text}").and_then(|()| self.to.flush());
+        if let Err(e) = sent {
+            return Err(self.died(&format!("writing to it failed ({e})")));
+        }
+        self.line.clear();
+        match self.from.read_line(&mut self.line) {
+            Ok(0) => Err(self.died("it closed its stdout")),
+            Ok(_) => match Reply::parse(&self.line) {
+                Ok(Reply::Error { message }) => Err(harness(format!("{} reported: {message}", self.caps.name))),
+                Ok(reply) => Ok(reply),
+                Err(e) => Err(harness(format!(
+                    "`{}` wrote a line that is not a reply ({e}): {}",
+                    self.command,
+                    self.line.trim_end().chars().take(300).collect::<String>()
+                ))),
+            },
+            Err(e) => Err(self.died(&format!("reading from it failed ({e})"))),
+        }
+    }
+
+    fn died(&mut self, what: &str) -> DriverError {
+        let status = match self.child.try_wait() {
+            Ok(Some(s)) => format!(", exit status {s}"),
+            _ => String::new(),
+        };
+        harness(format!("driver `{}`: {what}{status}", self.command))
+    }
+}
+
+/// Splits a command line on whitespace, keeping single- or double-quoted words whole.
+fn shell_words(command: &str) -> Result<Vec<String>, DriverError> {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut quote: Option<char> = None;
+    let mut any = false;
+    for c in command.chars() {
+        match quote {
+            Some(q) if c == q => quote = None,
+            Some(_) => word.push(c),
+            None if c == '"' || c == '\'' => {
+                quote = Some(c);
+                any = true;
+            }
+            None if c.is_whitespace() => {
+                if any || !word.is_empty() {
+                    words.push(std::mem::take(&mut word));
+                    any = false;
+                }
+            }
+            None => word.push(c),
+        }
+    }
+    if quote.is_some() {
+        return Err(harness(format!("unbalanced quote in --driver-cmd `{command}`")));
+    }
+    if any || !word.is_empty() {
+        words.push(word);
+    }
+    Ok(words)
+}
+
+impl Driver for ProcessDriver {
+    fn name(&self) -> &str {
+        &self.caps.name
+    }
+
+    fn reset(&mut self) -> Result<(), DriverError> {
+        let config = self.config.clone();
+        match self.call(&Request::Reset { config })? {
+            Reply::Ready => Ok(()),
+            Reply::Unsupported { reason } => Err(DriverError::Unsupported { reason }),
+            other => Err(harness(format!("unexpected reply to reset: {other:?}"))),
+        }
+    }
+
+    fn apply(&mut self, action: &Action) -> Result<Observation, DriverError> {
+        if !self.caps.actions.iter().any(|k| k == action.method()) {
+            return Err(DriverError::Unsupported {
+                reason: format!("{} does not list {} in hello", self.caps.name, action.method()),
+            });
+        }
+        match self.call(&Request::Apply { action: *action })? {
+            Reply::Observation { observation } => Ok(observation),
+            Reply::Unsupported { reason } => Err(DriverError::Unsupported { reason }),
+            other => Err(harness(format!("unexpected reply to apply: {other:?}"))),
+        }
+    }
+
+    fn snapshot(&mut self) -> Result<Snapshot, DriverError> {
+        match self.call(&Request::Snapshot)? {
+            Reply::Snapshot { snapshot } => Ok(snapshot),
+            other => Err(harness(format!("unexpected reply to snapshot: {other:?}"))),
+        }
+    }
+
+    fn unobserved(&self) -> &[String] {
+        &self.caps.unobserved
+    }
+}
+
+impl Drop for ProcessDriver {
+    fn drop(&mut self) {
+        if self.child.try_wait().ok().flatten().is_none() {
+            let _ = self.call(&Request::Bye);
+            // A driver that does not leave after `bye` is stopped.
+            if self.child.try_wait().ok().flatten().is_none() {
+                std::thread::sleep(std::time::Duration::from_millis(50));
+                if self.child.try_wait().ok().flatten().is_none() {
+                    let _ = self.child.kill();
+                }
+            }
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// Makes a driver for a configuration (the serving end of the protocol).
+pub type MakeDriver = dyn Fn(&ModelConfig) -> Result<Box<dyn Driver>, DriverError>;
+
+/// Serves the protocol on `input`/`output` with drivers from `make` (one per configuration):
+/// the other end of [`ProcessDriver`]. Returns when `bye` arrives or `input` ends.
+pub fn serve(
+    caps: Capabilities,
+    make: &MakeDriver,
+    input: impl BufRead,
+    mut output: impl Write,
+) -> std::io::Result<()> {
+    let mut current: Option<(ModelConfig, Box<dyn Driver>)> = None;
+    for line in input.lines() {
+        let line = line?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let reply = match serde_json::from_str::<Request>(&line) {
+            Err(e) => Reply::Error {
+                message: format!("not a request ({e})"),
+            },
+            Ok(Request::Hello { .. }) => Reply::Hello(caps.clone()),
+            Ok(Request::Bye) => {
+                drop(current.take());
+                writeln!(output, "{}", serde_json::to_string(&Reply::Bye).expect("serializes"))?;
+                output.flush()?;
+                return Ok(());
+            }
+            Ok(Request::Reset { config }) => {
+                let reused = matches!(&current, Some((c, _)) if *c == config);
+                let made = if reused {
+                    Ok(())
+                } else {
+                    make(&config).map(|d| current = Some((config, d)))
+                };
+                match made.and_then(|()| current.as_mut().expect("a driver").1.reset()) {
+                    Ok(()) => Reply::Ready,
+                    Err(e) => error_reply(e),
+                }
+            }
+            Ok(Request::Apply { action }) => match current.as_mut() {
+                None => Reply::Error {
+                    message: "apply before reset".into(),
+                },
+                Some((_, d)) => match d.apply(&action) {
+                    Ok(observation) => Reply::Observation { observation },
+                    Err(e) => error_reply(e),
+                },
+            },
+            Ok(Request::Snapshot) => match current.as_mut() {
+                None => Reply::Error {
+                    message: "snapshot before reset".into(),
+                },
+                Some((_, d)) => match d.snapshot() {
+                    Ok(snapshot) => Reply::Snapshot { snapshot },
+                    Err(e) => error_reply(e),
+                },
+            },
+        };
+        writeln!(output, "{}", serde_json::to_string(&reply).expect("a reply serializes"))?;
+        output.flush()?;
+    }
+    Ok(())
+}
+
+fn error_reply(e: DriverError) -> Reply {
+    match e {
+        DriverError::Unsupported { reason } => Reply::Unsupported { reason },
+        DriverError::Harness { message } => Reply::Error { message },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests_and_replies_have_the_documented_shape() {
+        let apply = Request::Apply {
+            action: Action::GetNextBuffer { channel: 0 },
+        };
+        assert_eq!(
+            serde_json::to_string(&apply).unwrap(),
+            r#"{"op":"apply","action":{"action":"get-next-buffer","channel":0}}"#
+        );
+        assert_eq!(
+            serde_json::to_string(&Request::Snapshot).unwrap(),
+            r#"{"op":"snapshot"}"#
+        );
+        let reply: Reply = serde_json::from_str(r#"{"reply":"observation","observation":{"kind":"done"}}"#).unwrap();
+        assert_eq!(
+            reply,
+            Reply::Observation {
+                observation: Observation::Done
+            }
+        );
+        assert!(Reply::parse(r#"{"reply":"observation"}"#).is_err());
+        assert!(Reply::parse(r#"{"reply":"bogus"}"#).is_err());
+        assert!(Reply::parse(r#"{"reply":"snapshot"}"#).is_err());
+    }
+
+    #[test]
+    fn command_lines_split_like_a_shell_for_plain_quotes() {
+        assert_eq!(
+            shell_words(r#"java -cp "a b:c" Main"#).unwrap(),
+            vec!["java", "-cp", "a b:c", "Main"]
+        );
+        assert_eq!(shell_words("x ''").unwrap(), vec!["x", ""]);
+        assert!(shell_words("x 'y").is_err());
+    }
+}
