@@ -12,6 +12,7 @@ use recovery_model::config::preset_names;
 use recovery_model::{Action, ModelConfig, RecoveryModel, Variant, preset};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::Duration;
 
 /// Arguments of `cdr conform`.
 #[derive(Args, Debug)]
@@ -53,6 +54,10 @@ pub struct ConformArgs {
     /// instead of impl/ in this process, e.g. `--driver-cmd "drivers/flink/driver"`.
     #[arg(long, value_name = "CMD")]
     pub driver_cmd: Option<String>,
+    /// Seconds a call may neither return nor park (or a driver process stay silent) before the
+    /// run stops with a harness error (exit 2). It never decides that a call blocked.
+    #[arg(long, value_name = "SECS", default_value_t = 120, value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    pub watchdog: u64,
 }
 
 /// Parses `K/N` with 1 <= K <= N.
@@ -77,6 +82,9 @@ pub struct ReplayArgs {
     /// Replay against a driver process speaking the driver protocol instead of impl/.
     #[arg(long, value_name = "CMD")]
     pub driver_cmd: Option<String>,
+    /// Seconds a call may neither return nor park before the replay stops with a harness error.
+    #[arg(long, value_name = "SECS", default_value_t = 120, value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    pub watchdog: u64,
 }
 
 /// Arguments of `cdr serve-driver`.
@@ -94,11 +102,13 @@ pub fn impl_capabilities() -> Capabilities {
     }
 }
 
-/// A driver of `cfg`: impl/ in this process, or the `--driver-cmd` process.
-pub fn make_driver(cfg: &ModelConfig, driver_cmd: Option<&str>) -> Result<Box<dyn Driver>, DriverError> {
+/// A driver of `cfg`: impl/ in this process, or the `--driver-cmd` process, with a watchdog
+/// of `watchdog` seconds.
+pub fn make_driver(cfg: &ModelConfig, driver_cmd: Option<&str>, watchdog: u64) -> Result<Box<dyn Driver>, DriverError> {
+    let watchdog = Duration::from_secs(watchdog);
     match driver_cmd {
-        None => Ok(Box::new(ImplDriver::new(cfg))),
-        Some(cmd) => Ok(Box::new(ProcessDriver::spawn(cmd, cfg)?)),
+        None => Ok(Box::new(ImplDriver::new(cfg).with_watchdog(watchdog))),
+        Some(cmd) => Ok(Box::new(ProcessDriver::spawn_with_watchdog(cmd, cfg, watchdog)?)),
     }
 }
 
@@ -206,7 +216,7 @@ pub fn conform(args: ConformArgs) -> ExitCode {
     // A driver process that cannot start or cannot build this configuration is found before
     // the traces are generated.
     if let Some(cmd) = &args.driver_cmd
-        && let Err(e) = ProcessDriver::spawn(cmd, &model.cfg)
+        && let Err(e) = ProcessDriver::spawn_with_watchdog(cmd, &model.cfg, Duration::from_secs(args.watchdog))
     {
         return usage_error(e);
     }
@@ -218,7 +228,7 @@ pub fn conform(args: ConformArgs) -> ExitCode {
     let factory = |cmd: Option<&str>| {
         let cfg = model.cfg.clone();
         let cmd = cmd.map(str::to_string);
-        move || make_driver(&cfg, cmd.as_deref())
+        move || make_driver(&cfg, cmd.as_deref(), args.watchdog)
     };
     let factory = factory(args.driver_cmd.as_deref());
     let bar = progress::counter(progress::wanted(args.json), "traces");
@@ -287,7 +297,7 @@ pub fn replay(args: ReplayArgs) -> ExitCode {
         eprintln!("the trace's recorded predictions are not the model's:\n{d}");
         return ExitCode::from(1);
     }
-    let mut driver = match make_driver(&model.cfg, args.driver_cmd.as_deref()) {
+    let mut driver = match make_driver(&model.cfg, args.driver_cmd.as_deref(), args.watchdog) {
         Ok(d) => d,
         Err(e) => return usage_error(e),
     };

@@ -12,6 +12,8 @@ use recovery_model::{Action, ModelConfig};
 use serde::{Deserialize, Serialize};
 use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
+use std::time::Duration;
 
 /// The protocol version this build speaks.
 pub const PROTOCOL_VERSION: u32 = 1;
@@ -166,10 +168,27 @@ pub struct ProcessDriver {
     command: String,
     child: Child,
     to: BufWriter<ChildStdin>,
-    from: BufReader<ChildStdout>,
+    /// Lines from the child's stdout, read by a thread of their own so that a silent driver
+    /// meets the watchdog instead of hanging `cdr`.
+    from: Receiver<std::io::Result<String>>,
     caps: Capabilities,
     config: ModelConfig,
-    line: String,
+    watchdog: Duration,
+}
+
+/// How long `cdr` waits for one reply before it reports the driver as hung (a harness error).
+pub const DEFAULT_REPLY_WATCHDOG: Duration = Duration::from_secs(300);
+
+fn read_lines(from: ChildStdout, lines: Sender<std::io::Result<String>>) {
+    let mut from = BufReader::new(from);
+    loop {
+        let mut line = String::new();
+        let read = from.read_line(&mut line);
+        let end = matches!(read, Ok(0) | Err(_));
+        if lines.send(read.map(|_| line)).is_err() || end {
+            return;
+        }
+    }
 }
 
 fn harness(message: impl Into<String>) -> DriverError {
@@ -182,6 +201,11 @@ impl ProcessDriver {
     /// Starts `command` (split on whitespace; the first word is the program), says `hello`
     /// and checks that the driver can build `config`.
     pub fn spawn(command: &str, config: &ModelConfig) -> Result<Self, DriverError> {
+        Self::spawn_with_watchdog(command, config, DEFAULT_REPLY_WATCHDOG)
+    }
+
+    /// [`ProcessDriver::spawn`] waiting at most `watchdog` for each reply.
+    pub fn spawn_with_watchdog(command: &str, config: &ModelConfig, watchdog: Duration) -> Result<Self, DriverError> {
         let words = shell_words(command)?;
         let (program, args) = words.split_first().ok_or_else(|| harness("--driver-cmd is empty"))?;
         let mut child = Command::new(program)
@@ -192,7 +216,12 @@ impl ProcessDriver {
             .spawn()
             .map_err(|e| harness(format!("cannot start `{command}`: {e}")))?;
         let to = BufWriter::new(child.stdin.take().expect("piped stdin"));
-        let from = BufReader::new(child.stdout.take().expect("piped stdout"));
+        let stdout = child.stdout.take().expect("piped stdout");
+        let (lines, from) = channel();
+        std::thread::Builder::new()
+            .name("driver-stdout".into())
+            .spawn(move || read_lines(stdout, lines))
+            .map_err(|e| harness(format!("cannot start a reader thread: {e}")))?;
         let mut driver = ProcessDriver {
             command: command.to_string(),
             child,
@@ -200,7 +229,7 @@ impl ProcessDriver {
             from,
             caps: Capabilities::default(),
             config: config.clone(),
-            line: String::new(),
+            watchdog,
         };
         match driver.call(&Request::Hello {
             protocol: PROTOCOL_VERSION,
@@ -242,23 +271,35 @@ impl ProcessDriver {
         if let Err(e) = sent {
             return Err(self.died(&format!("writing to it failed ({e})")));
         }
-        self.line.clear();
-        match self.from.read_line(&mut self.line) {
-            Ok(0) => Err(self.died("it closed its stdout")),
-            Ok(_) => match Reply::parse(&self.line) {
-                Ok(Reply::Error { message }) => Err(harness(format!("{} reported: {message}", self.caps.name))),
-                Ok(reply) => Ok(reply),
-                Err(e) => Err(harness(format!(
-                    "`{}` wrote a line that is not a reply ({e}): {}",
+        let line = match self.from.recv_timeout(self.watchdog) {
+            Ok(Ok(line)) if line.is_empty() => return Err(self.died("it closed its stdout")),
+            Ok(Ok(line)) => line,
+            Ok(Err(e)) => return Err(self.died(&format!("reading from it failed ({e})"))),
+            Err(RecvTimeoutError::Timeout) => {
+                let _ = self.child.kill();
+                return Err(harness(format!(
+                    "driver `{}` did not answer {} within {} s (watchdog); it was stopped",
                     self.command,
-                    self.line.trim_end().chars().take(300).collect::<String>()
-                ))),
-            },
-            Err(e) => Err(self.died(&format!("reading from it failed ({e})"))),
+                    text.chars().take(200).collect::<String>(),
+                    self.watchdog.as_secs_f64()
+                )));
+            }
+            Err(RecvTimeoutError::Disconnected) => return Err(self.died("it closed its stdout")),
+        };
+        match Reply::parse(&line) {
+            Ok(Reply::Error { message }) => Err(harness(format!("{} reported: {message}", self.caps.name))),
+            Ok(reply) => Ok(reply),
+            Err(e) => Err(harness(format!(
+                "`{}` wrote a line that is not a reply ({e}): {}",
+                self.command,
+                line.trim_end().chars().take(300).collect::<String>()
+            ))),
         }
     }
 
     fn died(&mut self, what: &str) -> DriverError {
+        // Give a dying process a moment to be reaped, for its exit status.
+        std::thread::sleep(Duration::from_millis(20));
         let status = match self.child.try_wait() {
             Ok(Some(s)) => format!(", exit status {s}"),
             _ => String::new(),
@@ -341,6 +382,7 @@ impl Driver for ProcessDriver {
 impl Drop for ProcessDriver {
     fn drop(&mut self) {
         if self.child.try_wait().ok().flatten().is_none() {
+            self.watchdog = self.watchdog.min(Duration::from_secs(5));
             let _ = self.call(&Request::Bye);
             // A driver that does not leave after `bye` is stopped.
             if self.child.try_wait().ok().flatten().is_none() {

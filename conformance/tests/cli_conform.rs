@@ -98,3 +98,60 @@ fn replay_of_a_file_that_is_not_a_trace_exits_two() {
     assert!(err.contains("version 9 is not supported"), "{err}");
     assert_eq!(cdr(&["replay", "/no/such/trace.json"]).0, 2);
 }
+
+#[test]
+fn a_silent_driver_process_is_a_harness_error_not_a_divergence() {
+    let script = temp("silent-driver.sh");
+    std::fs::write(
+        &script,
+        "#!/bin/sh\nread line\necho '{\"reply\":\"hello\",\"name\":\"silent\",\"protocol\":1,\"actions\":[\"requestPartitions\"],\"features\":[\"delivery:no-recovery\",\"kind:local\",\"kind:remote\",\"release\"]}'\nread line\necho '{\"reply\":\"ready\"}'\nsleep 30\n",
+    )
+    .unwrap();
+    let cmd = format!("sh {}", script.display());
+    let (code, _, err) = cdr(&[
+        "conform",
+        "--preset",
+        "no-recovery",
+        "--jobs",
+        "1",
+        "--watchdog",
+        "1",
+        "--driver-cmd",
+        &cmd,
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("harness error") && err.contains("watchdog"), "{err}");
+    assert!(!err.contains("DIVERGENCE"), "{err}");
+}
+
+#[test]
+fn a_driver_of_another_protocol_version_or_without_a_feature_is_refused_before_any_step() {
+    let script = temp("old-driver.sh");
+    std::fs::write(
+        &script,
+        "#!/bin/sh\nread line\necho '{\"reply\":\"hello\",\"name\":\"old\",\"protocol\":0,\"actions\":[],\"features\":[]}'\n",
+    )
+    .unwrap();
+    let (code, _, err) = cdr(&[
+        "conform",
+        "--preset",
+        "tiny",
+        "--driver-cmd",
+        &format!("sh {}", script.display()),
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("protocol 0"), "{err}");
+    let (code, _, err) = cdr(&["conform", "--preset", "tiny", "--driver-cmd", "/nonexistent/driver"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("cannot start"), "{err}");
+}
+
+#[test]
+fn require_complete_passes_a_full_run_and_shards_must_be_k_of_n() {
+    let (code, _, err) = cdr(&["conform", "--preset", "tiny", "--shard", "3/300", "--require-complete"]);
+    assert_eq!(code, 0, "{err}");
+    for bad in ["0/3", "4/3", "x", "1/0"] {
+        let (code, _, err) = cdr(&["conform", "--preset", "tiny", "--shard", bad]);
+        assert_eq!(code, 2, "--shard {bad}: {err}");
+    }
+}

@@ -106,3 +106,44 @@ impl Latch {
         }
     }
 }
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::pause_point::set_thread_wait_hook;
+
+    #[test]
+    fn a_thread_that_parks_on_a_latch_says_so_with_the_callers_location() {
+        let latch = Arc::new(Latch::new());
+        let (tx, rx) = std::sync::mpsc::channel();
+        let waiter = {
+            let latch = latch.clone();
+            std::thread::spawn(move || {
+                set_thread_wait_hook(Some(Box::new(move |site| {
+                    let _ = tx.send((site.file(), site.line()));
+                })));
+                latch.wait();
+            })
+        };
+        // The report arrives before the thread parks, however slow it is: no clock involved.
+        let (file, line) = rx.recv().expect("the waiter reports that it parks");
+        assert!(file.ends_with("sync.rs"), "{file}");
+        assert!(line > 100, "the test's own call site, not Latch::wait: line {line}");
+        assert!(!waiter.is_finished());
+        latch.count_down();
+        waiter.join().unwrap();
+    }
+
+    #[test]
+    fn an_open_latch_does_not_report_a_wait() {
+        let latch = Latch::new();
+        latch.count_down();
+        let (tx, rx) = std::sync::mpsc::channel();
+        set_thread_wait_hook(Some(Box::new(move |site| {
+            let _ = tx.send(site.line());
+        })));
+        latch.wait();
+        set_thread_wait_hook(None);
+        assert!(rx.try_recv().is_err());
+    }
+}
