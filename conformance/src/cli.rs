@@ -3,10 +3,10 @@
 use crate::conform::{ConformOptions, ConformReport, conform_edges, conform_random};
 use crate::driver::{Driver, DriverError, ModelDriver};
 use crate::impl_driver::ImplDriver;
-use crate::progress;
 use crate::protocol::{Capabilities, PROTOCOL_VERSION, ProcessDriver, all_features, serve};
 use crate::replay::{Divergence, ReplayError, replay as replay_trace};
 use crate::trace::Trace;
+use crate::{junit, progress};
 use clap::Args;
 use recovery_model::config::preset_names;
 use recovery_model::{Action, ModelConfig, RecoveryModel, Variant, preset};
@@ -47,8 +47,8 @@ pub struct ConformArgs {
     #[arg(long, value_name = "K/N", value_parser = parse_shard)]
     pub shard: Option<(usize, usize)>,
     /// Exit 1 unless every edge of the run and every reachable action kind was replayed and no
-    /// step was unsupported by the driver.
-    #[arg(long)]
+    /// step was unsupported by the driver (edge-complete runs only).
+    #[arg(long, conflicts_with = "random")]
     pub require_complete: bool,
     /// Replay against a driver process speaking the driver protocol (docs/driver-protocol.md)
     /// instead of impl/ in this process, e.g. `--driver-cmd "drivers/flink/driver"`.
@@ -58,6 +58,9 @@ pub struct ConformArgs {
     /// run stops with a harness error (exit 2). It never decides that a call blocked.
     #[arg(long, value_name = "SECS", default_value_t = 120, value_parser = clap::value_parser!(u64).range(1..=86_400))]
     pub watchdog: u64,
+    /// Write JUnit XML, one test case for this preset's run, to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
 }
 
 /// Parses `K/N` with 1 <= K <= N.
@@ -174,9 +177,15 @@ fn print_report(args: &ConformArgs, jobs: usize, r: &ConformReport) {
         "traces {}  steps {}  {:.1} s  ({:.0} steps/s)",
         r.traces, r.steps, r.seconds, r.steps_per_second
     );
+    let total = |t: Option<usize>| t.map_or_else(|| "?".to_string(), |t| t.to_string());
     println!(
         "states {}/{}  edges {}/{}  action kinds {}/{}",
-        r.states_covered, r.states_total, r.edges_covered, r.edges_total, r.action_kinds_covered, r.action_kinds_total
+        r.states_covered,
+        total(r.states_total),
+        r.edges_covered,
+        total(r.edges_total),
+        r.action_kinds_covered,
+        r.action_kinds_total
     );
     if !r.kinds_unreachable.is_empty() {
         println!("  not reachable in this preset: {}", r.kinds_unreachable.join(", "));
@@ -217,6 +226,11 @@ pub fn conform(args: ConformArgs) -> ExitCode {
     // the traces are generated.
     if let Some(cmd) = &args.driver_cmd
         && let Err(e) = ProcessDriver::spawn_with_watchdog(cmd, &model.cfg, Duration::from_secs(args.watchdog))
+    {
+        return usage_error(e);
+    }
+    if let Some(path) = &args.junit
+        && let Err(e) = junit::check_writable(path)
     {
         return usage_error(e);
     }
@@ -261,6 +275,12 @@ pub fn conform(args: ConformArgs) -> ExitCode {
     };
     for what in &incomplete {
         eprintln!("incomplete: {what}");
+    }
+    if let Some(path) = &args.junit {
+        let case = junit::conform_case(&args.preset, &report, args.require_complete);
+        if let Err(e) = junit::write(path, vec![junit::suite_of("conform", case)]) {
+            return usage_error(e);
+        }
     }
     if report.divergences > 0 || !incomplete.is_empty() {
         ExitCode::from(1)

@@ -13,6 +13,7 @@ use crate::replay::{Compare, Divergence, ReplayError, lockstep};
 use indicatif::ProgressBar;
 use recovery_model::{Action, RecoveryModel};
 use serde::Serialize;
+use stateright::Model;
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -58,12 +59,13 @@ pub struct ConformReport {
     pub steps_per_second: f64,
     /// Distinct model states reached by replayed steps.
     pub states_covered: usize,
-    /// Reachable states of the configuration.
-    pub states_total: usize,
+    /// Reachable states of the configuration (edge-complete runs; random walks do not explore
+    /// the graph, so they leave it null).
+    pub states_total: Option<usize>,
     /// Distinct edges (state, action) replayed (in this shard).
     pub edges_covered: usize,
-    /// Edges of the reachable graph.
-    pub edges_total: usize,
+    /// Edges of the reachable graph (edge-complete runs only).
+    pub edges_total: Option<usize>,
     /// Edges this run's traces take for the first time (all of them, unless sharded or cut
     /// short after a divergence; for random walks, the edges they take).
     pub edges_share: usize,
@@ -78,10 +80,11 @@ pub struct ConformReport {
     /// Wall-clock seconds.
     #[serde(skip)]
     pub seconds: f64,
-    /// Action kinds no reachable state enables in this configuration.
+    /// Action kinds no reachable state enables in this configuration (random walks: no state
+    /// the walks visited).
     #[serde(rename = "action_kinds_unreachable")]
     pub kinds_unreachable: Vec<&'static str>,
-    /// Action kinds reachable but never replayed.
+    /// Action kinds reachable (random walks: enabled in a visited state) but never replayed.
     #[serde(rename = "action_kinds_missed")]
     pub kinds_missed: Vec<&'static str>,
     /// Coverage lost: per action kind, the traces cut because the driver could not perform a
@@ -112,11 +115,8 @@ impl ConformReport {
             missing.push(format!("{n} traces cut at an unsupported {kind}"));
         }
         if self.shard.is_none() {
-            if self.edge_complete && self.edges_share < self.edges_total {
-                missing.push(format!(
-                    "{} edges not in any trace",
-                    self.edges_total - self.edges_share
-                ));
+            if let Some(total) = self.edges_total.filter(|t| *t > self.edges_share) {
+                missing.push(format!("{} edges not in any trace", total - self.edges_share));
             }
             if !self.kinds_missed.is_empty() {
                 missing.push(format!(
@@ -304,8 +304,16 @@ fn in_shard(index: usize, shard: Option<(usize, usize)>) -> bool {
     shard.is_none_or(|(k, n)| index % n == k - 1)
 }
 
+/// What the configuration offers: totals of the reachable graph where it was explored, and the
+/// action kinds that can occur.
+struct Offered<'a> {
+    states: Option<usize>,
+    edges: Option<usize>,
+    kinds: &'a BTreeSet<&'static str>,
+}
+
 fn report(
-    graph: &Graph,
+    offered: Offered,
     opts: ConformOptions,
     start: Instant,
     (tally, driver, unobserved): (Tally, String, Vec<String>),
@@ -317,9 +325,9 @@ fn report(
     let kinds_unreachable = Action::KINDS
         .iter()
         .copied()
-        .filter(|k| !graph.kinds.contains(k))
+        .filter(|k| !offered.kinds.contains(k))
         .collect();
-    let kinds_missed = graph
+    let kinds_missed = offered
         .kinds
         .iter()
         .copied()
@@ -332,9 +340,9 @@ fn report(
         steps: tally.steps,
         steps_per_second: tally.steps as f64 / seconds.max(1e-9),
         states_covered,
-        states_total: graph.states(),
+        states_total: offered.states,
         edges_covered,
-        edges_total: graph.edges(),
+        edges_total: offered.edges,
         edges_share,
         edge_complete: true,
         action_kinds_covered: tally.kinds.len(),
@@ -379,8 +387,14 @@ pub fn conform_edges(
     let outcome = run(model, factory, opts, &mut jobs, false, progress)?;
     let states_covered = outcome.0.states.len();
     let (edges_covered, share) = (outcome.0.edges_new, outcome.0.edges_share);
+    let kinds = graph.kinds.iter().copied().collect();
+    let offered = Offered {
+        states: Some(graph.states()),
+        edges: Some(graph.edges()),
+        kinds: &kinds,
+    };
     Ok(report(
-        &graph,
+        offered,
         opts,
         start,
         outcome,
@@ -392,7 +406,8 @@ pub fn conform_edges(
 
 /// Replays `walks` random walks from `seed` (or shard `opts.shard` of them), comparing
 /// everything at every step. The walks are drawn in order from one generator, so a walk is
-/// the same whatever the jobs and shards.
+/// the same whatever the jobs and shards. The reachable graph is not explored (that is what
+/// makes walks cheap on large presets): kinds are judged by the states the walks visit.
 pub fn conform_random(
     model: &RecoveryModel,
     factory: &DriverFactory,
@@ -402,24 +417,53 @@ pub fn conform_random(
     progress: &ProgressBar,
 ) -> Result<ConformReport, HarnessFailure> {
     let start = Instant::now();
-    let graph = Graph::explore(model);
     let mut rng = SplitMix64::new(seed);
+    let enabled: Mutex<BTreeSet<&'static str>> = Mutex::new(BTreeSet::new());
     let mut jobs = (0..walks)
-        .map(move |index| {
-            let (actions, states) = random_walk(model, &mut rng, 10_000);
-            (index, actions, states)
+        .map(|index| {
+            let (actions, states, kinds) = walk_with_enabled_kinds(model, &mut rng);
+            (index, actions, states, kinds)
         })
         .filter(|(i, ..)| in_shard(*i, opts.shard))
-        .map(|(index, actions, states)| Job {
-            index,
-            actions,
-            compare: Compare::Every,
-            new_at: Vec::new(),
-            states,
+        .map(|(index, actions, states, kinds)| {
+            enabled.lock().unwrap().extend(kinds);
+            Job {
+                index,
+                actions,
+                compare: Compare::Every,
+                new_at: Vec::new(),
+                states,
+            }
         });
     let outcome = run(model, factory, opts, &mut jobs, true, progress)?;
     let (states, edges) = (outcome.0.states.len(), outcome.0.edges.len());
-    let mut r = report(&graph, opts, start, outcome, states, edges, edges);
+    let kinds = enabled.into_inner().unwrap();
+    let offered = Offered {
+        states: None,
+        edges: None,
+        kinds: &kinds,
+    };
+    let mut r = report(offered, opts, start, outcome, states, edges, edges);
     r.edge_complete = false;
     Ok(r)
+}
+
+/// A random walk (as [`random_walk`]) with the action kinds enabled at the states it visits.
+fn walk_with_enabled_kinds(
+    model: &RecoveryModel,
+    rng: &mut SplitMix64,
+) -> (Vec<Action>, Vec<u64>, BTreeSet<&'static str>) {
+    let (walk, visited) = random_walk(model, rng, 10_000);
+    let mut kinds = BTreeSet::new();
+    let mut state = model.init_states().remove(0);
+    let mut enabled = Vec::new();
+    for a in walk.iter().map(Some).chain([None]) {
+        enabled.clear();
+        model.actions(&state, &mut enabled);
+        kinds.extend(enabled.iter().map(Action::method));
+        if let Some(a) = a {
+            state = model.next_state(&state, *a).expect("a walk takes enabled actions");
+        }
+    }
+    (walk, visited, kinds)
 }

@@ -3,7 +3,7 @@
 use clap::{Args, Parser, Subcommand};
 use conformance::setup::{self, Setup};
 use conformance::trace::Trace;
-use conformance::{mermaid, progress, report};
+use conformance::{junit, mermaid, progress, report};
 use recovery_model::Action;
 use recovery_model::check::{CheckReport, Status};
 use recovery_model::config::PRESETS;
@@ -35,18 +35,43 @@ enum Command {
     ServeDriver(conformance::cli::ServeArgs),
     /// Serve stateright's Explorer for a configuration, opening on a counterexample if any.
     Explore(conformance::explore::ExploreArgs),
-    /// List the bug-zoo variants: the fix each switches off, the property that catches it.
-    Variants {
-        /// Print JSON: [{"name", "bug", "property", "preset"}].
-        #[arg(long)]
-        json: bool,
-    },
+    /// List the bug-zoo variants: the fix each switches off, the property that catches it;
+    /// with --check, check each on its preset and exit 1 unless its property finds it.
+    Variants(VariantsArgs),
     /// List the named configurations.
     Presets {
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
     },
+}
+
+#[derive(Args)]
+struct VariantsArgs {
+    /// Print JSON: [{"name", "bug", "property", "preset"}], with --check also "status" and
+    /// "found" per variant.
+    #[arg(long)]
+    json: bool,
+    /// Check every variant on its preset (exhaustive, without the acyclicity pass) and exit 1
+    /// unless each is found by its property.
+    #[arg(long)]
+    check: bool,
+    /// With --check: checker threads per variant (default: the number of cores).
+    #[arg(long, requires = "check", value_parser = clap::value_parser!(u16).range(1..=MAX_THREADS))]
+    threads: Option<u16>,
+    /// With --check: write JUnit XML, one test case per variant, to FILE.
+    #[arg(long, value_name = "FILE", requires = "check")]
+    junit: Option<PathBuf>,
+}
+
+/// The most checker threads `--threads` accepts.
+const MAX_THREADS: i64 = 256;
+
+fn default_threads(threads: Option<u16>) -> usize {
+    threads.map_or_else(
+        || std::thread::available_parallelism().map_or(1, |n| n.get()),
+        usize::from,
+    )
 }
 
 #[derive(Args)]
@@ -61,9 +86,10 @@ struct CheckArgs {
     /// Switch one fix off (kebab-case variant name).
     #[arg(long, default_value = "fixed")]
     variant: String,
-    /// Checker threads.
-    #[arg(long, default_value_t = 1)]
-    threads: usize,
+    /// Checker threads, 1 to 256 (default: the number of cores). Counterexamples are the
+    /// shortest whatever the number.
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=MAX_THREADS))]
+    threads: Option<u16>,
     /// Skip the acyclicity check that makes liveness verdicts sound.
     #[arg(long)]
     no_acyclic: bool,
@@ -77,6 +103,9 @@ struct CheckArgs {
     /// Write the counterexample as a conformance trace file (JSON) to FILE, for `cdr replay`.
     #[arg(long, value_name = "FILE")]
     trace_out: Option<PathBuf>,
+    /// Write JUnit XML, one test case per property, to FILE.
+    #[arg(long, value_name = "FILE")]
+    junit: Option<PathBuf>,
 }
 
 fn usage_error(msg: String) -> ExitCode {
@@ -166,14 +195,24 @@ fn run_check(args: CheckArgs) -> ExitCode {
         Ok(s) => s,
         Err(e) => return usage_error(e),
     };
+    if let Some(path) = &args.junit
+        && let Err(e) = junit::check_writable(path)
+    {
+        return usage_error(e);
+    }
     let report = progress::check_with_progress(
         setup.model.clone(),
         &setup.label,
         setup.unreachable,
-        args.threads,
+        default_threads(args.threads),
         !args.no_acyclic,
         progress::wanted(args.json),
     );
+    if let Some(path) = &args.junit
+        && let Err(e) = junit::write(path, vec![junit::check_suite(&report)])
+    {
+        return usage_error(e);
+    }
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report).expect("report serializes"));
     } else {
@@ -183,6 +222,85 @@ fn run_check(args: CheckArgs) -> ExitCode {
         return usage_error(e);
     }
     if report.passed() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
+
+/// `variants --check`: every variant checked on its preset; found when its property is violated.
+fn check_variants(args: VariantsArgs) -> ExitCode {
+    if let Some(path) = &args.junit
+        && let Err(e) = junit::check_writable(path)
+    {
+        return usage_error(e);
+    }
+    let threads = default_threads(args.threads);
+    let mut rows = Vec::new();
+    let mut cases = Vec::new();
+    let mut missed = 0;
+    for v in VARIANTS {
+        let setup = match setup::load(Some(v.preset), None, v.name) {
+            Ok(s) => s,
+            Err(e) => return usage_error(e),
+        };
+        let report = progress::check_with_progress(
+            setup.model.clone(),
+            &setup.label,
+            setup.unreachable,
+            threads,
+            false,
+            progress::wanted(args.json),
+        );
+        let status = report
+            .properties
+            .iter()
+            .find(|p| p.name == v.property)
+            .map_or(Status::Holds, |p| p.status);
+        let found = status == Status::Violated;
+        missed += usize::from(!found);
+        if !args.json {
+            let mark = if found { "found" } else { "NOT FOUND" };
+            println!(
+                "{:<42} {:<10} {:<12} by \"{}\" ({} states, {:.1} s)",
+                v.name, v.preset, mark, v.property, report.unique_states, report.seconds
+            );
+        }
+        cases.push(junit::variant_case(
+            v.name,
+            v.preset,
+            v.property,
+            status,
+            report.seconds,
+        ));
+        rows.push(serde_json::json!({
+            "name": v.name, "bug": v.bug, "property": v.property, "preset": v.preset,
+            "status": status, "found": found, "unique_states": report.unique_states,
+        }));
+    }
+    if let Some(path) = &args.junit {
+        let mut suite = quick_junit::TestSuite::new("variants");
+        suite.add_test_cases(cases);
+        if let Err(e) = junit::write(path, vec![suite]) {
+            return usage_error(e);
+        }
+    }
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&rows).expect("serializes"));
+    } else {
+        println!(
+            "\n{}",
+            if missed == 0 {
+                format!("PASSED: all {} variants found", VARIANTS.len())
+            } else {
+                format!(
+                    "FAILED: {missed} of {} variants not found by their property",
+                    VARIANTS.len()
+                )
+            }
+        );
+    }
+    if missed == 0 {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
@@ -204,7 +322,8 @@ fn main() -> ExitCode {
         Command::Explore(args) => conformance::explore::explore(args),
         Command::Replay(args) => conformance::cli::replay(args),
         Command::ServeDriver(args) => conformance::cli::serve_driver(args),
-        Command::Variants { json } => {
+        Command::Variants(args) if args.check => check_variants(args),
+        Command::Variants(VariantsArgs { json, .. }) => {
             if json {
                 println!("{}", serde_json::to_string_pretty(VARIANTS).expect("serializes"));
             } else {

@@ -1,0 +1,125 @@
+//! JUnit XML for CI systems: one test case per property of a check, per bug-zoo variant, and
+//! per preset of a conformance run. Written with `quick-junit`; `--junit FILE` on `check`,
+//! `conform` and `variants --check`.
+
+use crate::conform::ConformReport;
+use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
+use recovery_model::check::{CheckReport, Status};
+use std::path::Path;
+use std::time::Duration;
+
+fn failure(message: &str, description: Option<String>) -> TestCaseStatus {
+    let mut status = TestCaseStatus::non_success(NonSuccessKind::Failure);
+    status.set_message(message);
+    if let Some(d) = description {
+        status.set_description(d);
+    }
+    status
+}
+
+/// One suite per check: a test case per property, failing when it is violated or its example
+/// is missing (an example unreachable by design is skipped, with the reason).
+pub fn check_suite(r: &CheckReport) -> TestSuite {
+    let mut suite = TestSuite::new(format!("check {} / {}", r.preset, r.variant));
+    suite.set_time(Duration::from_secs_f64(r.seconds.max(0.0)));
+    for p in &r.properties {
+        let status = match p.status {
+            Status::Holds | Status::ExampleFound => TestCaseStatus::success(),
+            Status::ExampleMissing if p.unreachable_by_design => {
+                let mut s = TestCaseStatus::skipped();
+                s.set_message("unreachable by design in this configuration");
+                s
+            }
+            Status::ExampleMissing => failure("example missing", None),
+            Status::Violated => failure("violated", p.trace.as_ref().map(|t| t.join("\n"))),
+        };
+        let mut case = TestCase::new(p.name, status);
+        case.set_classname(format!("{}.{}", r.preset, p.expectation));
+        suite.add_test_case(case);
+    }
+    suite
+}
+
+/// One test case for a conformance run of `preset`: failing on a divergence, and with
+/// `require_complete` on coverage missing.
+pub fn conform_case(preset: &str, r: &ConformReport, require_complete: bool) -> TestCase {
+    let mut problems = Vec::new();
+    if r.divergences > 0 {
+        problems.push(format!("{} diverging traces", r.divergences));
+    }
+    if require_complete {
+        problems.extend(r.incomplete());
+    }
+    let status = if problems.is_empty() {
+        TestCaseStatus::success()
+    } else {
+        failure(&problems.join("; "), r.first_divergence.as_ref().map(|d| d.to_string()))
+    };
+    let mut case = TestCase::new(
+        format!(
+            "conform {preset}{}",
+            r.shard.as_ref().map_or_else(String::new, |s| format!(" shard {s}"))
+        ),
+        status,
+    );
+    case.set_classname(format!("conform.{}", r.driver));
+    case.set_time(Duration::from_secs_f64(r.seconds.max(0.0)));
+    case.set_system_out(format!(
+        "traces {} steps {} edges {}/{} states {}/{} action kinds {}/{}",
+        r.traces,
+        r.steps,
+        r.edges_covered,
+        r.edges_total.map_or_else(|| "?".into(), |t| t.to_string()),
+        r.states_covered,
+        r.states_total.map_or_else(|| "?".into(), |t| t.to_string()),
+        r.action_kinds_covered,
+        r.action_kinds_total
+    ));
+    case
+}
+
+/// A suite holding one case.
+pub fn suite_of(name: &str, case: TestCase) -> TestSuite {
+    let mut suite = TestSuite::new(name);
+    suite.add_test_case(case);
+    suite
+}
+
+/// One test case per variant: whether its property found it.
+pub fn variant_case(name: &str, preset: &str, property: &str, status: Status, seconds: f64) -> TestCase {
+    let outcome = match status {
+        Status::Violated => TestCaseStatus::success(),
+        other => failure(
+            &format!("\"{property}\" is {other:?}, not violated: the bug is not found"),
+            None,
+        ),
+    };
+    let mut case = TestCase::new(name, outcome);
+    case.set_classname(format!("variants.{preset}"));
+    case.set_time(Duration::from_secs_f64(seconds.max(0.0)));
+    case
+}
+
+/// Writes `suites` as one JUnit report to `path`.
+pub fn write(path: &Path, suites: Vec<TestSuite>) -> Result<(), String> {
+    let mut report = Report::new("cdr");
+    report.add_test_suites(suites);
+    let xml = report
+        .to_string()
+        .map_err(|e| format!("cannot render JUnit XML: {e}"))?;
+    std::fs::write(path, xml).map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+/// Fails early, before a long run, when `path` cannot be written.
+pub fn check_writable(path: &Path) -> Result<(), String> {
+    let existed = path.exists();
+    std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(path)
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    if !existed {
+        let _ = std::fs::remove_file(path);
+    }
+    Ok(())
+}
