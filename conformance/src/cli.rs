@@ -90,6 +90,38 @@ pub struct ReplayArgs {
     pub watchdog: u64,
 }
 
+/// The file format of `cdr traces`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum TraceFormat {
+    /// One trace file (format of `cdr replay`) per line.
+    Jsonl,
+    /// One Apalache ITF trace per line.
+    Itf,
+}
+
+/// Arguments of `cdr traces`.
+#[derive(Args, Debug)]
+pub struct TracesArgs {
+    /// Named configuration whose traces are written.
+    #[arg(long, default_value = "ci")]
+    pub preset: String,
+    /// The edge-complete set: every edge of the reachable graph in some trace (the default).
+    #[arg(long, conflicts_with = "random")]
+    pub edges: bool,
+    /// N random walks instead.
+    #[arg(long, value_name = "N")]
+    pub random: Option<usize>,
+    /// Seed of the random walks.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Where to write them (the directory must exist).
+    #[arg(long, value_name = "FILE")]
+    pub out: PathBuf,
+    /// `jsonl`: one `cdr replay` trace per line; `itf`: one ITF trace per line.
+    #[arg(long, value_enum, default_value = "jsonl")]
+    pub format: TraceFormat,
+}
+
 /// Arguments of `cdr serve-driver`.
 #[derive(Args, Debug)]
 pub struct ServeArgs {}
@@ -113,6 +145,71 @@ pub fn make_driver(cfg: &ModelConfig, driver_cmd: Option<&str>, watchdog: u64) -
         None => Ok(Box::new(ImplDriver::new(cfg).with_watchdog(watchdog))),
         Some(cmd) => Ok(Box::new(ProcessDriver::spawn_with_watchdog(cmd, cfg, watchdog)?)),
     }
+}
+
+/// `cdr traces`: the edge-complete corpus (or random walks) of a preset as JSON Lines, each line
+/// a full trace with the model's predicted observation and snapshot at every step, for replay
+/// outside `cdr` (a JUnit test factory in Flink's tree, an ITF reader).
+pub fn traces(args: TracesArgs) -> ExitCode {
+    use std::io::Write;
+    let Some(cfg) = preset(&args.preset) else {
+        return usage_error(format!(
+            "unknown preset `{}`; known presets: {}",
+            args.preset,
+            preset_names().join(", ")
+        ));
+    };
+    if args.random == Some(0) {
+        return usage_error("--random needs at least one walk");
+    }
+    let file = match std::fs::File::create(&args.out) {
+        Ok(f) => f,
+        Err(e) => return usage_error(format!("cannot write {}: {e}", args.out.display())),
+    };
+    let mut out = std::io::BufWriter::new(file);
+    let model = RecoveryModel::new(cfg, Variant::Fixed);
+    let walks: Box<dyn Iterator<Item = Vec<Action>>> = match args.random {
+        None => {
+            let graph = crate::generate::Graph::explore(&model);
+            Box::new(graph.edge_cover().map(|t| t.actions).collect::<Vec<_>>().into_iter())
+        }
+        Some(n) => {
+            let mut rng = crate::generate::SplitMix64::new(args.seed);
+            let m = model.clone();
+            Box::new((0..n).map(move |_| crate::generate::random_walk(&m, &mut rng, 10_000).0))
+        }
+    };
+    let bar = progress::counter(progress::wanted(false), "traces written");
+    let mut written = 0usize;
+    for (i, actions) in walks.enumerate() {
+        let mut trace = match Trace::record(&model, Some(&args.preset), &actions) {
+            Ok(t) => t,
+            Err(e) => return usage_error(format!("trace {i}: {e}")),
+        };
+        trace.seed = args.random.map(|_| args.seed);
+        trace.reason = Some(match args.random {
+            None => format!("edge-complete corpus of {}, trace {i}", args.preset),
+            Some(_) => format!("random walk {i} of seed {}", args.seed),
+        });
+        let line = match args.format {
+            TraceFormat::Jsonl => serde_json::to_string(&trace).expect("a trace serializes"),
+            TraceFormat::Itf => match crate::itf::from_trace(&trace) {
+                Ok(v) => v.to_string(),
+                Err(e) => return usage_error(e),
+            },
+        };
+        if let Err(e) = writeln!(out, "{line}") {
+            return usage_error(format!("cannot write {}: {e}", args.out.display()));
+        }
+        written += 1;
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    if let Err(e) = out.flush() {
+        return usage_error(format!("cannot write {}: {e}", args.out.display()));
+    }
+    eprintln!("wrote {written} traces to {}", args.out.display());
+    ExitCode::SUCCESS
 }
 
 /// `cdr serve-driver`: impl/ behind the driver protocol on stdin and stdout.

@@ -13,6 +13,7 @@ pub mod driver;
 pub mod explore;
 pub mod generate;
 pub mod impl_driver;
+pub mod itf;
 pub mod junit;
 pub mod mermaid;
 pub mod observation;

@@ -31,6 +31,9 @@ enum Command {
     Conform(conformance::cli::ConformArgs),
     /// Replay one trace file against the implementation.
     Replay(conformance::cli::ReplayArgs),
+    /// Write a preset's edge-complete traces (or random walks) as JSON Lines or ITF, for replay
+    /// outside cdr.
+    Traces(conformance::cli::TracesArgs),
     /// Serve impl/ over the driver protocol on stdin and stdout (docs/driver-protocol.md).
     ServeDriver(conformance::cli::ServeArgs),
     /// Serve stateright's Explorer for a configuration, opening on a counterexample if any.
@@ -100,7 +103,8 @@ struct CheckArgs {
     /// in .md). With several, the variant's own property, else the first violated.
     #[arg(long, value_name = "FILE")]
     mermaid: Option<PathBuf>,
-    /// Write the counterexample as a conformance trace file (JSON) to FILE, for `cdr replay`.
+    /// Write the counterexample as a conformance trace file (JSON) to FILE, for `cdr replay`;
+    /// as Apalache's ITF when FILE ends in `.itf.json`.
     #[arg(long, value_name = "FILE")]
     trace_out: Option<PathBuf>,
     /// Write JUnit XML, one test case per property, to FILE.
@@ -184,7 +188,13 @@ fn write_files(args: &CheckArgs, setup: &Setup, r: &CheckReport) -> Result<(), S
             "shortest counterexample of \"{property}\" found by `{}`",
             setup.command("check")
         ));
-        trace.write(path).map_err(|e| e.to_string())?;
+        if path.to_string_lossy().ends_with(".itf.json") {
+            let itf = conformance::itf::from_trace(&trace)?;
+            std::fs::write(path, serde_json::to_string_pretty(&itf).expect("serializes") + "\n")
+                .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        } else {
+            trace.write(path).map_err(|e| e.to_string())?;
+        }
         eprintln!("wrote the trace of \"{property}\" to {}", path.display());
     }
     Ok(())
@@ -321,6 +331,7 @@ fn main() -> ExitCode {
         Command::Conform(args) => conformance::cli::conform(args),
         Command::Explore(args) => conformance::explore::explore(args),
         Command::Replay(args) => conformance::cli::replay(args),
+        Command::Traces(args) => conformance::cli::traces(args),
         Command::ServeDriver(args) => conformance::cli::serve_driver(args),
         Command::Variants(args) if args.check => check_variants(args),
         Command::Variants(VariantsArgs { json, .. }) => {

@@ -183,7 +183,11 @@ impl RecoveredInputChannel {
             };
             let next_data_type = state.buffers.front().map_or(DataType::None, NetworkBuffer::data_type);
             let sequence_number = state.sequence_number;
-            state.sequence_number = sequence_number.wrapping_add(1);
+            // The sentinel is not handed on, so it takes no number (Flink returns before
+            // `sequenceNumber++`).
+            if next.kind() != BufferKind::EndOfInputChannelState {
+                state.sequence_number = sequence_number.wrapping_add(1);
+            }
             (next, next_data_type, sequence_number)
         };
         if next.kind() == BufferKind::EndOfInputChannelState {

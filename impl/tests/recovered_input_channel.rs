@@ -164,3 +164,25 @@ fn gate_snapshot_round_trips_through_json() {
         writer
     );
 }
+
+#[test]
+fn the_legacy_sentinel_completes_the_future_and_takes_no_sequence_number() {
+    let fixture = Fixture::new(8, 0);
+    let channel = recovered(&fixture, RecoveredChannelKind::Remote);
+    read_two_buffers(&channel);
+    let seqs: Vec<i32> = (0..2)
+        .map(|_| {
+            channel
+                .get_next_buffer()
+                .unwrap()
+                .expect("a recovered buffer")
+                .sequence_number
+        })
+        .collect();
+    assert_eq!(seqs, vec![i32::MIN, i32::MIN + 1]);
+    // Flink returns before `sequenceNumber++` for EndOfInputChannelStateEvent.
+    assert!(channel.get_next_buffer().unwrap().is_none());
+    let snapshot = channel.snapshot();
+    assert_eq!(snapshot.sequence_number, i32::MIN + 2);
+    assert_eq!(snapshot.state_consumed, FutureStatus::Completed);
+}

@@ -52,7 +52,8 @@ pub enum Polled {
 }
 
 /// `getNextBuffer()` (task): the head of `receivedBuffers`, numbered from `i32::MIN` in
-/// consumption order, the sentinel included.
+/// consumption order. The sentinel is not handed on and takes no number: Flink completes the
+/// future and returns before `sequenceNumber++`.
 pub fn get_next_buffer(ch: &mut Channel) -> Polled {
     if ch.released {
         return Polled::Released;
@@ -61,12 +62,12 @@ pub fn get_next_buffer(ch: &mut Channel) -> Polled {
         return Polled::Nothing;
     }
     let e = ch.queue.remove(0);
-    let seq = ch.recovery_seq;
-    ch.recovery_seq = seq.wrapping_add(1);
     if e.payload == Payload::EndOfRecovery {
         ch.state_consumed = true;
         return Polled::StateConsumed;
     }
+    let seq = ch.recovery_seq;
+    ch.recovery_seq = seq.wrapping_add(1);
     Polled::Buffer {
         payload: e.payload,
         seq,

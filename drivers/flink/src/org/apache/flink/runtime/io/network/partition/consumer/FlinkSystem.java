@@ -1,0 +1,951 @@
+package org.apache.flink.runtime.io.network.partition.consumer;
+
+import conformance.flink.ModelEvent;
+
+import org.apache.flink.core.memory.MemorySegment;
+import org.apache.flink.metrics.SimpleCounter;
+import org.apache.flink.metrics.groups.UnregisteredMetricsGroup;
+import org.apache.flink.runtime.checkpoint.CheckpointException;
+import org.apache.flink.runtime.checkpoint.CheckpointFailureReason;
+import org.apache.flink.runtime.checkpoint.CheckpointOptions;
+import org.apache.flink.runtime.checkpoint.CheckpointType;
+import org.apache.flink.runtime.clusterframework.types.ResourceID;
+import org.apache.flink.runtime.execution.CancelTaskException;
+import org.apache.flink.runtime.io.network.ConnectionID;
+import org.apache.flink.runtime.io.network.TaskEventDispatcher;
+import org.apache.flink.runtime.io.network.api.CheckpointBarrier;
+import org.apache.flink.runtime.io.network.buffer.Buffer;
+import org.apache.flink.runtime.io.network.buffer.BufferConsumer;
+import org.apache.flink.runtime.io.network.buffer.NetworkBufferPool;
+import org.apache.flink.runtime.io.network.metrics.InputChannelMetrics;
+import org.apache.flink.runtime.io.network.netty.ServerReader;
+import org.apache.flink.runtime.io.network.partition.PipelinedResultPartition;
+import org.apache.flink.runtime.io.network.partition.PipelinedSubpartition;
+import org.apache.flink.runtime.io.network.partition.PrioritizedDeque;
+import org.apache.flink.runtime.io.network.partition.ResultPartition;
+import org.apache.flink.runtime.io.network.partition.ResultPartitionID;
+import org.apache.flink.runtime.io.network.partition.ResultPartitionManager;
+import org.apache.flink.runtime.io.network.partition.ResultPartitionType;
+import org.apache.flink.runtime.io.network.partition.ResultSubpartition;
+import org.apache.flink.runtime.io.network.partition.ResultSubpartitionIndexSet;
+import org.apache.flink.runtime.jobgraph.IntermediateDataSetID;
+import org.apache.flink.runtime.state.CheckpointStorageLocationReference;
+import org.apache.flink.runtime.throughput.ThroughputCalculator;
+import org.apache.flink.util.clock.SystemClock;
+
+import java.io.IOException;
+import java.lang.reflect.Constructor;
+import java.lang.reflect.Field;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Method;
+import java.net.InetSocketAddress;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.IdentityHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+
+/**
+ * One instance of a model configuration built from Flink 2.3.0's own classes with their
+ * production constructors: a {@link SingleInputGate} over a {@link NetworkBufferPool} and the
+ * gate's {@code LocalBufferPool}, one {@link LocalInputChannel} or {@link RemoteInputChannel}
+ * per channel (flag off: a {@link LocalRecoveredInputChannel} / {@link RemoteRecoveredInputChannel}
+ * that {@code requestPartitions} converts), and per channel a producer
+ * {@link PipelinedResultPartition} with one {@link PipelinedSubpartition}, registered with a
+ * {@link ResultPartitionManager}. Each model action is one method here making the calls the
+ * Flink thread named by the action makes; the driver plays the Netty wire, the client's
+ * {@code AddCredit} writes, the recovered-state reader and the task's checkpoint barrier handler.
+ */
+public final class FlinkSystem {
+    static final int SEGMENT_SIZE = 4096;
+
+    /** One channel of the configuration. */
+    public static final class ChannelConfig {
+        public String kind;
+        public int recovered;
+        public List<String> upstream = new ArrayList<>();
+        public int exclusive;
+        public int floating;
+        public int late;
+    }
+
+    /** The configuration (ModelConfig). */
+    public static final class Config {
+        public List<ChannelConfig> channels = new ArrayList<>();
+        public int checkpoints;
+        public String delivery = "drainer";
+        public boolean insertRecoveryBarriers = true;
+        public boolean release;
+        public boolean faults;
+    }
+
+    /** What a step did, for the observation. */
+    public static final class Obs {
+        public final String kind;
+        public final Object[] fields;
+
+        Obs(String kind, Object... fields) {
+            this.kind = kind;
+            this.fields = fields;
+        }
+    }
+
+    /** A BufferResponse on the wire, server to client. */
+    static final class Wire {
+        final Buffer buffer;
+        final int seq;
+        final int backlog;
+
+        Wire(Buffer buffer, int seq, int backlog) {
+            this.buffer = buffer;
+            this.seq = seq;
+            this.backlog = backlog;
+        }
+    }
+
+    /** One channel with the driver's stand-ins around it. */
+    static final class Chan {
+        final int index;
+        final ChannelConfig cfg;
+        final boolean remote;
+        InputChannel channel;
+        final ResultPartitionID partitionId = new ResultPartitionID();
+        PipelinedResultPartition partition;
+        PipelinedSubpartition subpartition;
+        ServerReader reader;
+        final ArrayDeque<Wire> wire = new ArrayDeque<>();
+        final ArrayDeque<Integer> addCreditInFlight = new ArrayDeque<>();
+        long creditWrites;
+        final List<Buffer> held = new ArrayList<>();
+        int pushed;
+        int written;
+        /** Netty client: between `onBuffer` and `onSenderBacklog`, with the response's backlog. */
+        Integer pendingBacklog;
+        /** Netty client: inside `onSenderBacklog`, before `notifyBufferAvailable(announce)`. */
+        Integer announce;
+        ConnectionID connection;
+
+        Chan(int index, ChannelConfig cfg) {
+            this.index = index;
+            this.cfg = cfg;
+            this.remote = "remote".equals(cfg.kind);
+        }
+    }
+
+    private enum Cp {
+        NOT_TRIGGERED,
+        TRIGGERED,
+        ENDED
+    }
+
+    // --- reflection, resolved once -----------------------------------------------------------
+
+    private static final Method GET_CHANNEL;
+    private static final Method QUEUE_CHANNEL_UNSAFE;
+    private static final Method CHECK_UNAVAILABILITY;
+    private static final Field LAST_PRIORITY_SEQ;
+    private static final Field NEXT_DATA_TYPE;
+    private static final Constructor<PipelinedSubpartition> SUBPARTITION;
+
+    static {
+        try {
+            GET_CHANNEL = SingleInputGate.class.getDeclaredMethod("getChannel", boolean.class);
+            QUEUE_CHANNEL_UNSAFE =
+                    SingleInputGate.class.getDeclaredMethod("queueChannelUnsafe", InputChannel.class, boolean.class);
+            CHECK_UNAVAILABILITY = SingleInputGate.class.getDeclaredMethod("checkUnavailability");
+            LAST_PRIORITY_SEQ = SingleInputGate.class.getDeclaredField("lastPrioritySequenceNumber");
+            NEXT_DATA_TYPE = InputChannel.BufferAndAvailability.class.getDeclaredField("nextDataType");
+            SUBPARTITION = PipelinedSubpartition.class.getDeclaredConstructor(
+                    int.class, int.class, int.class, ResultPartition.class);
+            for (java.lang.reflect.AccessibleObject o : new java.lang.reflect.AccessibleObject[] {
+                GET_CHANNEL, QUEUE_CHANNEL_UNSAFE, CHECK_UNAVAILABILITY, LAST_PRIORITY_SEQ,
+                NEXT_DATA_TYPE, SUBPARTITION
+            }) {
+                o.setAccessible(true);
+            }
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
+
+    // --- the instance ------------------------------------------------------------------------
+
+    final Config cfg;
+    final Workers workers;
+    final NetworkBufferPool global;
+    final NetworkBufferPool producerPool;
+    final SingleInputGate gate;
+    final ResultPartitionManager partitions = new ResultPartitionManager();
+    final TaskEventDispatcher taskEvents = new TaskEventDispatcher();
+    final Stubs.Client client;
+    final Stubs.Writer writer = new Stubs.Writer();
+    final Stubs.OutputWriter outputWriter = new Stubs.OutputWriter();
+    final Chan[] chans;
+    /** The model's names of the gate's network segments: channel index and x0 / f0. */
+    final Map<MemorySegment, String> segmentNames = new IdentityHashMap<>();
+    final Map<MemorySegment, Integer> segmentChannels = new IdentityHashMap<>();
+    final int totalSegments;
+    /** The gate pool's one segment, held by the driver: the model's pool is empty. */
+    private Buffer reserved;
+    private final Cp[] checkpoints;
+    private final int[] barriersSeen;
+    private boolean triggering;
+
+    /** Why this configuration cannot be built, or null. */
+    public static String unsupported(Config cfg) {
+        if (!"no-recovery".equals(cfg.delivery) && !"legacy".equals(cfg.delivery)) {
+            return "delivery " + cfg.delivery + ": Flink 2.3.0 has no physical channel in recovery "
+                    + "(no onRecoveredStateBuffer/finishRecoveredBufferDelivery/enableNotify on "
+                    + "LocalInputChannel or RemoteInputChannel); only no-recovery and legacy exist";
+        }
+        if (cfg.faults) {
+            return "faults: upstream failures are not realised by this driver";
+        }
+        for (ChannelConfig c : cfg.channels) {
+            if (c.floating > 0) {
+                return "floating buffers: the gate's one LocalBufferPool is shared by all channels, the "
+                        + "model's floating buffers are per channel; not realised by this driver";
+            }
+            if (!"remote".equals(c.kind) && c.exclusive > 0) {
+                return "a local channel with exclusive buffers (drainer only)";
+            }
+        }
+        return null;
+    }
+
+    public FlinkSystem(Config cfg, Workers workers) throws Exception {
+        this.cfg = cfg;
+        this.workers = workers;
+        int n = cfg.channels.size();
+        int exclusive = 0;
+        for (ChannelConfig c : cfg.channels) {
+            exclusive += "remote".equals(c.kind) ? c.exclusive : 0;
+        }
+        // The gate's LocalBufferPool needs at least one segment (2.3.0: `required > 0`); the model's
+        // pool has none to lend (no floating buffers), so the driver takes that one out below.
+        totalSegments = exclusive + 1;
+        global = new NetworkBufferPool(totalSegments, SEGMENT_SIZE);
+        producerPool = new NetworkBufferPool(Math.max(1, n), SEGMENT_SIZE);
+        client = new Stubs.Client(this::serve, n);
+        gate = new SingleInputGate(
+                "conformance-task",
+                0,
+                new IntermediateDataSetID(),
+                ResultPartitionType.PIPELINED_BOUNDED,
+                n,
+                (resultId, partitionId, handle) -> {},
+                () -> global.createBufferPool(1, 1),
+                null,
+                global,
+                SEGMENT_SIZE,
+                new ThroughputCalculator(SystemClock.getInstance()),
+                null);
+        chans = new Chan[n];
+        InputChannel[] channels = new InputChannel[n];
+        boolean legacy = "legacy".equals(cfg.delivery);
+        for (int c = 0; c < n; c++) {
+            ChannelConfig cc = cfg.channels.get(c);
+            Chan ch = new Chan(c, cc);
+            chans[c] = ch;
+            buildProducer(ch);
+            ResultSubpartitionIndexSet sub = new ResultSubpartitionIndexSet(0);
+            ConnectionID connection = new ConnectionID(ResourceID.generate(), new InetSocketAddress("localhost", 1), c);
+            ch.connection = connection;
+            InputChannelMetrics metrics = new InputChannelMetrics(new UnregisteredMetricsGroup());
+            if (legacy && ch.remote) {
+                RecoveredInputChannel r = new RemoteRecoveredInputChannel(
+                        gate, c, ch.partitionId, sub, connection, client, 0, 0, 0, cc.exclusive, metrics);
+                r.setChannelStateWriter(writer);
+                ch.channel = r;
+            } else if (legacy) {
+                RecoveredInputChannel r = new LocalRecoveredInputChannel(
+                        gate, c, ch.partitionId, sub, partitions, taskEvents, 0, 0, 0, metrics);
+                r.setChannelStateWriter(writer);
+                ch.channel = r;
+            } else if (ch.remote) {
+                ch.channel = new RemoteInputChannel(gate, c, ch.partitionId, sub, connection, client, 0, 0, 0,
+                        cc.exclusive, new SimpleCounter(), new SimpleCounter(), writer, new ArrayDeque<>());
+            } else {
+                ch.channel = new LocalInputChannel(gate, c, ch.partitionId, sub, partitions, taskEvents, 0, 0,
+                        new SimpleCounter(), new SimpleCounter(), writer, new ArrayDeque<>());
+            }
+            channels[c] = ch.channel;
+        }
+        gate.setInputChannels(channels);
+        gate.setup();
+        reserved = gate.getBufferPool().requestBuffer();
+        if (reserved == null) {
+            throw new IllegalStateException("the gate's pool has no segment to set aside");
+        }
+        for (Chan ch : chans) {
+            adopt(ch);
+        }
+        checkpoints = new Cp[cfg.checkpoints];
+        java.util.Arrays.fill(checkpoints, Cp.NOT_TRIGGERED);
+        barriersSeen = new int[cfg.checkpoints];
+    }
+
+    /** The producer: a pipelined partition with one subpartition holding the early upstream. */
+    private void buildProducer(Chan ch) throws Exception {
+        ResultSubpartition[] subs = new ResultSubpartition[1];
+        ch.partition = new PipelinedResultPartition(
+                "producer-" + ch.index,
+                ch.index,
+                ch.partitionId,
+                ResultPartitionType.PIPELINED_BOUNDED,
+                subs,
+                1,
+                partitions,
+                null,
+                () -> producerPool.createBufferPool(1, 1, 1, 1, 0));
+        ch.subpartition = SUBPARTITION.newInstance(0, ch.cfg.exclusive, SEGMENT_SIZE, ch.partition);
+        subs[0] = ch.subpartition;
+        ch.partition.setChannelStateWriter(outputWriter);
+        ch.partition.setup();
+        int early = ch.cfg.upstream.size() - ch.cfg.late;
+        for (int i = 0; i < early; i++) {
+            writeUpstream(ch);
+        }
+    }
+
+    /**
+     * The producer writes its next upstream element: a data buffer (one finished buffer per
+     * element) or `broadcastEvent`, then `flushAll()`, as a producer with buffer timeout 0 does:
+     * the model's upstream elements are available as soon as they are written.
+     */
+    private void writeUpstream(Chan ch) throws IOException {
+        int i = ch.written++;
+        if ("data".equals(ch.cfg.upstream.get(i))) {
+            BufferConsumer consumer = Items.dataConsumer(ch.index, "d" + i);
+            ch.subpartition.add(consumer, 0);
+        } else {
+            ch.partition.broadcastEvent(new ModelEvent(Items.tag(ch.index, "e" + i)), false);
+        }
+        ch.partition.flushAll();
+    }
+
+    /**
+     * Takes over a physical channel the gate holds now: its buffer manager announces through the
+     * driver's pause point ({@link AnnouncePause}), its exclusive segments get the model's names
+     * x0, x1, ... in queue order.
+     */
+    private void adopt(Chan ch) throws Exception {
+        ch.channel = gate.getChannel(ch.index);
+        if (!(ch.channel instanceof RemoteInputChannel)) {
+            return;
+        }
+        RemoteInputChannel remote = (RemoteInputChannel) ch.channel;
+        AnnouncePause.install(remote, ch.connection, client, writer);
+        int x = 0;
+        for (Buffer b : Projection.exclusive(remote.getBufferManager())) {
+            MemorySegment s = b.getMemorySegment();
+            if (!segmentNames.containsKey(s)) {
+                segmentNames.put(s, "x" + x);
+                segmentChannels.put(s, ch.index);
+            }
+            x++;
+        }
+    }
+
+    /** The producer's Netty server answers a remote channel's PartitionRequest with a view reader. */
+    private void serve(RemoteInputChannel channel, ResultPartitionID partition, ResultSubpartitionIndexSet subs)
+            throws IOException {
+        Chan ch = chans[channel.getChannelIndex()];
+        if (ch.reader == null) {
+            ch.reader = new ServerReader(channel.getInputChannelId(), channel.getInitialCredit(), partitions, partition, subs);
+        }
+    }
+
+    // --- observations ------------------------------------------------------------------------
+
+    static Obs done() {
+        return new Obs("done");
+    }
+
+    static Obs unperformable(String reason) {
+        return new Obs("unperformable", "reason", reason);
+    }
+
+    static Obs error(String kind) {
+        return new Obs("error", "error", kind);
+    }
+
+    /** The observation's kind of an exception thrown by Flink; null when it has none. */
+    static String errorKind(Throwable t) {
+        while ((t instanceof InvocationTargetException || t instanceof java.util.concurrent.ExecutionException)
+                && t.getCause() != null) {
+            t = t.getCause();
+        }
+        String name = t.getClass().getSimpleName();
+        if (t instanceof CancelTaskException) {
+            return "released";
+        }
+        if (name.equals("BufferReorderingException")) {
+            return "buffer-reordering";
+        }
+        if (name.equals("RemoteTransportException")) {
+            return "remote-transport";
+        }
+        if (t instanceof IllegalStateException || t instanceof IllegalArgumentException || t instanceof CheckpointException) {
+            return "illegal-state";
+        }
+        return null;
+    }
+
+    static Obs failed(Throwable t) {
+        String kind = errorKind(t);
+        if (kind != null) {
+            return error(kind);
+        }
+        while (t instanceof InvocationTargetException && t.getCause() != null) {
+            t = t.getCause();
+        }
+        return unperformable("Flink threw an exception the model has no kind for: " + t);
+    }
+
+    /** What a worker's call came to. */
+    private Obs outcome(Workers.Worker w) {
+        switch (w.state) {
+            case PAUSED:
+                return done();
+            case BLOCKED:
+                return new Obs("blocked");
+            default:
+                try {
+                    Object r = w.result();
+                    return r instanceof Obs ? (Obs) r : done();
+                } catch (Exception e) {
+                    return failed(e);
+                }
+        }
+    }
+
+    private Chan ch(int c) {
+        return chans[c];
+    }
+
+    // --- IO thread (flag off: the recovered-state reader) ------------------------------------
+
+    public Obs onRecoveredStateBuffer(int c) {
+        Chan ch = ch(c);
+        if (!(ch.channel instanceof RecoveredInputChannel)) {
+            return unperformable("channel " + c + " is not a RecoveredInputChannel");
+        }
+        // InputChannelRecoveredStateHandler would fill a buffer from requestBufferBlocking(); the
+        // model has no names for the recovered channel's own segments: heap memory stands in.
+        Buffer buffer = Items.heapData(c, "r" + ch.pushed++);
+        ((RecoveredInputChannel) ch.channel).onRecoveredStateBuffer(buffer);
+        return done();
+    }
+
+    public Obs finishRecoveredBufferDelivery(int c) {
+        Chan ch = ch(c);
+        if (!(ch.channel instanceof RecoveredInputChannel)) {
+            return unperformable("finishRecoveredBufferDelivery on a physical channel: 2.3.0 has none");
+        }
+        try {
+            ((RecoveredInputChannel) ch.channel).finishReadRecoveredState();
+            return done();
+        } catch (Exception e) {
+            return failed(e);
+        }
+    }
+
+    // --- task thread -------------------------------------------------------------------------
+
+    /**
+     * The `requestPartitions` mail: `SingleInputGate.requestPartitions()`, which flag off first
+     * converts every `RecoveredInputChannel` (`convertRecoveredInputChannels`: `toInputChannel()`,
+     * `setup()`, release of the recovered channel) and then requests every subpartition.
+     */
+    public Obs convertRecoveredInputChannels() {
+        for (Chan ch : chans) {
+            if (!(ch.channel instanceof RecoveredInputChannel)) {
+                return unperformable("channel " + ch.index + " is not a RecoveredInputChannel");
+            }
+        }
+        try {
+            gate.requestPartitions();
+            for (Chan ch : chans) {
+                adopt(ch);
+            }
+            return done();
+        } catch (Exception e) {
+            return failed(e);
+        }
+    }
+
+    /**
+     * `requestPartitions()` of the gate. With a released channel the model requests each live
+     * channel (see docs/flink-conformance.md: 2.3.0's `internalRequestPartitions` stops at a
+     * released local channel); then the driver requests each live channel itself, unless
+     * `strict` asks for the gate's own loop.
+     */
+    public Obs requestPartitions(boolean strict) {
+        boolean anyReleased = false;
+        for (Chan ch : chans) {
+            anyReleased |= ch.channel.isReleased();
+        }
+        try {
+            if (!anyReleased || strict) {
+                gate.requestPartitions();
+            } else {
+                for (Chan ch : chans) {
+                    if (!ch.channel.isReleased()) {
+                        ch.channel.requestSubpartitions();
+                    }
+                }
+            }
+            return done();
+        } catch (Exception e) {
+            return failed(e);
+        }
+    }
+
+    /**
+     * One turn of the gate's polling loop (`waitAndGetNextData`, one iteration, under
+     * `inputChannelsWithData`): `getChannel(false)` dequeues the head, which must be the channel
+     * the model names; `readRecoveredOrNormalBuffer` polls it (`getNextBuffer`, re-queued with
+     * `queueChannelUnsafe` on `moreAvailable`); `checkUnavailability`. The loop itself is not
+     * used because it goes on to the next channel when one returns nothing, where the model
+     * takes a step per channel.
+     */
+    public Obs getNextBuffer(int c) {
+        PrioritizedDeque<InputChannel> queue = gate.getInputChannelsWithData();
+        InputChannel.BufferAndAvailability got;
+        try {
+            synchronized (queue) {
+                InputChannel head = queue.peek();
+                if (head == null) {
+                    return unperformable("the gate has no channel queued to poll " + c);
+                }
+                if (head.getChannelIndex() != c) {
+                    return unperformable("the gate polls channel " + head.getChannelIndex() + ", not " + c);
+                }
+                @SuppressWarnings("unchecked")
+                Optional<InputChannel> polled = (Optional<InputChannel>) GET_CHANNEL.invoke(gate, false);
+                InputChannel channel = polled.orElseThrow();
+                if (channel instanceof RecoveredInputChannel && !channel.isReleased()) {
+                    got = readBufferFromInputChannel(channel);
+                    if (((RecoveredInputChannel) channel).getStateConsumedFuture().isDone()) {
+                        got = readBufferFromInputChannel(channel);
+                    }
+                } else {
+                    got = readBufferFromInputChannel(channel);
+                }
+                CHECK_UNAVAILABILITY.invoke(gate);
+            }
+        } catch (Exception e) {
+            return failed(e);
+        }
+        if (got == null) {
+            return new Obs("nothing-polled");
+        }
+        Buffer buffer = got.buffer();
+        String item = Items.name(c, buffer);
+        Buffer.DataType next;
+        try {
+            next = (Buffer.DataType) NEXT_DATA_TYPE.get(got);
+        } catch (IllegalAccessException e) {
+            throw new IllegalStateException(e);
+        }
+        if (segmentNames.containsKey(buffer.getMemorySegment())) {
+            // The operator holds the network buffer until the recycler drops it.
+            ch(c).held.add(buffer);
+        } else {
+            buffer.recycleBuffer();
+        }
+        if (item.startsWith("barrier")) {
+            onBarrier(c, Integer.parseInt(item.substring("barrier".length())));
+        }
+        return new Obs("polled", "item", item, "seq", got.getSequenceNumber(), "next", Items.dataType(next));
+    }
+
+    /** `SingleInputGate.readBufferFromInputChannel` without the tiered-storage branch. */
+    private InputChannel.BufferAndAvailability readBufferFromInputChannel(InputChannel channel) throws Exception {
+        Optional<InputChannel.BufferAndAvailability> next = channel.getNextBuffer();
+        if (next.isEmpty()) {
+            return null;
+        }
+        InputChannel.BufferAndAvailability b = next.get();
+        if (b.moreAvailable()) {
+            QUEUE_CHANNEL_UNSAFE.invoke(gate, channel, b.morePriorityEvents());
+        }
+        if (b.hasPriority()) {
+            ((int[]) LAST_PRIORITY_SEQ.get(gate))[channel.getChannelIndex()] = b.getSequenceNumber();
+        }
+        return b;
+    }
+
+    /**
+     * `insertRecoveryCheckpointBarrierIfInRecovery`: 2.3.0 has no such method and its trigger
+     * makes no such call. In the configurations this driver builds no channel is in recovery,
+     * where the model's step changes nothing; so does the driver's.
+     */
+    public Obs insertRecoveryCheckpointBarrier(int c, int cp) {
+        return done();
+    }
+
+    /** `checkpointStarted(barrier)` on the channel, as `SingleCheckpointBarrierHandler` triggers it. */
+    public Obs checkpointStarted(int c, int cp) {
+        int before = writer.of(cp, c).size();
+        try {
+            ch(c).channel.checkpointStarted(barrier(cp));
+        } catch (CheckpointException e) {
+            String reason = e.getCheckpointFailureReason() == CheckpointFailureReason.CHECKPOINT_SUBSUMED
+                    ? "subsumed"
+                    : null;
+            triggering = false;
+            stopCheckpoint(cp);
+            if (reason == null) {
+                return unperformable("checkpointStarted declined: " + e.getCheckpointFailureReason());
+            }
+            return new Obs("refused", "checkpoint", cp, "reason", reason);
+        } catch (Exception e) {
+            return failed(e);
+        }
+        List<String> all = writer.of(cp, c);
+        List<String> now = new ArrayList<>(all.subList(before, all.size()));
+        if (c + 1 == chans.length) {
+            triggering = false;
+            maybeComplete(cp);
+        }
+        return new Obs("persisted", "checkpoint", cp, "buffers", now);
+    }
+
+    static CheckpointBarrier barrier(long cp) {
+        return new CheckpointBarrier(
+                cp, cp, CheckpointOptions.unaligned(CheckpointType.CHECKPOINT, CheckpointStorageLocationReference.getDefault()));
+    }
+
+    // --- the barrier handler stand-in (SingleCheckpointBarrierHandler on the task) -----------
+
+    private void onBarrier(int c, int cp) {
+        int i = cp - 1;
+        if (i < 0 || i >= checkpoints.length) {
+            return;
+        }
+        barriersSeen[i] |= 1 << c;
+        if (checkpoints[i] == Cp.NOT_TRIGGERED) {
+            for (int old = 0; old < i; old++) {
+                checkpoints[old] = Cp.ENDED;
+            }
+            checkpoints[i] = Cp.TRIGGERED;
+            triggering = true;
+        } else {
+            maybeComplete(cp);
+        }
+    }
+
+    private void maybeComplete(int cp) {
+        int i = cp - 1;
+        if (checkpoints[i] != Cp.TRIGGERED || triggering) {
+            return;
+        }
+        int live = 0;
+        for (Chan ch : chans) {
+            if (!ch.channel.isReleased()) {
+                live |= 1 << ch.index;
+            }
+        }
+        if ((barriersSeen[i] & live) == live) {
+            stopCheckpoint(cp);
+        }
+    }
+
+    /** `abortInternal` / completion: `checkpointStopped` on every channel. */
+    private void stopCheckpoint(int cp) {
+        checkpoints[cp - 1] = Cp.ENDED;
+        for (Chan ch : chans) {
+            ch.channel.checkpointStopped(cp);
+        }
+    }
+
+    // --- producer and Netty server -----------------------------------------------------------
+
+    /** The producer takes checkpoint `cp`: `broadcastEvent(barrier, true)`, an unaligned priority barrier. */
+    public Obs emitCheckpointBarrier(int c, int cp) {
+        try {
+            ch(c).partition.broadcastEvent(barrier(cp), true);
+            return done();
+        } catch (Exception e) {
+            return failed(e);
+        }
+    }
+
+    public Obs addBuffer(int c) {
+        Chan ch = ch(c);
+        if (ch.written >= ch.cfg.upstream.size()) {
+            return unperformable("the producer of channel " + c + " has written everything");
+        }
+        try {
+            writeUpstream(ch);
+            return done();
+        } catch (Exception e) {
+            return failed(e);
+        }
+    }
+
+    /** The view reader's `getNextBuffer()` onto the wire. */
+    public Obs sendBuffer(int c) {
+        Chan ch = ch(c);
+        if (ch.reader == null) {
+            return unperformable("no view reader: the partition was not requested");
+        }
+        InputChannel.BufferAndAvailability next;
+        try {
+            next = ch.reader.getNextBuffer();
+        } catch (IllegalStateException e) {
+            return error("send-without-credit");
+        } catch (Exception e) {
+            return failed(e);
+        }
+        if (next == null) {
+            return new Obs("nothing-sent");
+        }
+        Wire w = new Wire(next.buffer(), next.getSequenceNumber(), next.buffersInBacklog());
+        ch.wire.add(w);
+        Buffer.DataType type;
+        try {
+            type = (Buffer.DataType) NEXT_DATA_TYPE.get(next);
+        } catch (IllegalAccessException e) {
+            throw new IllegalStateException(e);
+        }
+        return new Obs("sent", "sent", wireElement(c, w), "next", Items.dataType(type));
+    }
+
+    static Object[] wireElement(int c, Wire w) {
+        return new Object[] {"item", Items.name(c, w.buffer), "seq", w.seq, "backlog", w.backlog};
+    }
+
+    public Obs onAddCredit(int c) {
+        Chan ch = ch(c);
+        Integer credit = ch.addCreditInFlight.poll();
+        if (credit == null || ch.reader == null) {
+            return unperformable("no AddCredit in flight or no reader");
+        }
+        ch.reader.addCredit(credit);
+        return done();
+    }
+
+    // --- Netty client ------------------------------------------------------------------------
+
+    /**
+     * `CreditBasedPartitionRequestClientHandler.decodeMsg` for the head of the wire: a released
+     * channel's response is dropped; a data buffer is copied into a buffer from
+     * `requestBuffer()`, an event into heap memory; then `onBuffer(buffer, seq, -1, 0)`. The
+     * backlog -1 makes `onBuffer` skip its final `onSenderBacklog(backlog)` call (2.3.0:
+     * `if (backlog >= 0) onSenderBacklog(backlog)`), which the driver makes in the model's
+     * separate `onSenderBacklog` step with the backlog the response carried.
+     */
+    public Obs onBuffer(int c) {
+        Chan ch = ch(c);
+        Wire w = ch.wire.poll();
+        if (w == null) {
+            return unperformable("nothing on the wire");
+        }
+        if (!(ch.channel instanceof RemoteInputChannel)) {
+            w.buffer.recycleBuffer();
+            return unperformable("not a remote channel");
+        }
+        RemoteInputChannel remote = (RemoteInputChannel) ch.channel;
+        if (remote.isReleased()) {
+            w.buffer.recycleBuffer();
+            return done();
+        }
+        Buffer target;
+        if (w.buffer.isBuffer()) {
+            target = remote.requestBuffer();
+            if (target == null) {
+                w.buffer.recycleBuffer();
+                return error("no-buffer-for-data");
+            }
+            Items.copyInto(w.buffer, target);
+        } else {
+            target = Items.heapCopy(w.buffer);
+        }
+        w.buffer.recycleBuffer();
+        try {
+            remote.onBuffer(target, w.seq, -1, 0);
+        } catch (Exception e) {
+            return failed(e);
+        }
+        if (!remote.isReleased()) {
+            ch.pendingBacklog = w.backlog;
+        }
+        return done();
+    }
+
+    /**
+     * `onSenderBacklog(backlog)`, which in 2.3.0 is the one statement
+     * `notifyBufferAvailable(bufferManager.requestFloatingBuffers(backlog + initialCredit))`: the
+     * driver makes its two calls in the model's two steps, `requestFloatingBuffers` here (the
+     * Netty client then stops before announcing, when there is something to announce) and
+     * `notifyBufferAvailable(n)` in the `notifyBufferAvailable` step.
+     */
+    public Obs onSenderBacklog(int c) {
+        Chan ch = ch(c);
+        Integer backlog = ch.pendingBacklog;
+        if (backlog == null || !(ch.channel instanceof RemoteInputChannel)) {
+            return unperformable("the Netty client is not between onBuffer and onSenderBacklog on channel " + c);
+        }
+        ch.pendingBacklog = null;
+        RemoteInputChannel remote = (RemoteInputChannel) ch.channel;
+        int n = remote.getBufferManager().requestFloatingBuffers(backlog + remote.getInitialCredit());
+        if (n > 0) {
+            ch.announce = n;
+        }
+        return done();
+    }
+
+    /** The client's `AddCredit(getAndResetUnannouncedCredit())` write, unless nothing or released. */
+    public Obs sendAddCredit(int c) {
+        Chan ch = ch(c);
+        if (!(ch.channel instanceof RemoteInputChannel)) {
+            return unperformable("not a remote channel");
+        }
+        RemoteInputChannel remote = (RemoteInputChannel) ch.channel;
+        ch.creditWrites = client.creditNotifications[c];
+        int credit = remote.getAndResetUnannouncedCredit();
+        boolean sent = credit > 0 && !remote.isReleased();
+        if (sent) {
+            ch.addCreditInFlight.add(credit);
+        }
+        return new Obs("credit-sent", "credit", sent ? credit : null);
+    }
+
+    /** The announcement a thread stopped before: `notifyBufferAvailable(n)` of the channel. */
+    public Obs notifyBufferAvailable(String thread, int c) {
+        if (thread.equals("netty-client")) {
+            Chan ch = ch(c);
+            if (ch.announce == null || !(ch.channel instanceof RemoteInputChannel)) {
+                return unperformable("the Netty client is not about to announce credit on channel " + c);
+            }
+            int n = ch.announce;
+            ch.announce = null;
+            try {
+                ((RemoteInputChannel) ch.channel).notifyBufferAvailable(n);
+                return done();
+            } catch (Exception e) {
+                return failed(e);
+            }
+        }
+        Workers.Worker w = workers.of(thread);
+        if (w == null) {
+            return unperformable("no " + thread + " worker");
+        }
+        Workers.Pause p = w.paused();
+        if (w.state != Workers.Outcome.PAUSED || p == null || p.channel != c) {
+            return unperformable("the " + thread + " thread is not paused before announcing on channel " + c);
+        }
+        w.resume();
+        return outcome(w);
+    }
+
+    // --- recycler and canceler ---------------------------------------------------------------
+
+    public Obs recycle(int c, String name) {
+        Chan ch = ch(c);
+        Buffer held = null;
+        for (Buffer b : ch.held) {
+            if (name.equals(segmentNames.get(b.getMemorySegment()))) {
+                held = b;
+                break;
+            }
+        }
+        if (held == null) {
+            return unperformable("the consumer does not hold " + name);
+        }
+        ch.held.remove(held);
+        Buffer b = held;
+        if (!workers.recycler.idle()) {
+            return unperformable("the recycler thread is busy");
+        }
+        workers.recycler.start(c, () -> {
+            b.recycleBuffer();
+            return done();
+        });
+        return outcome(workers.recycler);
+    }
+
+    public Obs releaseAllResources(int c) {
+        try {
+            ch(c).channel.releaseAllResources();
+            return done();
+        } catch (Exception e) {
+            return failed(e);
+        }
+    }
+
+    public Obs closeGate() {
+        try {
+            gate.close();
+            return done();
+        } catch (Exception e) {
+            return failed(e);
+        }
+    }
+
+    // --- teardown ----------------------------------------------------------------------------
+
+    /**
+     * Lets paused calls finish, releases everything, recycles every buffer the driver holds and
+     * destroys the pools. Returns a description of leaked segments, or null.
+     */
+    public String destroy() {
+        for (Workers.Worker w : workers.all()) {
+            for (int i = 0; i < 16 && w.state == Workers.Outcome.PAUSED; i++) {
+                w.resume();
+            }
+        }
+        try {
+            gate.close();
+        } catch (Exception e) {
+            // released anyway
+        }
+        if (reserved != null) {
+            reserved.recycleBuffer();
+            reserved = null;
+        }
+        for (Workers.Worker w : workers.all()) {
+            if (w.state == Workers.Outcome.BLOCKED && !w.idle()) {
+                w.replace();
+            }
+        }
+        for (Chan ch : chans) {
+            for (Buffer b : ch.held) {
+                b.recycleBuffer();
+            }
+            ch.held.clear();
+            for (Wire w : ch.wire) {
+                w.buffer.recycleBuffer();
+            }
+            ch.wire.clear();
+            try {
+                if (ch.reader != null) {
+                    ch.reader.release();
+                }
+            } catch (IOException e) {
+                // ignore
+            }
+            ch.partition.release();
+        }
+        partitions.shutdown();
+        int available = global.getNumberOfAvailableMemorySegments();
+        String leak = available == totalSegments
+                ? null
+                : "leak: " + (totalSegments - available) + " of " + totalSegments
+                        + " network segments not returned to the NetworkBufferPool";
+        global.destroy();
+        producerPool.destroy();
+        return leak;
+    }
+
+    // --- reads for the projection -------------------------------------------------------------
+
+    Collection<Chan> channels() {
+        return List.of(chans);
+    }
+}
