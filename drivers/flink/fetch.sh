@@ -67,10 +67,24 @@ if [[ "$actual" != "$wheel_sha256" ]]; then
   die "sha256 of $wheel is $actual, expected $wheel_sha256 (delete it to download again)"
 fi
 
-command -v unzip >/dev/null 2>&1 || die "unzip not found"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
-unzip -q -o "$wheel" "pyflink/lib/flink-dist-$version.jar" 'pyflink/lib/log4j-*.jar' -d "$tmp" \
-  || die "$wheel does not hold pyflink/lib/flink-dist-$version.jar"
+if command -v unzip >/dev/null 2>&1; then
+  unzip -q -o "$wheel" "pyflink/lib/flink-dist-$version.jar" 'pyflink/lib/log4j-*.jar' -d "$tmp" \
+    || die "$wheel does not hold pyflink/lib/flink-dist-$version.jar"
+else
+  # No unzip on the machine: Python's zipfile takes the same members.
+  python3 - "$wheel" "$tmp" "$version" <<'PY' || die "$wheel does not hold pyflink/lib/flink-dist-$version.jar"
+import fnmatch, sys, zipfile
+wheel, out, version = sys.argv[1:]
+with zipfile.ZipFile(wheel) as z:
+    names = [n for n in z.namelist()
+             if n == f"pyflink/lib/flink-dist-{version}.jar" or fnmatch.fnmatch(n, "pyflink/lib/log4j-*.jar")]
+    if not any(n.endswith(f"flink-dist-{version}.jar") for n in names):
+        sys.exit(1)
+    for n in names:
+        z.extract(n, out)
+PY
+fi
 mv "$tmp"/pyflink/lib/*.jar "$lib/"
 echo "fetch.sh: $(ls "$lib" | tr '\n' ' ')in $lib" >&2
