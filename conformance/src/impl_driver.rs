@@ -338,14 +338,14 @@ impl System {
                 // Conversion: the gate starts with placeholders that `requestPartitions(true)`
                 // converts with `toInputChannel(true)`; flag off, the task polls them first
                 // and `requestPartitions(false)` converts them with `toInputChannel(false)`.
-                (Delivery::Conversion | Delivery::Legacy, ChannelKind::Local) => {
+                (Delivery::Conversion | Delivery::Legacy | Delivery::Migration, ChannelKind::Local) => {
                     let partition = Arc::clone(&subpartition);
                     InputChannelHandle::Recovered(RecoveredInputChannel::new(
                         context,
                         RecoveredChannelKind::Local { partition },
                     ))
                 }
-                (Delivery::Conversion | Delivery::Legacy, ChannelKind::Remote) => {
+                (Delivery::Conversion | Delivery::Legacy | Delivery::Migration, ChannelKind::Remote) => {
                     InputChannelHandle::Recovered(RecoveredInputChannel::new(context, RecoveredChannelKind::Remote))
                 }
                 (delivery, ChannelKind::Local) => InputChannelHandle::Local(LocalInputChannel::new(
@@ -646,7 +646,12 @@ impl ImplDriver {
             return observation;
         }
         let gate = Arc::clone(&self.sys.gate);
-        let job: Job = Box::new(move || outcome(gate.request_partitions(needs_recovery)));
+        // Flink 2.3.0 with the flag on: what is still queued migrates into the new channels.
+        let migrate = self.cfg.delivery == Delivery::Migration;
+        let job: Job = Box::new(move || match migrate {
+            true => outcome(gate.request_partitions_migrating()),
+            false => outcome(gate.request_partitions(needs_recovery)),
+        });
         let observation = self.workers.task.start(0, job, timeout);
         if observation != Observation::Done || self.workers.task.state != WorkerState::Idle {
             return observation;

@@ -326,6 +326,20 @@ pub fn model_observation(m: &RecoveryModel, pre: &State, action: &Action, post: 
                     next: next_after_poll(m, post, c, d.payload),
                 };
             }
+            // 2.3.0 flag on: a migrated EndOfInputChannelStateEvent is handed out as an ordinary
+            // event (numbered by the new channel) and ignored by the network input.
+            let head = pre.ch(c).queue.first();
+            if m.migrates()
+                && !m.is_recovered_channel(pre)
+                && head.is_some_and(|e| e.payload == Payload::EndOfRecovery)
+                && post.ch(c).queue.len() < pre.ch(c).queue.len()
+            {
+                return Observation::Polled {
+                    item: Item::EndOfRecovery,
+                    seq: head.map_or(0, |e| e.seq),
+                    next: next_after_poll(m, post, c, Payload::EndOfRecovery),
+                };
+            }
             if post.task == (TaskPc::Consume { channel: c }) {
                 let seq = match m.cfg.channels[c as usize].kind {
                     ChannelKind::Local => pre.ch(c).recovery_seq,
@@ -494,7 +508,13 @@ pub fn impl_channel(p: &ImplParts<'_>) -> ChannelView {
             upstream_ready: l.upstream_ready,
             state_consumed: done(&l.state_consumed),
             recovery_seq: l.recovery_sequence_number,
-            queue: l.recovered_buffers.iter().map(unnumbered).collect(),
+            // Flink 2.3.0's migrated buffers (`toBeConsumedBuffers`) are the model's queue too.
+            queue: l
+                .recovered_buffers
+                .iter()
+                .chain(&l.to_be_consumed_buffers)
+                .map(unnumbered)
+                .collect(),
             priority_len: 0,
             stash: Vec::new(),
             pending_priority: l.has_pending_priority_event && l.in_recovery && !l.released,

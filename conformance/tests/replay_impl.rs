@@ -77,6 +77,14 @@ fn every_edge_of_the_legacy_preset_replays_on_the_implementation_without_diverge
 }
 
 #[test]
+fn every_edge_of_the_migration_preset_replays_on_the_implementation_without_divergence() {
+    // Flink 2.3.0 with the flag on: what the task has not polled from the RecoveredInputChannels
+    // (the legacy sentinel included) migrates into the physical channels at the conversion.
+    let r = every_edge_without_divergence("migration");
+    assert!(r.kinds_missed.is_empty(), "{:?}", r.kinds_missed);
+}
+
+#[test]
 fn every_edge_of_the_faults_preset_replays_on_the_implementation_without_divergence() {
     // Upstream failures: a connection error (onError keeps the cause and notifies the gate,
     // getNextBuffer rethrows it) and a subpartition released under its local reader (the next

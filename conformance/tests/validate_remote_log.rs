@@ -156,7 +156,9 @@ fn run(cfg: &ModelConfig, seed: u64) -> Run {
                 recovered.finish_read_recovered_state().unwrap();
                 InputChannelHandle::Recovered(recovered)
             }
-            (Delivery::Legacy, _) => unimplemented!("the validated runs do not use the flag-off path"),
+            (Delivery::Legacy | Delivery::Migration, _) => {
+                unimplemented!("the validated runs do not use the RecoveredInputChannel paths")
+            }
         };
         handles.push(handle);
         partitions.push(partition);

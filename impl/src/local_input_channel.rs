@@ -43,6 +43,10 @@ pub struct LocalInputChannelSnapshot {
     pub in_recovery: bool,
     /// `recoveredBuffers`, head first.
     pub recovered_buffers: Vec<BufferSnapshot>,
+    /// `toBeConsumedBuffers`, head first: what a `RecoveredInputChannel` migrated (Flink 2.3.0,
+    /// flag on).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub to_be_consumed_buffers: Vec<BufferSnapshot>,
     /// `recoverySequenceNumber`: the number the next consumed recovered element gets.
     pub recovery_sequence_number: i32,
     /// `hasPendingPriorityEvent`.
@@ -107,6 +111,9 @@ struct RecoveredBuffers {
     recovery_sequence_number: i32,
     end_of_fetched_appended: bool,
     persister: ChannelStatePersister,
+    /// Flink 2.3.0's `toBeConsumedBuffers` (task thread only there): migrated buffers with the
+    /// sequence numbers the constructor gave them.
+    to_be_consumed: VecDeque<(NetworkBuffer, i32)>,
 }
 
 impl RecoveredBuffers {
@@ -201,6 +208,7 @@ impl LocalInputChannel {
             recovery_sequence_number: i32::MIN,
             end_of_fetched_appended: false,
             persister: ChannelStatePersister::new(Arc::clone(&context.writer), context.channel_info),
+            to_be_consumed: VecDeque::new(),
         };
         let state_consumed = if needs_recovery {
             StateConsumedFuture::new()
@@ -218,6 +226,81 @@ impl LocalInputChannel {
             state_consumed,
             buffer_manager,
         })
+    }
+
+    /// Flink 2.3.0's constructor with the `ArrayDeque<Buffer>` a `RecoveredInputChannel`
+    /// migrates (flag on): created without recovery, the buffers in `toBeConsumedBuffers`,
+    /// numbered from `i32::MIN`.
+    pub fn with_migrated(
+        context: ChannelContext,
+        partition: Arc<ResultSubpartition>,
+        migrated: Vec<NetworkBuffer>,
+    ) -> Arc<Self> {
+        let channel = Self::new(context, partition, false);
+        {
+            let mut state = channel.recovered_buffers.lock();
+            for (k, buffer) in migrated.into_iter().enumerate() {
+                state
+                    .to_be_consumed
+                    .push_back((buffer, i32::MIN.wrapping_add(k as i32)));
+            }
+        }
+        channel
+    }
+
+    /// `getBuffersInUseCount()` before the partition request: the migrated buffers.
+    pub fn buffers_in_use_count(&self) -> usize {
+        self.recovered_buffers.lock().to_be_consumed.len()
+    }
+
+    /// 2.3.0's `getNextRecoveredBuffer()`: a pending priority event is pulled from the view
+    /// first; otherwise the next migrated buffer, whose next type is the following one, or for
+    /// the last `DATA_BUFFER` if the view is available (`probe`). Both then go through
+    /// `getBufferAndAvailability`: `checkForBarrier` and `maybePersist` (FLINK-40016 is not
+    /// fixed there: a migrated buffer persisted by `checkpointStarted` is written again).
+    fn get_next_migrated_buffer(
+        &self,
+        view: Option<Arc<ResultSubpartition>>,
+        probe: DataType,
+    ) -> Result<Option<BufferAndAvailability>> {
+        if self.shared.has_pending_priority_event.load(Ordering::SeqCst) {
+            let view = view.ok_or_else(|| ChannelError::illegal_state("No subpartition view available"))?;
+            if !view.peek_next_data_type().has_priority() {
+                return Err(ChannelError::illegal_state("Expected priority event"));
+            }
+            let next = view
+                .poll_buffer()
+                .expect("the priority head was just peeked by the only consumer");
+            let mut state = self.recovered_buffers.lock();
+            let mut next_data_type = next.next_data_type;
+            if !next_data_type.has_priority() {
+                self.shared.has_pending_priority_event.store(false, Ordering::SeqCst);
+                if let Some((head, _)) = state.to_be_consumed.front() {
+                    next_data_type = head.data_type();
+                }
+            }
+            state.persister.check_for_barrier(&next.buffer);
+            state.persister.maybe_persist(&next.buffer);
+            return Ok(Some(BufferAndAvailability {
+                buffer: next.buffer,
+                next_data_type,
+                buffers_in_backlog: next.buffers_in_backlog,
+                sequence_number: next.sequence_number,
+            }));
+        }
+        let mut state = self.recovered_buffers.lock();
+        let Some((buffer, sequence_number)) = state.to_be_consumed.pop_front() else {
+            return Ok(None);
+        };
+        let next_data_type = state.to_be_consumed.front().map_or(probe, |(head, _)| head.data_type());
+        state.persister.check_for_barrier(&buffer);
+        state.persister.maybe_persist(&buffer);
+        Ok(Some(BufferAndAvailability {
+            buffer,
+            next_data_type,
+            buffers_in_backlog: 0,
+            sequence_number,
+        }))
     }
 
     fn notify_channel_non_empty(&self) {
@@ -324,6 +407,7 @@ impl LocalInputChannel {
             needs_recovery: self.needs_recovery,
             in_recovery: state.in_recovery,
             recovered_buffers: state.buffers.iter().map(NetworkBuffer::snapshot).collect(),
+            to_be_consumed_buffers: state.to_be_consumed.iter().map(|(b, _)| b.snapshot()).collect(),
             recovery_sequence_number: state.recovery_sequence_number,
             has_pending_priority_event: self.shared.has_pending_priority_event.load(Ordering::SeqCst),
             has_subpartition_view,
@@ -474,6 +558,10 @@ impl RecoverableInputChannel for LocalInputChannel {
         let in_recovery = {
             let mut state = self.recovered_buffers.lock();
             let in_recovery = state.in_recovery;
+            if !in_recovery && !state.to_be_consumed.is_empty() {
+                drop(state);
+                return self.get_next_migrated_buffer(view, probe);
+            }
             let priority_pending = self.shared.has_pending_priority_event.load(Ordering::SeqCst);
             if in_recovery
                 && !priority_pending
@@ -507,7 +595,9 @@ impl RecoverableInputChannel for LocalInputChannel {
             let (removed, collected) = if state.in_recovery {
                 collect_pre_recovery_barrier(&mut state.buffers, 0, checkpoint_id)
             } else {
-                (Vec::new(), Ok(Vec::new()))
+                // 2.3.0: the data buffers still in `toBeConsumedBuffers`, retained.
+                let migrated = state.to_be_consumed.iter().filter(|(b, _)| b.is_buffer());
+                (Vec::new(), Ok(migrated.map(|(b, _)| b.snapshot()).collect()))
             };
             let outcome = collected.and_then(|to_persist| {
                 let persisted = to_persist.clone();
@@ -571,7 +661,11 @@ impl RecoverableInputChannel for LocalInputChannel {
         self.upstream_ready.count_down();
         self.state_consumed.complete_exceptionally();
         self.request_lock.lock().take();
-        let drained: Vec<NetworkBuffer> = self.recovered_buffers.lock().buffers.drain(..).collect();
+        let drained: Vec<NetworkBuffer> = {
+            let mut state = self.recovered_buffers.lock();
+            let migrated: Vec<NetworkBuffer> = state.to_be_consumed.drain(..).map(|(b, _)| b).collect();
+            state.buffers.drain(..).chain(migrated).collect()
+        };
         let mut outcome = drained.into_iter().try_for_each(NetworkBuffer::recycle_buffer);
         if let Some(manager) = &self.buffer_manager {
             outcome = outcome.and(manager.release_all_buffers(Vec::new()));

@@ -76,6 +76,8 @@ struct ReceivedBuffers {
     buffers: VecDeque<NetworkBuffer>,
     sequence_number: i32,
     last_stopped_checkpoint_id: CheckpointId,
+    /// `bufferFilteringCompleteFuture`: `finishReadRecoveredState` ran.
+    finished: bool,
 }
 
 /// Mirrors Flink's `RecoveredInputChannel`.
@@ -116,6 +118,7 @@ impl RecoveredInputChannel {
             buffers: VecDeque::new(),
             sequence_number: i32::MIN,
             last_stopped_checkpoint_id: NO_CHECKPOINT,
+            finished: false,
         };
         Arc::new(Self {
             context,
@@ -155,6 +158,7 @@ impl RecoveredInputChannel {
     /// and returns the floating buffers.
     pub fn finish_read_recovered_state(&self) -> Result<()> {
         self.on_recovered_state_buffer(NetworkBuffer::event(BufferKind::EndOfInputChannelState))?;
+        self.received_buffers.lock().finished = true;
         self.buffer_manager.release_floating_buffers()
     }
 
@@ -278,6 +282,40 @@ impl RecoveredInputChannel {
             channel.checkpoint_stopped(last_stopped);
         }
         Ok(handle)
+    }
+
+    /// Flink 2.3.0, flag on: `toInputChannel()` checks that `finishReadRecoveredState` ran
+    /// (`bufferFilteringCompleteFuture`), copies and clears the queue under its lock and hands
+    /// the copy, the legacy sentinel included, to the physical channel's constructor
+    /// (`toInputChannelInternal(ArrayDeque<Buffer>)`); a remote channel is then set up. Also
+    /// returns whether the new channel has buffers in use (`getBuffersInUseCount() > 0`), for
+    /// the gate to queue it.
+    pub fn to_input_channel_migrating(&self) -> Result<(InputChannelHandle, bool)> {
+        let (queued, last_stopped) = {
+            let mut state = self.received_buffers.lock();
+            if !state.finished {
+                return Err(ChannelError::illegal_state("buffer filtering is not complete"));
+            }
+            (
+                state.buffers.drain(..).collect::<Vec<_>>(),
+                state.last_stopped_checkpoint_id,
+            )
+        };
+        let (handle, in_use, channel): (InputChannelHandle, bool, Arc<dyn RecoverableInputChannel>) = match &self.kind {
+            RecoveredChannelKind::Local { partition } => {
+                let channel = LocalInputChannel::with_migrated(self.context.clone(), Arc::clone(partition), queued);
+                let in_use = channel.buffers_in_use_count() > 0;
+                (InputChannelHandle::Local(Arc::clone(&channel)), in_use, channel)
+            }
+            RecoveredChannelKind::Remote => {
+                let channel = RemoteInputChannel::with_migrated(self.context.clone(), queued);
+                channel.setup()?;
+                let in_use = channel.buffers_in_use_count() > 0;
+                (InputChannelHandle::Remote(Arc::clone(&channel)), in_use, channel)
+            }
+        };
+        channel.checkpoint_stopped(last_stopped);
+        Ok((handle, in_use))
     }
 
     /// `releaseAllResources()`: drains the queue; exclusive segments go back to the global

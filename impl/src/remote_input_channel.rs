@@ -163,6 +163,21 @@ impl BufferManagerChannel for RemoteChannelShared {
     }
 }
 
+/// `shouldBeSpilled(sequenceNumber)` with a barrier seen at `barrier`: before it, with Flink's
+/// overflow ranges: a barrier near the top of the range keeps only positive numbers below it, one
+/// near the bottom also takes the negative (recovered or migrated) numbers; otherwise a plain
+/// comparison, so numbers from `i32::MIN` (migrated buffers) precede any live barrier.
+fn should_be_spilled(sequence_number: i32, barrier: i32) -> bool {
+    const QUARTER: i32 = 1_073_741_823;
+    if barrier > QUARTER {
+        sequence_number < barrier && sequence_number > 0
+    } else if barrier < -QUARTER {
+        sequence_number < barrier || sequence_number > 0
+    } else {
+        sequence_number < barrier
+    }
+}
+
 /// What `receivedBuffers` guards.
 struct ReceivedBuffers {
     buffers: PrioritizedDeque<SequenceBuffer>,
@@ -230,7 +245,7 @@ impl ReceivedBuffers {
             }
             let should_be_spilled = match self.last_barrier_sequence_number {
                 None => true,
-                Some(barrier) => element.sequence_number.wrapping_sub(barrier) < 0,
+                Some(barrier) => should_be_spilled(element.sequence_number, barrier),
             };
             if !should_be_spilled {
                 break;
@@ -279,6 +294,32 @@ impl fmt::Debug for RemoteInputChannel {
 }
 
 impl RemoteInputChannel {
+    /// Flink 2.3.0's constructor with the `ArrayDeque<Buffer>` a `RecoveredInputChannel`
+    /// migrates (flag on): created without recovery, the buffers queued first, numbered from
+    /// `i32::MIN`, none with priority (`checkState`: "Buffer migration failed").
+    pub fn with_migrated(context: ChannelContext, migrated: Vec<NetworkBuffer>) -> Arc<Self> {
+        let channel = Self::new(context, false);
+        {
+            let mut state = channel.received_buffers.lock();
+            for (k, buffer) in migrated.into_iter().enumerate() {
+                state.buffers.add(SequenceBuffer {
+                    buffer,
+                    sequence_number: i32::MIN.wrapping_add(k as i32),
+                    subpartition_id: NONE_SUBPARTITION_ID,
+                });
+            }
+        }
+        channel
+    }
+
+    /// `getBuffersInUseCount()`: queued buffers plus floating ones required beyond the
+    /// initial credit.
+    pub fn buffers_in_use_count(&self) -> usize {
+        let queued = self.received_buffers.lock().buffers.len();
+        let required = self.buffer_manager.snapshot().num_required_buffers;
+        queued + (required - self.initial_credit).max(0) as usize
+    }
+
     /// `new RemoteInputChannel(..., needsRecovery)`: in recovery iff `needs_recovery`, with
     /// credit notification disabled (`notifyInitiallyEnabled = !needsRecovery`).
     pub fn new(context: ChannelContext, needs_recovery: bool) -> Arc<Self> {

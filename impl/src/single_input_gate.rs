@@ -158,6 +158,23 @@ impl InputChannelsWithData {
         }
     }
 
+    /// The conversion replacing channel `channel_index` (Flink 2.3.0): `getAndRemove` of the
+    /// recovered channel, then the new one `add`ed at the tail if it has buffers in use.
+    pub fn replace_channel(&self, channel_index: usize, in_use: bool) {
+        let mut queue = self.queue.lock();
+        if let Some(at) = queue.channels.iter().position(|c| *c == channel_index) {
+            queue.channels.remove(at);
+            if at < queue.num_priority {
+                queue.num_priority -= 1;
+            }
+        }
+        queue.enqueued.remove(&channel_index);
+        if in_use {
+            queue.channels.push_back(channel_index);
+            queue.enqueued.insert(channel_index);
+        }
+    }
+
     /// `getChannel(blocking=false)`: the next channel with data.
     pub fn poll(&self) -> Option<usize> {
         let mut queue = self.queue.lock();
@@ -190,6 +207,15 @@ impl InputChannelsWithData {
             num_priority: queue.num_priority,
         }
     }
+}
+
+/// How `requestPartitions` converts the recovered channels.
+#[derive(Clone, Copy, Debug)]
+enum Conversion {
+    /// `toInputChannel(needsRecovery)` (flag off, or the push path).
+    ToInputChannel { needs_recovery: bool },
+    /// Flink 2.3.0 with the flag on: queued buffers migrated.
+    Migrate,
 }
 
 /// One entry of the gate's channel array.
@@ -395,6 +421,17 @@ impl SingleInputGate {
     /// `requestPartitions(needsRecovery)` (task thread, as a mail): converts the recovered
     /// channels, then requests every subpartition, under `requestLock`, once.
     pub fn request_partitions(&self, needs_recovery: bool) -> Result<()> {
+        self.request_partitions_converting(Conversion::ToInputChannel { needs_recovery })
+    }
+
+    /// Flink 2.3.0's `requestPartitions()` with checkpointing during recovery enabled: the
+    /// recovered channels are converted with their queued buffers migrated
+    /// ([`RecoveredInputChannel::to_input_channel_migrating`]), then the partitions requested.
+    pub fn request_partitions_migrating(&self) -> Result<()> {
+        self.request_partitions_converting(Conversion::Migrate)
+    }
+
+    fn request_partitions_converting(&self, conversion: Conversion) -> Result<()> {
         let mut gate = self.request_lock.lock();
         if gate.requested_partitions {
             return Ok(());
@@ -410,7 +447,12 @@ impl SingleInputGate {
             true => Event::ConvertRecoveredInputChannels { gate: self.gate_index },
             false => Event::RequestPartitions { gate: self.gate_index },
         });
-        Self::convert_recovered_input_channels(&mut gate, needs_recovery)?;
+        match conversion {
+            Conversion::ToInputChannel { needs_recovery } => {
+                Self::convert_recovered_input_channels(&mut gate, needs_recovery)?
+            }
+            Conversion::Migrate => self.migrate_recovered_input_channels(&mut gate)?,
+        }
         for channel in &gate.channels {
             match channel {
                 InputChannelHandle::Recovered(_) => {
@@ -435,6 +477,22 @@ impl SingleInputGate {
             let physical = recovered.to_input_channel(needs_recovery)?;
             recovered.release_all_resources()?;
             *slot = physical;
+        }
+        Ok(())
+    }
+
+    /// 2.3.0's `convertRecoveredInputChannels()` with the flag on: `toInputChannel()` migrating
+    /// the queue, release the recovered channel, replace it, and replace it in the gate's queue.
+    fn migrate_recovered_input_channels(&self, gate: &mut GateChannels) -> Result<()> {
+        for (index, slot) in gate.channels.iter_mut().enumerate() {
+            let InputChannelHandle::Recovered(recovered) = slot else {
+                continue;
+            };
+            let recovered = Arc::clone(recovered);
+            let (physical, in_use) = recovered.to_input_channel_migrating()?;
+            recovered.release_all_resources()?;
+            *slot = physical;
+            self.channels_with_data.replace_channel(index, in_use);
         }
         Ok(())
     }

@@ -40,6 +40,10 @@ pub struct PropertyResult {
     /// A `sometimes` property this configuration cannot reach by design.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub unreachable_by_design: bool,
+    /// A safety property the configuration's delivery violates by design: the modelled Flink
+    /// version's defect (`ModelConfig::violated_by_config`), reported but not failing.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub violated_by_design: bool,
     /// The same path as actions, for trace files and Explorer links.
     #[serde(skip)]
     pub actions: Option<Vec<Action>>,
@@ -48,7 +52,8 @@ pub struct PropertyResult {
 impl PropertyResult {
     /// Whether this verdict makes the check fail.
     pub fn fails(&self) -> bool {
-        self.status == Status::Violated || (self.status == Status::ExampleMissing && !self.unreachable_by_design)
+        (self.status == Status::Violated && !self.violated_by_design)
+            || (self.status == Status::ExampleMissing && !self.unreachable_by_design)
     }
 }
 
@@ -151,6 +156,7 @@ pub fn check_with_progress(
             status,
             trace,
             unreachable_by_design,
+            violated_by_design: model.cfg.violated_by_config().contains(name),
             actions,
         });
     }

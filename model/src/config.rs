@@ -45,12 +45,20 @@ pub enum Delivery {
     /// `toInputChannel(false)` into channels created without recovery and requests the
     /// partitions.
     Legacy,
+    /// The flag on in Flink 2.3.0 (`execution.checkpointing.during-recovery.enabled`), before
+    /// FLINK-38544's push path: the IO thread fills each channel's `RecoveredInputChannel` and
+    /// ends it with `EndOfInputChannelStateEvent`, as flag off; the task may poll them
+    /// meanwhile; once every channel's `finishReadRecoveredState` ran (the gate's
+    /// `getBufferFilteringCompleteFuture()`), the `requestPartitions` mail converts them with
+    /// `toInputChannel()`, MIGRATING what is still queued (the legacy sentinel included) into
+    /// the new physical channel, created without recovery, which hands it out first.
+    Migration,
 }
 
 impl Delivery {
     /// `needsRecovery` of the physical channels.
     pub fn needs_recovery(self) -> bool {
-        !matches!(self, Delivery::NoRecovery | Delivery::Legacy)
+        !matches!(self, Delivery::NoRecovery | Delivery::Legacy | Delivery::Migration)
     }
 }
 
@@ -133,7 +141,12 @@ impl ModelConfig {
                 "delivery conversion does not model a release before the conversion; set release to false".into(),
             );
         }
-        if self.faults && matches!(self.delivery, Delivery::Conversion | Delivery::Legacy) {
+        if self.faults
+            && matches!(
+                self.delivery,
+                Delivery::Conversion | Delivery::Legacy | Delivery::Migration
+            )
+        {
             // A failure before the conversion would hit a RecoveredInputChannel, whose errors
             // the model does not describe.
             return Err("faults are modelled on physical channels; use delivery drainer or no-recovery".into());
@@ -187,6 +200,24 @@ impl ModelConfig {
     /// faults no task fails.
     pub fn unreachable_by_config(&self) -> &'static [&'static str] {
         if self.faults { &[] } else { &[TASK_FAILS] }
+    }
+}
+
+/// The safety properties Flink 2.3.0's migration path violates (FLINK-40016 is not fixed
+/// there): a migrated buffer still queued in a `LocalInputChannel` when a checkpoint starts is
+/// written by `checkpointStarted` and again by `maybePersist` when it is polled.
+pub const MIGRATION_PERSISTS_TWICE: &[&str] = &["persisted at most once", "persisted content is exact"];
+
+impl ModelConfig {
+    /// Safety properties this configuration's delivery violates by design: a finding about the
+    /// Flink version it models, not a bug of the model (docs/model.md, choice 21). `check`
+    /// reports them violated without failing.
+    pub fn violated_by_config(&self) -> &'static [&'static str] {
+        if self.delivery == Delivery::Migration {
+            MIGRATION_PERSISTS_TWICE
+        } else {
+            &[]
+        }
     }
 }
 
@@ -419,6 +450,28 @@ pub const PRESETS: &[Preset] = &[
             faults: false,
         },
         unreachable: NO_RECOVERY_STATE,
+    },
+    Preset {
+        name: "migration",
+        summary: "Flink 2.3.0's flag on: RecoveredInputChannels converted with their leftovers migrated into the physical channels; release at any point",
+        config: || ModelConfig {
+            channels: vec![local(1, &[D]), remote(1, &[E, D], 1, 0)],
+            checkpoints: 1,
+            delivery: Delivery::Migration,
+            insert_recovery_barriers: true,
+            release: true,
+            faults: false,
+        },
+        // No channel is ever in recovery, but a checkpoint can start while migrated recovered
+        // data is still queued (and persists it).
+        unreachable: &[
+            "event stashed and replayed",
+            "recycle races enableNotify",
+            "checkpoint declined for missing barrier",
+            "checkpoint completes during recovery",
+            "recovery barrier queued behind the sentinel",
+            "stale recovery barrier polled",
+        ],
     },
     Preset {
         name: "faults",

@@ -330,7 +330,7 @@ pub fn task_pc(m: &RecoveryModel, pc: TaskPc) -> String {
 pub fn io_pc(m: &RecoveryModel, s: &State) -> String {
     let total: usize = if matches!(
         m.cfg.delivery,
-        crate::config::Delivery::Drainer | crate::config::Delivery::Legacy
+        crate::config::Delivery::Drainer | crate::config::Delivery::Legacy | crate::config::Delivery::Migration
     ) {
         m.cfg.channels.iter().map(|c| c.recovered as usize + 1).sum()
     } else {

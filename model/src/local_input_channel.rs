@@ -136,3 +136,68 @@ pub fn on_recovered_state_consumed(ch: &mut Channel) -> Option<Violation> {
     }
     None
 }
+
+// --- Flink 2.3.0, flag on: buffers migrated from the RecoveredInputChannel -----------------
+// The channel is created without recovery; its `toBeConsumedBuffers` (the model's `queue`) hold
+// what `toInputChannel()` migrated, numbered from `i32::MIN` in the constructor.
+
+/// Whether `getNextBuffer()` returns something now: a migrated buffer, else the view's data.
+pub fn has_next_migrated(ch: &Channel) -> bool {
+    !ch.released && (!ch.queue.is_empty() || (ch.listener && !ch.producer.subpartition.is_empty()))
+}
+
+/// 2.3.0's `getNextBuffer()`: while `toBeConsumedBuffers` is not empty,
+/// `getNextRecoveredBuffer()` (a pending priority event is pulled from the view first, with
+/// `checkState(hasPriority, "Expected priority event…")`), otherwise the view. Both go through
+/// `getBufferAndAvailability`, which calls `checkForBarrier` and `maybePersist`: a migrated data
+/// buffer polled while a checkpoint waits for this channel's barrier is written again
+/// (FLINK-40016, not fixed in 2.3.0).
+pub fn get_next_migrated_buffer(ch: &mut Channel) -> Result<Option<Polled>, Violation> {
+    if ch.released {
+        return Ok(None);
+    }
+    let (payload, seq) = if ch.queue.is_empty() {
+        if ch.producer.subpartition.is_empty() {
+            return Ok(None);
+        }
+        let payload = poll_view(ch);
+        (payload, ch.producer.next_seq - 1)
+    } else if ch.pending_priority {
+        if !matches!(ch.producer.subpartition.first(), Some(Payload::Barrier(_))) {
+            return Err(Violation::ExpectedPriorityEvent);
+        }
+        let payload = poll_view(ch);
+        if !matches!(ch.producer.subpartition.first(), Some(Payload::Barrier(_))) {
+            ch.pending_priority = false;
+        }
+        (payload, ch.producer.next_seq - 1)
+    } else {
+        let head = ch.queue.pop_front().expect("not empty");
+        (head.payload, head.seq)
+    };
+    ch.persister.check_for_barrier(payload);
+    ch.persister.maybe_persist(payload, &mut ch.ghost_persisted);
+    Ok(Some(Polled {
+        payload,
+        seq,
+        buffer: None,
+    }))
+}
+
+/// `nextDataType` of 2.3.0's `getNextBuffer` that returned `polled`: behind a pulled priority
+/// event the view's next priority event, else the next migrated buffer; behind the last
+/// migrated buffer `DATA_BUFFER` if the view is available, whatever its head is (named here by
+/// a data element); on the view's path the view's head.
+pub fn next_after_migrated_poll(ch: &Channel, polled: Payload) -> Option<Payload> {
+    let own = ch.queue.first().map(|e| e.payload);
+    let upstream = ch.producer.subpartition.first().copied();
+    match (polled, upstream) {
+        (Payload::Barrier(_), Some(next @ Payload::Barrier(_))) => Some(next),
+        _ if own.is_some() => own,
+        (Payload::Recovered(_) | Payload::EndOfRecovery, Some(head)) if ch.listener => {
+            Some(if head.is_data() { head } else { Payload::Data(0) })
+        }
+        (Payload::Recovered(_) | Payload::EndOfRecovery, _) => None,
+        _ => upstream,
+    }
+}

@@ -50,7 +50,7 @@ impl RecoveryModel {
     /// A model of `cfg` with `variant`. The configuration must be valid.
     pub fn new(cfg: ModelConfig, variant: Variant) -> Self {
         let mut io_program = Vec::new();
-        if matches!(cfg.delivery, Delivery::Drainer | Delivery::Legacy) {
+        if matches!(cfg.delivery, Delivery::Drainer | Delivery::Legacy | Delivery::Migration) {
             for (c, ch) in cfg.channels.iter().enumerate() {
                 io_program.extend((0..ch.recovered).map(|_| IoStep::Push(c as u8)));
             }
@@ -85,9 +85,15 @@ impl RecoveryModel {
             return recovered::has_next(s.ch(c));
         }
         match self.kind(c) {
+            ChannelKind::Local if self.migrates() => local::has_next_migrated(s.ch(c)),
             ChannelKind::Local => local::has_next(s.ch(c)),
             ChannelKind::Remote => remote::has_next(s.ch(c)),
         }
+    }
+
+    /// Whether the physical channels received migrated buffers (Flink 2.3.0, flag on).
+    pub fn migrates(&self) -> bool {
+        self.cfg.delivery == Delivery::Migration
     }
 
     /// `notifyChannelNonEmpty` (or `notifyPriorityEvent` with `priority`) of channel `c`.
@@ -118,6 +124,7 @@ impl RecoveryModel {
             return s.ch(c).queue.first().map(|e| e.payload);
         }
         match self.kind(c) {
+            ChannelKind::Local if self.migrates() => local::next_after_migrated_poll(s.ch(c), polled),
             ChannelKind::Local => local::next_after_poll(s.ch(c), polled),
             ChannelKind::Remote => s.ch(c).queue.first().map(|e| e.payload),
         }
@@ -137,10 +144,10 @@ impl RecoveryModel {
         }
     }
 
-    /// Whether the channels are still the flag-off path's `RecoveredInputChannel`s (polled
-    /// through the gate until the `requestPartitions` mail converts them).
+    /// Whether the channels are still `RecoveredInputChannel`s (flag off, or flag on in 2.3.0:
+    /// polled through the gate until the `requestPartitions` mail converts them).
     pub fn is_recovered_channel(&self, s: &State) -> bool {
-        self.cfg.delivery == Delivery::Legacy && !s.converted
+        matches!(self.cfg.delivery, Delivery::Legacy | Delivery::Migration) && !s.converted
     }
 
     fn kind(&self, c: u8) -> ChannelKind {
@@ -223,7 +230,8 @@ impl RecoveryModel {
                     released: false,
                     // `stateConsumedFuture` is created complete without recovery; the flag-off
                     // path's RecoveredInputChannel completes it at its legacy sentinel.
-                    state_consumed: !needs_recovery && self.cfg.delivery != Delivery::Legacy,
+                    state_consumed: !needs_recovery
+                        && !matches!(self.cfg.delivery, Delivery::Legacy | Delivery::Migration),
                     pending_priority: false,
                     listener: false,
                     error: false,
@@ -286,9 +294,21 @@ impl RecoveryModel {
                 }
                 // Flag off: `allOf(getStateConsumedFuture())` runs the requestPartitions mail,
                 // which converts; a released channel's future never completes.
-                if self.is_recovered_channel(s)
+                if self.cfg.delivery == Delivery::Legacy
+                    && self.is_recovered_channel(s)
                     && !s.closed
                     && s.channels.iter().all(|ch| ch.state_consumed && !ch.released)
+                {
+                    out.push(Action::ConvertRecoveredInputChannels);
+                }
+                // 2.3.0 flag on: `allOf(getBufferFilteringCompleteFuture())`, complete once every
+                // `finishReadRecoveredState` ran. A released channel means the task is being
+                // cancelled: the model runs no more mails (choice 21).
+                if self.migrates()
+                    && self.is_recovered_channel(s)
+                    && !s.closed
+                    && s.io_pc as usize == self.io_program.len()
+                    && s.channels.iter().all(|ch| !ch.released)
                 {
                     out.push(Action::ConvertRecoveredInputChannels);
                 }
@@ -340,7 +360,7 @@ impl RecoveryModel {
                 // requestRecoveryBufferBlocking() awaits upstreamReady, then a buffer. Heap
                 // buffers (flag off, or a local channel without exclusive ones): no wait.
                 let ready = !self.lends_recovery_buffers(c)
-                    || self.cfg.delivery == Delivery::Legacy
+                    || self.is_recovered_channel(s)
                     || ch.released
                     || (ch.upstream_ready && ch.bm.can_request_buffer_blocking());
                 if ready {
@@ -348,7 +368,7 @@ impl RecoveryModel {
                 }
             }
             // finishReadRecoveredState (flag off) does not wait for the upstream.
-            Some(&IoStep::Finish(c)) if s.ch(c).upstream_ready || self.cfg.delivery == Delivery::Legacy => {
+            Some(&IoStep::Finish(c)) if s.ch(c).upstream_ready || self.is_recovered_channel(s) => {
                 out.push(Action::FinishRecoveredBufferDelivery { channel: c });
             }
             _ => {}
@@ -472,6 +492,26 @@ impl RecoveryModel {
         self.request_partitions(s);
     }
 
+    /// 2.3.0 flag on: the `requestPartitions` mail once every `finishReadRecoveredState` ran.
+    /// `convertRecoveredInputChannels()`: per channel, `toInputChannel()` moves what is still
+    /// queued (the legacy sentinel included) into a physical channel created without recovery,
+    /// which numbers it from `i32::MIN`; the recovered channel is released and replaced, and the
+    /// gate queues the new channel (at the tail) if it has buffers in use. Then the partitions
+    /// are requested.
+    fn convert_migration(&self, s: &mut State) {
+        for c in 0..s.channels.len() as u8 {
+            let had_data = recovered::to_input_channel(s.ch_mut(c));
+            if self.models_gate_queue() {
+                s.gate.remove(c);
+                if had_data {
+                    s.gate.queue_channel(c, false);
+                }
+            }
+        }
+        s.converted = true;
+        self.request_partitions(s);
+    }
+
     /// `toInputChannel(true)` for channels `from..`, then `internalRequestPartitions()`; all on
     /// the task thread inside one `requestPartitions(true)` mail.
     fn convert_from(&self, s: &mut State, from: u8) {
@@ -545,6 +585,11 @@ impl RecoveryModel {
             return;
         }
         let (payload, seq) = match self.kind(c) {
+            ChannelKind::Local if self.migrates() => match local::get_next_migrated_buffer(s.ch_mut(c)) {
+                Ok(Some(p)) => (p.payload, p.seq),
+                Ok(None) => return,
+                Err(v) => return s.violate(c, v),
+            },
             ChannelKind::Local => match local::get_next_buffer(s.ch_mut(c), self.variant) {
                 Ok(Some(p)) => {
                     s.ch_mut(c).held.extend(p.buffer);
@@ -745,6 +790,7 @@ impl Model for RecoveryModel {
             Action::ConvertRecoveredInputChannels if self.cfg.delivery == Delivery::Legacy => {
                 self.convert_legacy(&mut s)
             }
+            Action::ConvertRecoveredInputChannels if self.migrates() => self.convert_migration(&mut s),
             Action::OnRecoveredStateBuffer { channel: c } => {
                 let kind = self.kind(c);
                 s.io_pc += 1;

@@ -194,8 +194,10 @@ fn exactly_once_delivery(_: &RecoveryModel, s: &State) -> bool {
 /// the sentinel never reaches the task, and a recovery barrier only once its checkpoint was
 /// aborted (a stale one, which the network input ignores as an unknown event).
 fn sentinel_discipline(m: &RecoveryModel, s: &State) -> bool {
-    // Flag off, the sentinel is the RecoveredInputChannel's legacy one, never in recovery.
-    let legacy = m.is_recovered_channel(s);
+    // Flag off, the sentinel is the RecoveredInputChannel's legacy one, never in recovery; 2.3.0
+    // flag on migrates it into the physical channel, which hands it out as an ordinary event
+    // that the network input ignores (not delivered to the operator).
+    let legacy = m.is_recovered_channel(s) || m.migrates();
     s.channels.iter().all(|ch| {
         let eor = ch.queue.iter().filter(|e| e.payload == Payload::EndOfRecovery).count();
         let after_eor_ok = match ch.queue.iter().position(|e| e.payload == Payload::EndOfRecovery) {
@@ -240,7 +242,11 @@ fn recovery_sequence_numbers(m: &RecoveryModel, s: &State) -> bool {
             .filter(|d| !d.payload.is_recovery_element())
             .all(|d| d.seq >= 0);
         let numbered = match m.cfg.channels[c as usize].kind {
-            _ if m.cfg.delivery == crate::config::Delivery::Legacy => {
+            _ if matches!(
+                m.cfg.delivery,
+                crate::config::Delivery::Legacy | crate::config::Delivery::Migration
+            ) =>
+            {
                 rec.iter().enumerate().all(|(k, &q)| q == i32::MIN + k as i32)
             }
             ChannelKind::Local => rec.iter().enumerate().all(|(k, &q)| q == i32::MIN + k as i32),

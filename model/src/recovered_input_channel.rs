@@ -91,3 +91,25 @@ pub fn release_all_resources(ch: &mut Channel) {
         }
     }
 }
+
+/// 2.3.0, flag on: `toInputChannel()` (`checkState(bufferFilteringCompleteFuture.isDone())`)
+/// copies and clears `receivedBuffers` under its lock and hands the copy to the physical
+/// channel's constructor (`toInputChannelInternal(ArrayDeque<Buffer>)`), which queues it
+/// (`toBeConsumedBuffers` / `receivedBuffers`), numbered from `i32::MIN`, none with priority;
+/// the new channel is created without recovery, its future complete. The legacy sentinel, if
+/// not polled yet, moves along. Every recovered buffer precedes every barrier: a checkpoint
+/// must persist the migrated data it finds unconsumed (`ghost_rcb_at`). True: the channel has
+/// buffers in use, so the gate queues it.
+pub fn to_input_channel(ch: &mut Channel) -> bool {
+    for (k, e) in ch.queue.iter_mut().enumerate() {
+        e.seq = i32::MIN + k as i32;
+    }
+    ch.priority_len = 0;
+    ch.recovery_seq = i32::MIN;
+    ch.state_consumed = true;
+    let pushed = ch.ghost_pushed;
+    for at in &mut ch.ghost_rcb_at {
+        *at = Some(pushed);
+    }
+    !ch.queue.is_empty()
+}

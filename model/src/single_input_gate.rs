@@ -52,6 +52,16 @@ impl InputChannelsWithData {
         }
     }
 
+    /// `inputChannelsWithData.getAndRemove(channel)` (the conversion replacing a channel).
+    pub fn remove(&mut self, c: u8) {
+        if let Some(i) = self.channels.iter().position(|q| *q == c) {
+            self.channels.remove(i);
+            if i < self.num_priority as usize {
+                self.num_priority -= 1;
+            }
+        }
+    }
+
     /// `getChannel(false)`: the head, dequeued.
     pub fn poll(&mut self) -> Option<u8> {
         if self.channels.is_empty() {

@@ -3,7 +3,7 @@
 //! (`insertRecoveryCheckpointBarrierIfInRecovery` on every channel, then `checkpointStarted` on
 //! each until one throws), and checkpoint completion or abort.
 
-use crate::config::{ChannelKind, ModelConfig};
+use crate::config::{ChannelKind, Delivery, ModelConfig};
 use crate::recoverable_input_channel::{self as rc, Declined};
 use crate::remote_input_channel as remote;
 use crate::state::{CheckpointId, CheckpointStatus, Delivered, Payload, State, TaskPc};
@@ -12,6 +12,10 @@ use crate::variant::Variant;
 /// `CheckpointedInputGate.pollNext` after a channel returned `payload`.
 pub fn handle_polled(s: &mut State, cfg: &ModelConfig, c: u8, payload: Payload, seq: i32) {
     match payload {
+        // 2.3.0 flag on: the migrated EndOfInputChannelStateEvent is an ordinary event to
+        // CheckpointedInputGate; StreamTaskNetworkInput.processEvent ignores a class it does not
+        // know, so nothing happens and the operator sees nothing.
+        Payload::EndOfRecovery if cfg.delivery == Delivery::Migration => {}
         // handleEvent: onRecoveredStateConsumed; the sentinel never reaches the operator.
         Payload::EndOfRecovery => s.task = TaskPc::Consume { channel: c },
         Payload::Barrier(cp) => {
@@ -104,6 +108,9 @@ pub fn checkpoint_started(s: &mut State, cfg: &ModelConfig, variant: Variant, c:
             ch.last_barrier = (-1, -1);
         }
         Ok(remote::get_inflight_buffers(ch))
+    } else if cfg.delivery == Delivery::Migration {
+        // 2.3.0: the data buffers still in `toBeConsumedBuffers` (migrated), retained.
+        Ok(ch.queue.iter().map(|e| e.payload).filter(|p| p.is_data()).collect())
     } else {
         Ok(Vec::new())
     };
