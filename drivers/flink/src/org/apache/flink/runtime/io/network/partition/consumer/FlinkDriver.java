@@ -37,7 +37,7 @@ public final class FlinkDriver {
             "close");
 
     static final List<String> FEATURES =
-            List.of("delivery:no-recovery", "delivery:legacy", "kind:local", "kind:remote", "release", "late");
+            List.of("delivery:no-recovery", "delivery:legacy", "delivery:migration", "kind:local", "kind:remote", "release", "late");
 
     /** Snapshot fields 2.3.0 does not have (see docs/flink-conformance.md). */
     static final List<String> UNOBSERVED = List.of("/channels/*/upstream_ready");

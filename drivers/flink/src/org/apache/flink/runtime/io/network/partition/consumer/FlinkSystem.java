@@ -5,6 +5,7 @@ import conformance.flink.ModelEvent;
 import org.apache.flink.core.memory.MemorySegment;
 import org.apache.flink.metrics.SimpleCounter;
 import org.apache.flink.metrics.groups.UnregisteredMetricsGroup;
+import org.apache.flink.runtime.checkpoint.channel.InputChannelInfo;
 import org.apache.flink.runtime.checkpoint.CheckpointException;
 import org.apache.flink.runtime.checkpoint.CheckpointFailureReason;
 import org.apache.flink.runtime.checkpoint.CheckpointOptions;
@@ -29,8 +30,10 @@ import org.apache.flink.runtime.io.network.partition.ResultPartitionType;
 import org.apache.flink.runtime.io.network.partition.ResultSubpartition;
 import org.apache.flink.runtime.io.network.partition.ResultSubpartitionIndexSet;
 import org.apache.flink.runtime.jobgraph.IntermediateDataSetID;
+import org.apache.flink.runtime.jobgraph.IntermediateResultPartitionID;
 import org.apache.flink.runtime.state.CheckpointStorageLocationReference;
 import org.apache.flink.runtime.throughput.ThroughputCalculator;
+import org.apache.flink.util.CollectionUtil;
 import org.apache.flink.util.clock.SystemClock;
 
 import java.io.IOException;
@@ -42,6 +45,7 @@ import java.net.InetSocketAddress;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Collection;
+import java.util.HashMap;
 import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
@@ -111,7 +115,8 @@ public final class FlinkSystem {
         final ChannelConfig cfg;
         final boolean remote;
         InputChannel channel;
-        final ResultPartitionID partitionId = new ResultPartitionID();
+        /** Chosen by {@link #partitionIdsInChannelOrder}. */
+        ResultPartitionID partitionId;
         PipelinedResultPartition partition;
         PipelinedSubpartition subpartition;
         ServerReader reader;
@@ -195,10 +200,11 @@ public final class FlinkSystem {
 
     /** Why this configuration cannot be built, or null. */
     public static String unsupported(Config cfg) {
-        if (!"no-recovery".equals(cfg.delivery) && !"legacy".equals(cfg.delivery)) {
+        if (!"no-recovery".equals(cfg.delivery) && !"legacy".equals(cfg.delivery)
+                && !"migration".equals(cfg.delivery)) {
             return "delivery " + cfg.delivery + ": Flink 2.3.0 has no physical channel in recovery "
                     + "(no onRecoveredStateBuffer/finishRecoveredBufferDelivery/enableNotify on "
-                    + "LocalInputChannel or RemoteInputChannel); only no-recovery and legacy exist";
+                    + "LocalInputChannel or RemoteInputChannel); only no-recovery, legacy and migration exist";
         }
         if (cfg.faults) {
             return "faults: upstream failures are not realised by this driver";
@@ -244,10 +250,17 @@ public final class FlinkSystem {
                 null);
         chans = new Chan[n];
         InputChannel[] channels = new InputChannel[n];
-        boolean legacy = "legacy".equals(cfg.delivery);
+        // Flag off (legacy) and flag on (migration, 2.3.0's execution.checkpointing.during-recovery
+        // .enabled): the gate starts with RecoveredInputChannels; flag on, requestPartitions
+        // migrates what is still queued in them into the physical channels.
+        ResultPartitionID[] partitionIds = partitionIdsInChannelOrder(n);
+        boolean migration = "migration".equals(cfg.delivery);
+        boolean legacy = "legacy".equals(cfg.delivery) || migration;
+        gate.setCheckpointingDuringRecoveryEnabled(migration);
         for (int c = 0; c < n; c++) {
             ChannelConfig cc = cfg.channels.get(c);
             Chan ch = new Chan(c, cc);
+            ch.partitionId = partitionIds[c];
             chans[c] = ch;
             buildProducer(ch);
             ResultSubpartitionIndexSet sub = new ResultSubpartitionIndexSet(0);
@@ -274,6 +287,9 @@ public final class FlinkSystem {
             channels[c] = ch.channel;
         }
         gate.setInputChannels(channels);
+        if (!inChannelOrder(conversionOrder())) {
+            throw new IllegalStateException("the gate converts its channels in the order " + conversionOrder());
+        }
         gate.setup();
         reserved = gate.getBufferPool().requestBuffer();
         if (reserved == null) {
@@ -285,6 +301,54 @@ public final class FlinkSystem {
         checkpoints = new Cp[cfg.checkpoints];
         java.util.Arrays.fill(checkpoints, Cp.NOT_TRIGGERED);
         barriersSeen = new int[cfg.checkpoints];
+    }
+
+    /**
+     * Random partition ids whose order in the gate's `inputChannels` (a HashMap keyed by
+     * `IntermediateResultPartitionID`) is the channel order. `convertRecoveredInputChannels`
+     * converts in that map's order, and with the flag on each converted channel that has
+     * migrated buffers is appended to `inputChannelsWithData`: with random ids the gate's queue
+     * after the conversion would be in an arbitrary order, where the model converts in channel
+     * order (docs/flink-conformance.md, divergence 3).
+     */
+    static ResultPartitionID[] partitionIdsInChannelOrder(int n) {
+        for (int attempt = 0; attempt < 10_000; attempt++) {
+            ResultPartitionID[] ids = new ResultPartitionID[n];
+            // Built as `setInputChannels` builds `inputChannels`.
+            Map<IntermediateResultPartitionID, Map<Integer, Integer>> byPartition =
+                    CollectionUtil.newHashMapWithExpectedSize(n);
+            for (int c = 0; c < n; c++) {
+                ids[c] = new ResultPartitionID();
+                byPartition.computeIfAbsent(ids[c].getPartitionId(), k -> new HashMap<>()).put(c, c);
+            }
+            List<Integer> order = new ArrayList<>();
+            byPartition.values().forEach(m -> order.addAll(m.keySet()));
+            if (inChannelOrder(order)) {
+                return ids;
+            }
+        }
+        throw new IllegalStateException("no partition ids in channel order");
+    }
+
+    private static boolean inChannelOrder(List<Integer> order) {
+        for (int i = 0; i < order.size(); i++) {
+            if (order.get(i) != i) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /** The order in which `convertRecoveredInputChannels` visits the channels. */
+    @SuppressWarnings("unchecked")
+    private List<Integer> conversionOrder() throws ReflectiveOperationException {
+        Field f = SingleInputGate.class.getDeclaredField("inputChannels");
+        f.setAccessible(true);
+        List<Integer> order = new ArrayList<>();
+        for (Map<InputChannelInfo, InputChannel> m : ((Map<?, Map<InputChannelInfo, InputChannel>>) f.get(gate)).values()) {
+            m.keySet().forEach(info -> order.add(info.getInputChannelIdx()));
+        }
+        return order;
     }
 
     /** The producer: a pipelined partition with one subpartition holding the early upstream. */

@@ -8,6 +8,7 @@ import org.apache.flink.runtime.io.network.buffer.LocalBufferPool;
 import org.apache.flink.runtime.io.network.buffer.NetworkBufferPool;
 import org.apache.flink.runtime.io.network.partition.PipelinedSubpartition;
 import org.apache.flink.runtime.io.network.partition.PrioritizedDeque;
+import org.apache.flink.runtime.io.network.partition.ResultSubpartition;
 import org.apache.flink.shaded.jackson2.com.fasterxml.jackson.databind.node.ArrayNode;
 import org.apache.flink.shaded.jackson2.com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import org.apache.flink.shaded.jackson2.com.fasterxml.jackson.databind.node.ObjectNode;
@@ -41,6 +42,7 @@ final class Projection {
     private static final Field LOCAL_PERSISTER;
     private static final Field LOCAL_RELEASED;
     private static final Field PENDING_PRIORITY;
+    private static final Field TO_BE_CONSUMED;
     private static final Field STATUS;
     private static final Field LAST_SEEN;
     private static final Field SEQUENCE_BUFFER;
@@ -64,6 +66,7 @@ final class Projection {
             LOCAL_PERSISTER = field(LocalInputChannel.class, "channelStatePersister");
             LOCAL_RELEASED = field(LocalInputChannel.class, "isReleased");
             PENDING_PRIORITY = field(LocalInputChannel.class, "hasPendingPriorityEvent");
+            TO_BE_CONSUMED = field(LocalInputChannel.class, "toBeConsumedBuffers");
             STATUS = field(ChannelStatePersister.class, "checkpointStatus");
             LAST_SEEN = field(ChannelStatePersister.class, "lastSeenBarrier");
             Class<?> sb = Class.forName(RemoteInputChannel.class.getName() + "$SequenceBuffer");
@@ -200,6 +203,14 @@ final class Projection {
             // Shown only in recovery and unreleased, where it decides what getNextBuffer returns
             // (the suite's projection rule); a 2.3.0 channel is never in recovery.
             pendingPriority = (boolean) get(PENDING_PRIORITY, l) && IN_RECOVERY && !released;
+            // Flag on: the buffers a RecoveredInputChannel migrated (numbered, but the model's
+            // local queue carries no numbers). Task thread only; read while it is idle.
+            @SuppressWarnings("unchecked")
+            java.util.Deque<ResultSubpartition.BufferAndBacklog> toBeConsumed =
+                    (java.util.Deque<ResultSubpartition.BufferAndBacklog>) get(TO_BE_CONSUMED, l);
+            for (ResultSubpartition.BufferAndBacklog b : toBeConsumed) {
+                queue.add(element(sys, c, b.buffer(), null));
+            }
         }
         v.put("released", released);
         if (channel.hasError()) {
