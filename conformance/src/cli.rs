@@ -32,8 +32,9 @@ pub struct ConformArgs {
     /// Stop after this many diverging traces.
     #[arg(long, default_value_t = 1)]
     pub max_divergences: usize,
-    /// Where the first diverging trace is saved.
-    #[arg(long, default_value = "target/conformance/divergence.json")]
+    /// Where the first diverging trace is saved (the directory must exist, except for the
+    /// default's, which is created).
+    #[arg(long, default_value = DEFAULT_SAVE)]
     pub save: PathBuf,
     /// Print one JSON object.
     #[arg(long)]
@@ -61,6 +62,26 @@ pub struct ConformArgs {
     /// Write JUnit XML, one test case for this preset's run, to FILE.
     #[arg(long, value_name = "FILE")]
     pub junit: Option<PathBuf>,
+}
+
+/// Where `conform` saves the first diverging trace unless `--save` says otherwise.
+pub const DEFAULT_SAVE: &str = "target/conformance/divergence.json";
+
+/// An output file must be creatable before a long run starts: its directory exists (`create`:
+/// or is made) and the file can be opened for writing. Nothing is left behind.
+pub fn check_output(path: &Path, create: bool) -> Result<(), String> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        if create {
+            std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        } else if !dir.is_dir() {
+            return Err(format!(
+                "cannot write {}: directory {} does not exist",
+                path.display(),
+                dir.display()
+            ));
+        }
+    }
+    crate::junit::check_writable(path)
 }
 
 /// Parses `K/N` with 1 <= K <= N.
@@ -161,6 +182,9 @@ pub fn traces(args: TracesArgs) -> ExitCode {
     };
     if args.random == Some(0) {
         return usage_error("--random needs at least one walk");
+    }
+    if let Err(e) = check_output(&args.out, false) {
+        return usage_error(e);
     }
     let file = match std::fs::File::create(&args.out) {
         Ok(f) => f,
@@ -326,10 +350,15 @@ pub fn conform(args: ConformArgs) -> ExitCode {
     {
         return usage_error(e);
     }
-    if let Some(path) = &args.junit
-        && let Err(e) = junit::check_writable(path)
-    {
-        return usage_error(e);
+    for (path, create) in [
+        (Some(&args.save), args.save == Path::new(DEFAULT_SAVE)),
+        (args.junit.as_ref(), false),
+    ] {
+        if let Some(path) = path
+            && let Err(e) = check_output(path, create)
+        {
+            return usage_error(e);
+        }
     }
     let opts = ConformOptions {
         jobs,

@@ -83,7 +83,7 @@ fn counterexamples(setup: &Setup, threads: usize) -> Vec<(&'static str, Vec<Acti
     let report = crate::progress::check_with_progress(
         setup.model.clone(),
         &setup.label,
-        setup.unreachable,
+        &setup.unreachable,
         threads,
         false,
         crate::progress::wanted(false),

@@ -110,8 +110,17 @@ pub fn write(path: &Path, suites: Vec<TestSuite>) -> Result<(), String> {
     std::fs::write(path, xml).map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
-/// Fails early, before a long run, when `path` cannot be written.
+/// Fails early, before a long run, when `path` cannot be written (its directory must exist).
 pub fn check_writable(path: &Path) -> Result<(), String> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty())
+        && !dir.is_dir()
+    {
+        return Err(format!(
+            "cannot write {}: directory {} does not exist",
+            path.display(),
+            dir.display()
+        ));
+    }
     let existed = path.exists();
     std::fs::OpenOptions::new()
         .append(true)

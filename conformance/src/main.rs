@@ -110,6 +110,13 @@ struct CheckArgs {
     /// Write JUnit XML, one test case per property, to FILE.
     #[arg(long, value_name = "FILE")]
     junit: Option<PathBuf>,
+    /// Stop (exit 2) when the search passes N unique states.
+    #[arg(long, value_name = "N")]
+    max_states: Option<usize>,
+    /// Stop (exit 2) when this process's resident memory passes SIZE (bytes, or K, M, G, T).
+    /// Default: three quarters of the machine's memory.
+    #[arg(long, value_name = "SIZE", value_parser = progress::parse_size)]
+    max_memory: Option<u64>,
 }
 
 fn usage_error(msg: String) -> ExitCode {
@@ -205,18 +212,23 @@ fn run_check(args: CheckArgs) -> ExitCode {
         Ok(s) => s,
         Err(e) => return usage_error(e),
     };
-    if let Some(path) = &args.junit
-        && let Err(e) = junit::check_writable(path)
-    {
-        return usage_error(e);
+    for path in [&args.junit, &args.mermaid, &args.trace_out].into_iter().flatten() {
+        if let Err(e) = junit::check_writable(path) {
+            return usage_error(e);
+        }
     }
-    let report = progress::check_with_progress(
+    let limits = progress::Limits {
+        max_states: args.max_states,
+        max_memory: args.max_memory.or_else(progress::default_max_memory),
+    };
+    let report = progress::check_with_limits(
         setup.model.clone(),
         &setup.label,
-        setup.unreachable,
+        &setup.unreachable,
         default_threads(args.threads),
         !args.no_acyclic,
         progress::wanted(args.json),
+        limits,
     );
     if let Some(path) = &args.junit
         && let Err(e) = junit::write(path, vec![junit::check_suite(&report)])
@@ -224,18 +236,53 @@ fn run_check(args: CheckArgs) -> ExitCode {
         return usage_error(e);
     }
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report).expect("report serializes"));
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&report_json(&report)).expect("report serializes")
+        );
     } else {
         print_report(&setup, &report);
     }
     if let Err(e) = write_files(&args, &setup, &report) {
         return usage_error(e);
     }
+    if let Some(warning) = unexposed_variant(&setup, &report) {
+        eprintln!("error: {warning}");
+        return ExitCode::from(2);
+    }
     if report.passed() {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
     }
+}
+
+/// The `--json` report: the checker's, with an example missing by design told apart from one
+/// that is really missing (`example_missing_by_design`).
+fn report_json(report: &CheckReport) -> serde_json::Value {
+    let mut v = serde_json::to_value(report).expect("report serializes");
+    if let Some(props) = v["properties"].as_array_mut() {
+        for p in props {
+            if p["status"] == "example_missing" && p["unreachable_by_design"] == true {
+                p["status"] = "example_missing_by_design".into();
+            }
+        }
+    }
+    v
+}
+
+/// A variant checked where its property holds: the configuration cannot expose its bug, so
+/// "PASSED" would say nothing. Its own bug-zoo preset does expose it.
+fn unexposed_variant(setup: &Setup, report: &CheckReport) -> Option<String> {
+    let info = setup.model.variant.info()?;
+    let status = report.properties.iter().find(|p| p.name == info.property)?.status;
+    (status != Status::Violated).then(|| {
+        format!(
+            "variant {} is not exposed by {}: \"{}\" holds, so this check says nothing about the bug; \
+             its bug-zoo preset `{}` exposes it (cdr check --variant {})",
+            info.name, setup.label, info.property, info.preset, info.name
+        )
+    })
 }
 
 /// `variants --check`: every variant checked on its preset; found when its property is violated.
@@ -257,7 +304,7 @@ fn check_variants(args: VariantsArgs) -> ExitCode {
         let report = progress::check_with_progress(
             setup.model.clone(),
             &setup.label,
-            setup.unreachable,
+            &setup.unreachable,
             threads,
             false,
             progress::wanted(args.json),
@@ -318,6 +365,13 @@ fn check_variants(args: VariantsArgs) -> ExitCode {
 }
 
 fn main() -> ExitCode {
+    // Output piped into `head` ends quietly, as other command-line tools do: the default
+    // SIGPIPE disposition ends the process (status 141 in a shell) instead of a panic in print.
+    #[cfg(unix)]
+    // SAFETY: setting a signal's disposition to the default before any thread starts.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
@@ -351,7 +405,12 @@ fn main() -> ExitCode {
             if json {
                 let list: Vec<_> = PRESETS
                     .iter()
-                    .map(|p| serde_json::json!({"name": p.name, "summary": p.summary, "config": (p.config)()}))
+                    .map(|p| {
+                        serde_json::json!({
+                            "name": p.name, "summary": p.summary, "config": (p.config)(),
+                            "unreachable": p.unreachable,
+                        })
+                    })
                     .collect();
                 println!("{}", serde_json::to_string_pretty(&list).expect("serializes"));
             } else {

@@ -36,7 +36,59 @@ pub fn counter(show: bool, what: &str) -> ProgressBar {
     bar
 }
 
-/// [`recovery_model::check::check`] with a progress line on stderr when `show`.
+/// Limits that stop a check before it exhausts the machine.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Limits {
+    /// Unique states.
+    pub max_states: Option<usize>,
+    /// Resident memory of this process, in bytes.
+    pub max_memory: Option<u64>,
+}
+
+/// The default `--max-memory`: three quarters of the machine's physical memory (none when
+/// `/proc/meminfo` cannot be read).
+pub fn default_max_memory() -> Option<u64> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let kib: u64 = info
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))?
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()?;
+    Some(kib * 1024 / 4 * 3)
+}
+
+/// Parses a size: bytes, or a number with `K`, `M`, `G` or `T` (binary units), e.g. `16G`.
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let (num, shift) = match t.char_indices().last() {
+        Some((i, 'K' | 'k')) => (&t[..i], 10),
+        Some((i, 'M' | 'm')) => (&t[..i], 20),
+        Some((i, 'G' | 'g')) => (&t[..i], 30),
+        Some((i, 'T' | 't')) => (&t[..i], 40),
+        _ => (t, 0),
+    };
+    let n: u64 = num
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{s}` is not a size (bytes, or a number with K, M, G or T)"))?;
+    if n == 0 {
+        return Err("a size must be positive".into());
+    }
+    n.checked_mul(1 << shift).ok_or_else(|| format!("`{s}` is too large"))
+}
+
+/// Resident memory of this process, in bytes.
+pub fn resident_bytes() -> Option<u64> {
+    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
+    let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
+    Some(pages * 4096)
+}
+
+/// [`recovery_model::check::check`] with a progress line on stderr when `show`. A check that
+/// passes a limit is stopped: the process exits 2 with the states reached and a hint.
 pub fn check_with_progress(
     model: RecoveryModel,
     label: &str,
@@ -45,9 +97,45 @@ pub fn check_with_progress(
     acyclic: bool,
     show: bool,
 ) -> CheckReport {
+    check_with_limits(model, label, unreachable, threads, acyclic, show, Limits::default())
+}
+
+/// [`check_with_progress`] with [`Limits`].
+pub fn check_with_limits(
+    model: RecoveryModel,
+    label: &str,
+    unreachable: &[&str],
+    threads: usize,
+    acyclic: bool,
+    show: bool,
+    limits: Limits,
+) -> CheckReport {
     let start = Instant::now();
     let bar = spinner(show);
     let report = recovery_model::check::check_with_progress(model, label, unreachable, threads, acyclic, &mut |p| {
+        let over = match (limits.max_states, limits.max_memory.zip(resident_bytes())) {
+            (Some(max), _) if p.unique_states > max => {
+                Some(format!("{} unique states passed --max-states {max}", p.unique_states))
+            }
+            (_, Some((max, rss))) if rss > max => Some(format!(
+                "resident memory {} MiB passed --max-memory {} MiB",
+                rss >> 20,
+                max >> 20
+            )),
+            _ => None,
+        };
+        if let Some(why) = over {
+            bar.finish_and_clear();
+            eprintln!(
+                "error: check of {label} stopped after {:.1} s: {why} ({} unique states, depth {})\n\
+                 hint: check a smaller configuration (fewer channels, checkpoints or upstream elements), \
+                 sample it with `cdr conform --random N`, or raise the limit",
+                start.elapsed().as_secs_f64(),
+                p.unique_states,
+                p.max_depth
+            );
+            std::process::exit(2);
+        }
         let secs = start.elapsed().as_secs_f64().max(1e-3);
         bar.set_message(format!(
             "breadth-first search: {} states, {} unique, depth {}, {:.0} states/s",
@@ -71,6 +159,16 @@ mod tests {
         let mut v = serde_json::to_value(r).unwrap();
         v["seconds"] = serde_json::Value::Null;
         v
+    }
+
+    #[test]
+    fn sizes_parse_in_binary_units_and_refuse_nonsense() {
+        assert_eq!(parse_size("512"), Ok(512));
+        assert_eq!(parse_size("4K"), Ok(4096));
+        assert_eq!(parse_size("16G"), Ok(16 << 30));
+        for bad in ["", "G", "-1G", "1.5G", "0", "99999999999T"] {
+            assert!(parse_size(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

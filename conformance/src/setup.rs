@@ -18,7 +18,73 @@ pub struct Setup {
     /// The model of that configuration and variant.
     pub model: RecoveryModel,
     /// `sometimes` properties this configuration cannot reach by design.
-    pub unreachable: &'static [&'static str],
+    pub unreachable: Vec<&'static str>,
+}
+
+/// A config file: a bare `ModelConfig`, or `{"config": ModelConfig, "unreachable": [...]}`
+/// (the shape of an entry of `cdr presets --json`), whose `unreachable` names the `sometimes`
+/// properties the configuration cannot reach by design.
+#[derive(serde::Deserialize)]
+#[serde(untagged)]
+enum ConfigFile {
+    Declared(DeclaredConfig),
+    Bare(ModelConfig),
+}
+
+#[derive(serde::Deserialize)]
+struct DeclaredConfig {
+    config: ModelConfig,
+    #[serde(default)]
+    unreachable: Vec<String>,
+    // The other fields of a `presets --json` entry are labels.
+    #[serde(default)]
+    #[allow(dead_code)]
+    name: Option<String>,
+    #[serde(default)]
+    #[allow(dead_code)]
+    summary: Option<String>,
+}
+
+/// The `sometimes` property named `name`, as the static name the checker uses.
+fn sometimes_property(name: &str) -> Result<&'static str, String> {
+    use recovery_model::properties::PROPERTIES;
+    use stateright::Expectation;
+    PROPERTIES
+        .iter()
+        .find(|(e, n, _)| *n == name && *e == Expectation::Sometimes)
+        .map(|(_, n, _)| *n)
+        .ok_or_else(|| {
+            let known: Vec<&str> = PROPERTIES
+                .iter()
+                .filter(|(e, ..)| *e == Expectation::Sometimes)
+                .map(|(_, n, _)| *n)
+                .collect();
+            format!("`{name}` is not a sometimes property; they are: {}", known.join(", "))
+        })
+}
+
+fn read_config(path: &Path) -> Result<(ModelConfig, Vec<&'static str>), String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    // Parsed as a bare config first, so that its field errors are the ones reported.
+    if let Ok(cfg) = serde_json::from_str::<ModelConfig>(&text) {
+        return Ok((cfg, Vec::new()));
+    }
+    match serde_json::from_str::<ConfigFile>(&text) {
+        Ok(ConfigFile::Declared(d)) => {
+            let unreachable = d
+                .unreachable
+                .iter()
+                .map(|n| sometimes_property(n))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| format!("{}: unreachable: {e}", path.display()))?;
+            Ok((d.config, unreachable))
+        }
+        Ok(ConfigFile::Bare(cfg)) => Ok((cfg, Vec::new())),
+        Err(_) => {
+            let e = serde_json::from_str::<ModelConfig>(&text).expect_err("not a bare config");
+            Err(format!("{} is not a valid ModelConfig: {e}", path.display()))
+        }
+    }
 }
 
 /// Parses a kebab-case variant name, listing the known ones when it is not one.
@@ -35,10 +101,14 @@ pub fn load(preset: Option<&str>, config: Option<&Path>, variant: &str) -> Resul
     let variant = parse_variant(variant)?;
     let (label, preset, config_file, cfg, unreachable) = match config {
         Some(path) => {
-            let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-            let cfg: ModelConfig = serde_json::from_str(&text)
-                .map_err(|e| format!("{} is not a valid ModelConfig: {e}", path.display()))?;
-            (path.display().to_string(), None, Some(path.to_path_buf()), cfg, &[][..])
+            let (cfg, unreachable) = read_config(path)?;
+            (
+                path.display().to_string(),
+                None,
+                Some(path.to_path_buf()),
+                cfg,
+                unreachable,
+            )
         }
         None => {
             let name = match (preset, variant.info()) {
@@ -48,7 +118,13 @@ pub fn load(preset: Option<&str>, config: Option<&Path>, variant: &str) -> Resul
             };
             let p = find_preset(name)
                 .ok_or_else(|| format!("unknown preset `{name}`; known presets: {}", preset_names().join(", ")))?;
-            (name.to_string(), Some(p.name), None, (p.config)(), p.unreachable)
+            (
+                name.to_string(),
+                Some(p.name),
+                None,
+                (p.config)(),
+                p.unreachable.to_vec(),
+            )
         }
     };
     cfg.validate().map_err(|e| format!("{label}: {e}"))?;

@@ -8,6 +8,7 @@
 
 use crate::driver::ModelDriver;
 use crate::observation::{Observation, Snapshot};
+use recovery_model::state::NetBuf;
 use recovery_model::{Action, ModelConfig, RecoveryModel, State, Variant, preset};
 use serde::{Deserialize, Serialize};
 use stateright::{Model, Path};
@@ -97,9 +98,83 @@ pub enum TraceError {
         /// The enabled actions, readable.
         enabled: String,
     },
+    /// An index in an action that the configuration does not have (a channel, a checkpoint,
+    /// a buffer).
+    #[error("step {step}: {field} {value} is out of range ({limit})")]
+    BadIndex {
+        /// 1-based step number.
+        step: usize,
+        /// Which field of the action.
+        field: &'static str,
+        /// What the file says.
+        value: u32,
+        /// What the configuration allows, in words.
+        limit: String,
+    },
+    /// The file is larger than a trace can sensibly be.
+    #[error("{path} is {size} bytes; traces larger than {max} bytes are refused")]
+    TooLarge {
+        /// The file.
+        path: String,
+        /// Its size.
+        size: u64,
+        /// [`MAX_TRACE_BYTES`].
+        max: u64,
+    },
     /// The file could not be read or written.
     #[error("{0}")]
     Io(String),
+}
+
+/// The largest trace file `Trace::read` accepts. A trace is one path of the model: even the
+/// largest presets' longest paths are a few hundred steps (a few MB of JSON).
+pub const MAX_TRACE_BYTES: u64 = 64 << 20;
+
+/// Checks every index an action carries against `cfg`, so that no later step (the model's
+/// successor function, the readable form of an action) indexes past the configuration.
+pub fn check_indices(cfg: &ModelConfig, actions: &[Action]) -> Result<(), TraceError> {
+    let channels = cfg.channels.len();
+    for (i, a) in actions.iter().enumerate() {
+        let bad = |field, value: u32, limit: String| TraceError::BadIndex {
+            step: i + 1,
+            field,
+            value,
+            limit,
+        };
+        let Some(c) = a.channel() else { continue };
+        if c as usize >= channels {
+            return Err(bad(
+                "channel",
+                c.into(),
+                format!("the configuration has {channels} channels"),
+            ));
+        }
+        let ch = &cfg.channels[c as usize];
+        match *a {
+            Action::InsertRecoveryCheckpointBarrier { cp, .. }
+            | Action::CheckpointStarted { cp, .. }
+            | Action::EmitCheckpointBarrier { cp, .. }
+                if cp == 0 || cp > cfg.checkpoints =>
+            {
+                return Err(bad("cp", cp.into(), format!("checkpoints are 1..={}", cfg.checkpoints)));
+            }
+            Action::Recycle { buffer, .. } | Action::ReturnFloatingBuffer { buffer, .. } => {
+                let (id, max, kind) = match buffer {
+                    NetBuf::Exclusive(id) => (id, ch.exclusive, "exclusive"),
+                    NetBuf::Floating(id) => (id, ch.floating, "floating"),
+                };
+                if id >= max {
+                    return Err(bad(
+                        "buffer",
+                        id.into(),
+                        format!("channel {c} has {max} {kind} buffers"),
+                    ));
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 /// `#/steps/` followed by the Explorer's action indices of `actions` from the initial state.
@@ -194,7 +269,10 @@ impl Trace {
 
     /// The stateright path of this trace (every action enabled).
     pub fn to_path(&self) -> Result<Path<State, Action>, TraceError> {
-        to_path(&self.model()?, &self.actions())
+        let model = self.model()?;
+        let actions = self.actions();
+        check_indices(&model.cfg, &actions)?;
+        to_path(&model, &actions)
     }
 
     /// Parses and checks a trace: version and model first (so that another version's shape
@@ -229,19 +307,26 @@ impl Trace {
         serde_json::to_string_pretty(self).expect("a trace serializes")
     }
 
-    /// Reads and checks a trace file.
+    /// Reads and checks a trace file (at most [`MAX_TRACE_BYTES`]).
     pub fn read(path: &std::path::Path) -> Result<Trace, TraceError> {
+        let size = std::fs::metadata(path)
+            .map_err(|e| TraceError::Io(format!("cannot read {}: {e}", path.display())))?
+            .len();
+        if size > MAX_TRACE_BYTES {
+            return Err(TraceError::TooLarge {
+                path: path.display().to_string(),
+                size,
+                max: MAX_TRACE_BYTES,
+            });
+        }
         let text = std::fs::read_to_string(path)
             .map_err(|e| TraceError::Io(format!("cannot read {}: {e}", path.display())))?;
         Trace::from_json(&text)
     }
 
     /// Writes the trace as pretty JSON.
+    /// Its directory must exist: a mistyped path is an error, not a new directory.
     pub fn write(&self, path: &std::path::Path) -> Result<(), TraceError> {
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir)
-                .map_err(|e| TraceError::Io(format!("cannot create {}: {e}", dir.display())))?;
-        }
         std::fs::write(path, self.to_json() + "\n")
             .map_err(|e| TraceError::Io(format!("cannot write {}: {e}", path.display())))
     }

@@ -1,0 +1,197 @@
+//! The bad-input table (docs/reliability.md): every row is a command that must end with a
+//! clear first line and its exit code, never a panic. Exit 2 is a usage or input error.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+struct Dir(PathBuf);
+
+impl Dir {
+    fn new() -> Dir {
+        let d = std::env::temp_dir().join(format!("cdr-bad-inputs-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        Dir(d)
+    }
+    fn file(&self, name: &str, text: &str) -> String {
+        let p = self.0.join(name);
+        std::fs::write(&p, text).unwrap();
+        p.display().to_string()
+    }
+    fn path(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+}
+
+/// A valid trace of `tiny` (the counterexample of a variant), as JSON.
+fn valid_trace(dir: &Dir) -> serde_json::Value {
+    let out = dir.path("valid.json");
+    let status = Command::new(env!("CARGO_BIN_EXE_cdr"))
+        .args([
+            "check",
+            "--variant",
+            "stash-replayed-at-head",
+            "--no-acyclic",
+            "--json",
+            "--trace-out",
+        ])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(status.status.code(), Some(1));
+    serde_json::from_str(&std::fs::read_to_string(out).unwrap()).unwrap()
+}
+
+fn run(args: &[&str]) -> (i32, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_cdr"))
+        .args(args)
+        .output()
+        .expect("cdr runs");
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    (out.status.code().unwrap_or(-1), stderr)
+}
+
+#[test]
+fn every_bad_input_gets_its_exit_code_and_a_clear_first_line() {
+    let dir = Dir::new();
+    let trace = valid_trace(&dir);
+    let with = |f: &dyn Fn(&mut serde_json::Value)| {
+        let mut t = trace.clone();
+        f(&mut t);
+        t.to_string()
+    };
+    let channel7 = dir.file(
+        "channel7.json",
+        &with(&|t| t["steps"][2]["action"]["channel"] = 7.into()),
+    );
+    let cp200 = dir.file(
+        "cp200.json",
+        &with(&|t| {
+            t["steps"][0]["action"] = serde_json::json!({"action": "checkpoint-started", "channel": 0, "cp": 200})
+        }),
+    );
+    let buffer250 = dir.file(
+        "buffer250.json",
+        &with(&|t| {
+            t["steps"][0]["action"] =
+                serde_json::json!({"action": "recycle", "channel": 1, "buffer": {"kind": "exclusive", "id": 250}})
+        }),
+    );
+    let version9 = dir.file("v9.json", &with(&|t| t["format_version"] = 9.into()));
+    let other_model = dir.file("model.json", &with(&|t| t["model"] = "2pc".into()));
+    let bad_variant = dir.file("variant.json", &with(&|t| t["variant"] = "nonsense".into()));
+    let not_enabled = dir.file(
+        "not-enabled.json",
+        &with(&|t| t["steps"][0]["action"] = serde_json::json!({"action": "get-next-buffer", "channel": 0})),
+    );
+    let unknown_action = dir.file(
+        "unknown-action.json",
+        &with(&|t| t["steps"][0]["action"] = serde_json::json!({"action": "fly", "channel": 0})),
+    );
+    let big = dir.path("big.json");
+    std::fs::File::create(&big).unwrap().set_len(65 << 20).unwrap();
+    let big = big.display().to_string();
+    let empty = dir.file("empty.json", "");
+    let not_json = dir.file("not.json", "{ this is not json");
+    let cfg_field = dir.file("cfg-field.json", r#"{"channels": [], "checkpoints": 1, "bogus": 1}"#);
+    let cfg_empty = dir.file("cfg-empty.json", r#"{"channels": [], "checkpoints": 1}"#);
+    let cfg_unreachable = dir.file(
+        "cfg-unreachable.json",
+        r#"{"config": {"channels": [{"kind": "local", "recovered": 1, "upstream": ["data"]}], "checkpoints": 1}, "unreachable": ["no such example"]}"#,
+    );
+    let dirpath = dir.0.display().to_string();
+    let nowhere = "/nonexistent-dir/out.json";
+
+    #[rustfmt::skip]
+    let table: Vec<(Vec<&str>, i32, &str)> = vec![
+        (vec!["replay", &channel7], 2, "error: "),
+        (vec!["replay", &cp200], 2, "error: "),
+        (vec!["replay", &buffer250], 2, "error: "),
+        (vec!["replay", &version9], 2, "error: "),
+        (vec!["replay", &other_model], 2, "error: "),
+        (vec!["replay", &bad_variant], 2, "error: "),
+        (vec!["replay", &not_enabled], 2, "error: "),
+        (vec!["replay", &unknown_action], 2, "error: "),
+        (vec!["replay", &big], 2, "error: "),
+        (vec!["replay", &empty], 2, "error: "),
+        (vec!["replay", &not_json], 2, "error: "),
+        (vec!["replay", "/nonexistent-dir/trace.json"], 2, "error: "),
+        (vec!["replay", &dirpath], 2, "error: "),
+        (vec!["check", "--config", &cfg_field], 2, "error: "),
+        (vec!["check", "--config", &cfg_empty], 2, "error: "),
+        (vec!["check", "--config", &cfg_unreachable], 2, "error: "),
+        (vec!["check", "--config", "/nonexistent-dir/cfg.json"], 2, "error: cannot read"),
+        (vec!["check", "--preset", "nonsense"], 2, "error: unknown preset"),
+        (vec!["check", "--variant", "nonsense"], 2, "error: unknown variant"),
+        (vec!["check", "--threads", "0"], 2, "error: invalid value '0'"),
+        (vec!["check", "--threads", "99999"], 2, "error: invalid value '99999'"),
+        (vec!["check", "--threads", "many"], 2, "error: invalid value 'many'"),
+        (vec!["check", "--max-memory", "0"], 2, "error: invalid value '0'"),
+        (vec!["check", "--max-memory", "lots"], 2, "error: invalid value 'lots'"),
+        (vec!["check", "--preset", "ci", "--max-states", "1000"], 2, "error: check of ci stopped"),
+        (vec!["check", "--preset", "tiny", "--trace-out", nowhere], 2, "error: cannot write"),
+        (vec!["check", "--preset", "tiny", "--mermaid", nowhere], 2, "error: cannot write"),
+        (vec!["check", "--preset", "tiny", "--junit", nowhere], 2, "error: cannot write"),
+        (vec!["check", "--preset", "tiny", "--variant", "finish-delivery-during-conversion"], 2, "error: variant finish-delivery-during-conversion is not exposed"),
+        (vec!["conform", "--preset", "nonsense"], 2, "error: unknown preset"),
+        (vec!["conform", "--random", "0"], 2, "error: --random needs"),
+        (vec!["conform", "--shard", "0/3"], 2, "error: invalid value '0/3'"),
+        (vec!["conform", "--shard", "4/3"], 2, "error: invalid value '4/3'"),
+        (vec!["conform", "--jobs", "0"], 2, "error: invalid value '0'"),
+        (vec!["conform", "--watchdog", "0"], 2, "error: invalid value '0'"),
+        (vec!["conform", "--random", "3", "--require-complete"], 2, "error: the argument"),
+        (vec!["conform", "--preset", "tiny", "--save", nowhere], 2, "error: cannot write"),
+        (vec!["conform", "--preset", "tiny", "--driver-cmd", "/nonexistent-dir/driver"], 2, "error: harness error: cannot start"),
+        (vec!["conform", "--preset", "tiny", "--driver-cmd", "driver 'unbalanced"], 2, "error: harness error: unbalanced quote"),
+        (vec!["traces", "--preset", "tiny", "--out", nowhere], 2, "error: cannot write"),
+        (vec!["traces", "--preset", "nonsense", "--out", "x.jsonl"], 2, "error: unknown preset"),
+        (vec!["variants", "--junit", "x.xml"], 2, "error: the following required arguments"),
+        (vec!["explore", "--preset", "nonsense"], 2, "error: unknown preset"),
+        (vec!["nonsense"], 2, "error: unrecognized subcommand"),
+    ];
+    assert!(table.len() >= 30);
+    let mut failures = Vec::new();
+    for (args, code, first) in &table {
+        let (got, stderr) = run(args);
+        let line = stderr.lines().next().unwrap_or("");
+        if got != *code || !line.starts_with(first) || stderr.contains("panicked") {
+            failures.push(format!(
+                "cdr {}: exit {got}, first line {line:?} (want {code}, {first:?})",
+                args.join(" ")
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn output_piped_into_a_closed_reader_ends_quietly() {
+    use std::io::Read;
+    for args in [
+        &["presets", "--json"][..],
+        &["variants", "--json"],
+        &["check", "--preset", "tiny", "--json"],
+    ] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_cdr"))
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Read one byte, then close the pipe, as `head -c 1` does.
+        let mut out = child.stdout.take().unwrap();
+        let mut one = [0u8; 1];
+        out.read_exact(&mut one).unwrap();
+        drop(out);
+        let mut err = String::new();
+        child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+        let status = child.wait().unwrap();
+        assert!(!err.contains("panicked"), "cdr {}: {err}", args.join(" "));
+        // Ended by SIGPIPE (as `cat` would be) or, if everything fit in the pipe, success.
+        use std::os::unix::process::ExitStatusExt;
+        assert!(
+            status.signal() == Some(13) || status.success(),
+            "cdr {}: {status:?}",
+            args.join(" ")
+        );
+    }
+}

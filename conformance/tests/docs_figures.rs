@@ -1,0 +1,54 @@
+//! Figures the docs quote that the code can produce, checked so that they cannot go stale.
+//! The `ci` check takes about a minute in release, so it runs in the full CI tier
+//! (`cargo test --release -p conformance --test docs_figures -- --ignored`).
+
+use recovery_model::check::check;
+use recovery_model::{RecoveryModel, Variant, preset};
+
+fn readme() -> String {
+    std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md")).unwrap()
+}
+
+/// `n` with thousands separators, as the docs write it.
+fn grouped(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+#[test]
+#[ignore = "a minute in release: the full CI tier runs it"]
+fn the_readme_gives_the_state_count_of_the_ci_preset() {
+    let model = RecoveryModel::new(preset("ci").unwrap(), Variant::Fixed);
+    let report = check(model, "ci", &[], 2, false);
+    let figure = format!("`ci`, {} states", grouped(report.unique_states));
+    assert!(readme().contains(&figure), "README should say {figure}");
+}
+
+#[test]
+fn the_readme_names_every_subcommand_of_cdr() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_cdr"))
+        .arg("--help")
+        .output()
+        .unwrap();
+    let help = String::from_utf8_lossy(&out.stdout);
+    let commands: Vec<&str> = help
+        .lines()
+        .skip_while(|l| !l.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|c| *c != "help")
+        .collect();
+    assert!(commands.len() >= 8, "{commands:?}");
+    let readme = readme();
+    for c in commands {
+        assert!(readme.contains(&format!("| `{c}")), "the README's table lacks `{c}`");
+    }
+}
