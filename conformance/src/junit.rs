@@ -31,6 +31,13 @@ pub fn check_suite(r: &CheckReport) -> TestSuite {
                 s
             }
             Status::ExampleMissing => failure("example missing", None),
+            // A defect of the Flink version this configuration describes: known, reported with
+            // its counterexample, not a failure of the protocol under check.
+            Status::Violated if p.violated_by_design => {
+                let mut s = TestCaseStatus::skipped();
+                s.set_message("violated by design: a known defect of the Flink version this configuration describes");
+                s
+            }
             Status::Violated => failure("violated", p.trace.as_ref().map(|t| t.join("\n"))),
         };
         let mut case = TestCase::new(p.name, status);

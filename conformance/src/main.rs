@@ -143,6 +143,7 @@ fn print_report(setup: &Setup, r: &CheckReport) {
     for p in &r.properties {
         let mark = match p.status {
             Status::Holds => "holds",
+            Status::Violated if p.violated_by_design => "VIOLATED (by design: a defect of the Flink version modelled)",
             Status::Violated => "VIOLATED",
             Status::ExampleFound => "example found",
             Status::ExampleMissing if p.unreachable_by_design => "example missing (unreachable by design)",

@@ -102,13 +102,13 @@ proptest! {
     ) {
         let cfg = serde_json::to_value(preset("tiny").unwrap()).unwrap();
         let text = mutate(&cfg, pick, remove, with).to_string();
-        if let Ok(cfg) = serde_json::from_str::<ModelConfig>(&text) {
-            if cfg.validate().is_ok() {
-                // Within the bounds: the model builds and takes its first steps.
-                let model = RecoveryModel::new(cfg, Variant::Fixed);
-                let mut rng = conformance::generate::SplitMix64::new(1);
-                let _ = conformance::generate::random_walk(&model, &mut rng, 20);
-            }
+        if let Ok(cfg) = serde_json::from_str::<ModelConfig>(&text)
+            && cfg.validate().is_ok()
+        {
+            // Within the bounds: the model builds and takes its first steps.
+            let model = RecoveryModel::new(cfg, Variant::Fixed);
+            let mut rng = conformance::generate::SplitMix64::new(1);
+            let _ = conformance::generate::random_walk(&model, &mut rng, 20);
         }
     }
 
