@@ -39,12 +39,22 @@ fn check_of_tiny_prints_every_verdict_as_json_and_exits_zero() {
     for p in props {
         let status = p["status"].as_str().unwrap();
         assert!(
-            ["holds", "violated", "example_found", "example_missing", "example_missing_by_design"].contains(&status)
+            [
+                "holds",
+                "violated",
+                "example_found",
+                "example_missing",
+                "example_missing_by_design"
+            ]
+            .contains(&status)
         );
         assert_ne!(status, "violated", "{}", p["name"]);
         // tiny declares its unreachable examples: none is reported as really missing.
         assert_ne!(status, "example_missing", "{}", p["name"]);
-        assert_eq!(status == "example_missing_by_design", p["unreachable_by_design"] == true);
+        assert_eq!(
+            status == "example_missing_by_design",
+            p["unreachable_by_design"] == true
+        );
     }
 }
 
