@@ -16,7 +16,7 @@ use std::fmt;
 use std::str::FromStr;
 
 /// An element of a queue, stash, subpartition, the wire or a checkpoint, by what it carries.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(try_from = "String", into = "String")]
 pub enum Item {
     /// Recovered data buffer `i` of the channel (`r0`).
@@ -106,7 +106,7 @@ impl From<Item> for String {
 }
 
 /// A network buffer of a remote channel's `BufferManager`: exclusive `x0` or floating `f0`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(try_from = "String", into = "String")]
 pub struct Buf(pub NetBuf);
 
@@ -139,7 +139,7 @@ impl From<Buf> for String {
 
 /// One queued element: what it is, its sequence number where the channel has assigned one, and
 /// the network buffer holding it where that is one of the channel's own.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Element {
     /// What it carries.
@@ -153,7 +153,7 @@ pub struct Element {
 }
 
 /// A `BufferResponse` on the wire from the producer's Netty server to the consumer.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WireElement {
     /// What it carries.
@@ -167,7 +167,7 @@ pub struct WireElement {
 /// `Buffer.DataType` of what follows the returned element (`nextDataType`, `moreAvailable` when
 /// not `none`): the gate keeps a channel queued on it (at the head when it has priority), the
 /// Netty server keeps a view reader queued on it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum DataType {
     /// `NONE`: nothing the caller may take next.
@@ -197,7 +197,7 @@ impl DataType {
 }
 
 /// Why a call failed, by kind (messages differ between the two descriptions on purpose).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum ErrorKind {
     /// A peer broke the protocol: live data reached a channel in recovery.
@@ -220,7 +220,7 @@ pub enum ErrorKind {
 }
 
 /// Why `checkpointStarted` refused a checkpoint.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Refusal {
     /// Declined: no `RecoveryCheckpointBarrier` for it in the queue.
@@ -232,7 +232,7 @@ pub enum Refusal {
 }
 
 /// What a caller of the implementation sees when one step returns.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case", tag = "kind", deny_unknown_fields)]
 pub enum Observation {
     /// The call returned (or reached a pause point, see [`Pending`]) with nothing to show.
@@ -305,7 +305,7 @@ impl Observation {
 
 /// A thread that is between two critical sections of one call (a pause point of the
 /// implementation, a pending step of the model).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, Default, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case", tag = "at", deny_unknown_fields)]
 pub enum Pending {
     /// Not inside a call.
@@ -343,7 +343,7 @@ pub enum Pending {
 }
 
 /// `ChannelStatePersister.CheckpointStatus`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum PersistStatus {
     /// No persist window open.
@@ -355,7 +355,7 @@ pub enum PersistStatus {
 }
 
 /// Who holds the network buffers of a remote channel.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, Default, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Buffers {
     /// `bufferQueue.exclusiveBuffers`, head first.
@@ -371,7 +371,7 @@ pub struct Buffers {
 }
 
 /// The credit side of a remote channel and its producer's view reader.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Credit {
     /// `notifyAvailable` of the `BufferManager`.
@@ -395,7 +395,7 @@ pub struct Credit {
 }
 
 /// One input channel, as both descriptions can show it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ChannelView {
     /// Local or remote.
@@ -438,7 +438,7 @@ pub struct ChannelView {
 }
 
 /// The gate, as both descriptions can show it.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GateView {
     /// `inputChannelsWithData`: the channels the task polls next, head first.
@@ -450,7 +450,7 @@ pub struct GateView {
 }
 
 /// The abstract state after a step: every channel, the gate, and the threads inside a call.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Snapshot {
     /// By channel index.

@@ -19,7 +19,7 @@ use std::time::Duration;
 pub const PROTOCOL_VERSION: u32 = 1;
 
 /// A request from `cdr` to a driver.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "op", rename_all = "kebab-case", deny_unknown_fields)]
 pub enum Request {
     /// First message: who are you, what can you do.
@@ -44,7 +44,7 @@ pub enum Request {
 }
 
 /// What a driver can do, from its `hello` reply.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Capabilities {
     /// Shown in reports.
     pub name: String,
@@ -60,7 +60,7 @@ pub struct Capabilities {
 }
 
 /// A driver's reply.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "reply", rename_all = "kebab-case", deny_unknown_fields)]
 pub enum Reply {
     /// To `hello`.
@@ -115,6 +115,22 @@ impl Reply {
         }
         serde_json::from_value(value)
     }
+}
+
+/// The JSON Schema (draft 2020-12) of every protocol message, derived from the serde types
+/// themselves: `docs/driver-protocol.schema.json` is this value, and a test keeps it so.
+pub fn json_schema() -> serde_json::Value {
+    let mut generator = schemars::generate::SchemaSettings::draft2020_12().into_generator();
+    let request = generator.subschema_for::<Request>();
+    let reply = generator.subschema_for::<Reply>();
+    let definitions = generator.take_definitions(true);
+    serde_json::json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": format!("cdr driver protocol, version {PROTOCOL_VERSION}"),
+        "description": "One message per line: a request from cdr to a driver, or a driver's reply. See driver-protocol.md.",
+        "oneOf": [request, reply],
+        "$defs": definitions,
+    })
 }
 
 /// The features a configuration needs, in the names of [`Capabilities::features`].

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 /// Which physical input channel class a channel stands for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum ChannelKind {
     /// `LocalInputChannel`: the consumer polls the producer's subpartition view directly.
@@ -14,7 +14,7 @@ pub enum ChannelKind {
 }
 
 /// One element the upstream producer writes into the subpartition, in order.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Upstream {
     /// A data buffer: needs credit on a remote channel.
@@ -24,7 +24,7 @@ pub enum Upstream {
 }
 
 /// How recovered buffers reach the physical channel.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, Default, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Delivery {
     /// The channel-state drainer on the IO thread pushes recovered buffers one by one with
@@ -63,7 +63,7 @@ impl Delivery {
 }
 
 /// One input channel of the gate.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ChannelConfig {
     /// Local or remote.
@@ -93,7 +93,7 @@ fn is_zero(n: &u8) -> bool {
 }
 
 /// A complete configuration of the model.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ModelConfig {
     /// The channels of the one input gate, in channel-index order.

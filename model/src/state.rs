@@ -15,7 +15,7 @@ use std::fmt;
 pub type CheckpointId = u8;
 
 /// What an element of a channel queue, stash, subpartition or the wire is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case", tag = "kind", content = "id")]
 pub enum Payload {
     /// Recovered data buffer number `i` of this channel, read from the checkpoint.
@@ -64,7 +64,7 @@ impl fmt::Display for Payload {
 }
 
 /// A network buffer of a remote channel's `BufferManager`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case", tag = "kind", content = "id")]
 pub enum NetBuf {
     /// Exclusive segment `i` from the global `NetworkBufferPool`.
@@ -83,7 +83,7 @@ impl fmt::Display for NetBuf {
 }
 
 /// One element of `recoveredBuffers` (local) or `receivedBuffers` (remote).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Entry {
     /// What the element is.
     pub payload: Payload,
@@ -95,7 +95,7 @@ pub struct Entry {
 }
 
 /// What the consumer saw: one element returned by `getNextBuffer` to the gate.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Delivered {
     /// What was polled.
     pub payload: Payload,
@@ -104,7 +104,7 @@ pub struct Delivered {
 }
 
 /// Why a protocol assertion fired; any of these is a safety violation.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Violation {
     /// `onBuffer` got a live data buffer while the channel is in recovery (bug B10's assertion).
@@ -188,7 +188,7 @@ pub struct Channel {
 }
 
 /// How a checkpoint ended, if it did.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum CheckpointStatus {
     /// No barrier of it has reached the task yet.
@@ -206,7 +206,7 @@ pub enum CheckpointStatus {
 }
 
 /// What the task (mailbox) thread is in the middle of; it runs one thing at a time.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum TaskPc {
     /// Free to run the default action (poll the gate) or a mail.
@@ -254,7 +254,7 @@ pub enum TaskPc {
 }
 
 /// What `getNextBuffer` throws once an upstream failed (`faults`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Failure {
     /// Remote: `checkError()` rethrows the cause `onError` set (a `RemoteTransportException`).
@@ -268,7 +268,7 @@ pub enum Failure {
 
 /// A credit announcement computed under the `bufferQueue` lock and made after releasing it:
 /// `inputChannel.notifyBufferAvailable(n)`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Announce {
     /// The channel.
     pub channel: u8,
@@ -277,7 +277,7 @@ pub struct Announce {
 }
 
 /// `onBuffer` released `receivedBuffers` and is about to call `onSenderBacklog(backlog)`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SenderBacklog {
     /// The channel.
     pub channel: u8,
@@ -286,7 +286,7 @@ pub struct SenderBacklog {
 }
 
 /// The recycler's post-lock work.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum RecyclerPc {
     /// Nothing pending.
