@@ -17,9 +17,13 @@ use std::time::Duration;
 /// Arguments of `cdr conform`.
 #[derive(Args, Debug)]
 pub struct ConformArgs {
-    /// Named configuration whose traces are replayed.
-    #[arg(long, default_value = "ci")]
-    pub preset: String,
+    /// Named configuration whose traces are replayed (default: `ci`).
+    #[arg(long, conflicts_with = "config")]
+    pub preset: Option<String>,
+    /// JSON file with a full ModelConfig (or `{"config": ..., "unreachable": [...]}`, as
+    /// `check --config` reads) instead of a preset.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
     /// Replay one trace per edge of the reachable state graph (the default).
     #[arg(long, conflicts_with = "random")]
     pub edges: bool,
@@ -262,12 +266,12 @@ fn usage_error(msg: impl std::fmt::Display) -> ExitCode {
 /// Saves the diverging prefix as a trace and returns the line that replays it.
 fn save_divergence(
     model: &RecoveryModel,
-    preset: &str,
+    preset: Option<&str>,
     d: &Divergence,
     path: &Path,
     driver_cmd: Option<&str>,
 ) -> String {
-    match Trace::record(model, Some(preset), &d.actions) {
+    match Trace::record(model, preset, &d.actions) {
         Ok(mut trace) => {
             trace.reason = Some(format!("diverged at step {} in `cdr conform`", d.step));
             match trace.write(path) {
@@ -284,15 +288,16 @@ fn save_divergence(
     }
 }
 
-fn print_report(args: &ConformArgs, jobs: usize, r: &ConformReport) {
+fn print_report(args: &ConformArgs, label: &str, jobs: usize, r: &ConformReport) {
     let mode = match args.random {
         Some(n) => format!("{n} random walks, seed {}", args.seed),
         None => "edge-complete".to_string(),
     };
     let shard = r.shard.as_ref().map_or_else(String::new, |s| format!(" / shard {s}"));
     println!(
-        "conform: preset {} / variant fixed / {mode}{shard} / driver {} / {jobs} jobs",
-        args.preset, r.driver
+        "conform: {} {label} / variant fixed / {mode}{shard} / driver {} / {jobs} jobs",
+        if args.config.is_some() { "config" } else { "preset" },
+        r.driver
     );
     println!(
         "traces {}  steps {}  {:.1} s  ({:.0} steps/s)",
@@ -328,17 +333,20 @@ fn print_report(args: &ConformArgs, jobs: usize, r: &ConformReport) {
 
 /// `cdr conform`.
 pub fn conform(args: ConformArgs) -> ExitCode {
-    let Some(cfg) = preset(&args.preset) else {
-        return usage_error(format!(
-            "unknown preset `{}`; known presets: {}",
-            args.preset,
-            preset_names().join(", ")
-        ));
+    // The same resolution and validation as `check`: a preset, or a config file.
+    let setup = match crate::setup::load(
+        Some(args.preset.as_deref().unwrap_or("ci")).filter(|_| args.config.is_none()),
+        args.config.as_deref(),
+        "fixed",
+    ) {
+        Ok(s) => s,
+        Err(e) => return usage_error(e),
     };
     if args.random == Some(0) {
         return usage_error("--random needs at least one walk");
     }
-    let model = RecoveryModel::new(cfg, Variant::Fixed);
+    let label = setup.label.clone();
+    let model = setup.model;
     let jobs = args.jobs.map_or_else(
         || std::thread::available_parallelism().map_or(1, |n| n.get()),
         usize::from,
@@ -387,10 +395,10 @@ pub fn conform(args: ConformArgs) -> ExitCode {
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report).expect("serializes"));
     } else {
-        print_report(&args, jobs, &report);
+        print_report(&args, &label, jobs, &report);
     }
     if let Some(d) = &report.first_divergence {
-        let saved = save_divergence(&model, &args.preset, d, &args.save, args.driver_cmd.as_deref());
+        let saved = save_divergence(&model, setup.preset, d, &args.save, args.driver_cmd.as_deref());
         // The details go to stderr so that `--json` stays one object on stdout.
         eprintln!("\n{d}\n{saved}");
     }
@@ -403,7 +411,7 @@ pub fn conform(args: ConformArgs) -> ExitCode {
         eprintln!("incomplete: {what}");
     }
     if let Some(path) = &args.junit {
-        let case = junit::conform_case(&args.preset, &report, args.require_complete);
+        let case = junit::conform_case(&label, &report, args.require_complete);
         if let Err(e) = junit::write(path, vec![junit::suite_of("conform", case)]) {
             return usage_error(e);
         }

@@ -155,3 +155,44 @@ fn require_complete_passes_a_full_run_and_shards_must_be_k_of_n() {
         assert_eq!(code, 2, "--shard {bad}: {err}");
     }
 }
+
+#[test]
+fn conform_replays_a_config_file_with_check_s_validation() {
+    // A preset's entry of `presets --json` is a config file; replaying it is replaying the preset.
+    let (_, presets, _) = cdr(&["presets", "--json"]);
+    let presets: serde_json::Value = serde_json::from_str(&presets).unwrap();
+    let entry = presets
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "local-buffers")
+        .unwrap();
+    let file = temp("local-buffers.json");
+    std::fs::write(&file, entry.to_string()).unwrap();
+    let file = file.to_str().unwrap();
+    let (code, out, err) = cdr(&["conform", "--config", file, "--edges", "--require-complete", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let by_config: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let (code, out, err) = cdr(&["conform", "--preset", "local-buffers", "--edges", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let by_preset: serde_json::Value = serde_json::from_str(&out).unwrap();
+    for key in [
+        "traces",
+        "steps",
+        "edges_covered",
+        "edges_total",
+        "action_kinds_covered",
+    ] {
+        assert_eq!(by_config[key], by_preset[key], "{key}");
+    }
+
+    // A config that check refuses, conform refuses the same way, before any trace.
+    let bad = temp("no-channels.json");
+    std::fs::write(&bad, r#"{"channels": [], "checkpoints": 1}"#).unwrap();
+    let (code, _, err) = cdr(&["conform", "--config", bad.to_str().unwrap()]);
+    let (check_code, _, check_err) = cdr(&["check", "--config", bad.to_str().unwrap()]);
+    assert_eq!((code, check_code), (2, 2), "{err}");
+    assert_eq!(err.lines().next(), check_err.lines().next());
+    let (code, _, err) = cdr(&["conform", "--config", file, "--preset", "tiny"]);
+    assert_eq!(code, 2, "{err}");
+}
