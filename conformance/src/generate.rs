@@ -180,30 +180,8 @@ impl Iterator for EdgeCover<'_> {
     }
 }
 
-/// SplitMix64: a small, seedable, portable generator for random walks.
-#[derive(Clone, Debug)]
-pub struct SplitMix64(u64);
-
-impl SplitMix64 {
-    /// A generator from `seed`.
-    pub fn new(seed: u64) -> Self {
-        SplitMix64(seed)
-    }
-
-    /// The next number.
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// A number below `n` (n > 0).
-    pub fn below(&mut self, n: usize) -> usize {
-        (self.next_u64() % n as u64) as usize
-    }
-}
+/// The seeded generator of random walks, shared with the model's simulation.
+pub use recovery_model::simulate::SplitMix64;
 
 /// A random walk from the initial state until no action is enabled (the graph is acyclic) or
 /// `max_steps` steps; also returns the fingerprints of the states visited.

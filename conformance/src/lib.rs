@@ -23,5 +23,6 @@ pub mod protocol;
 pub mod replay;
 pub mod report;
 pub mod setup;
+pub mod simulate_cmd;
 pub mod trace;
 pub mod validate;

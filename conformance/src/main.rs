@@ -27,6 +27,9 @@ struct Cli {
 enum Command {
     /// Check every property of a configuration exhaustively (breadth-first).
     Check(CheckArgs),
+    /// Seeded random walks that evaluate every property, for configurations too large to
+    /// check exhaustively; a violation is shrunk and reproducible from its seed.
+    Simulate(conformance::simulate_cmd::SimulateArgs),
     /// Replay model traces against the implementation and report the first divergence.
     Conform(conformance::cli::ConformArgs),
     /// Replay one trace file against the implementation.
@@ -384,6 +387,7 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Check(args) => run_check(args),
         Command::Conform(args) => conformance::cli::conform(args),
+        Command::Simulate(args) => conformance::simulate_cmd::simulate(args),
         Command::Explore(args) => conformance::explore::explore(args),
         Command::Replay(args) => conformance::cli::replay(args),
         Command::Traces(args) => conformance::cli::traces(args),

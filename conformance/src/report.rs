@@ -50,9 +50,14 @@ pub fn deep_link(model: &RecoveryModel, actions: &[Action], base: &str) -> Resul
 
 /// One counterexample for the terminal: heading, step table, last state, Explorer hint.
 pub fn counterexample(setup: &Setup, property: &str, actions: &[Action]) -> String {
+    counterexample_found_by(setup, property, actions, "shortest")
+}
+
+/// [`counterexample`], saying how it was found (`shortest`, `shrunk from a random walk`).
+pub fn counterexample_found_by(setup: &Setup, property: &str, actions: &[Action], how: &str) -> String {
     let model = &setup.model;
     let mut out = format!(
-        "counterexample for \"{property}\" ({} step{}, shortest):\n",
+        "counterexample for \"{property}\" ({} step{}, {how}):\n",
         actions.len(),
         if actions.len() == 1 { "" } else { "s" }
     );
