@@ -155,7 +155,10 @@ fn the_bug_zoo_table_of_conformance_md_is_what_the_replays_give() {
     let mut variants: Vec<&str> = VARIANTS.iter().map(|v| v.name).collect();
     named.sort_unstable();
     variants.sort_unstable();
-    assert_eq!(named, variants, "docs/conformance.md's bug-zoo table and `cdr variants` differ");
+    assert_eq!(
+        named, variants,
+        "docs/conformance.md's bug-zoo table and `cdr variants` differ"
+    );
     for row in &rows {
         let info = VARIANTS.iter().find(|v| v.name == row[0].trim_matches('`')).unwrap();
         let m = RecoveryModel::new(preset(info.preset).unwrap(), info.variant);
@@ -176,7 +179,12 @@ fn the_bug_zoo_table_of_conformance_md_is_what_the_replays_give() {
             format!("`{}`", d.action().method()),
             differs.to_string(),
         ];
-        assert_eq!(row[..5], actual[..], "docs/conformance.md's bug-zoo row for {} is stale", info.name);
+        assert_eq!(
+            row[..5],
+            actual[..],
+            "docs/conformance.md's bug-zoo row for {} is stale",
+            info.name
+        );
     }
 }
 
@@ -233,4 +241,51 @@ fn the_format_version_and_the_watchdog_default_of_conformance_md_are_current() {
         doc.contains(&format!("`--watchdog SECS` (default {default})")),
         "docs/conformance.md should give --watchdog's default, {default}"
     );
+}
+
+/// docs/impl.md's module table names every module of `recovery-impl`, and the loom tests it
+/// names exist.
+#[test]
+fn impl_md_names_every_module_and_its_loom_tests_exist() {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+    let doc = std::fs::read_to_string(format!("{root}/docs/impl.md")).unwrap();
+    let lib = std::fs::read_to_string(format!("{root}/impl/src/lib.rs")).unwrap();
+    let modules: Vec<&str> = lib
+        .lines()
+        .filter_map(|l| l.strip_prefix("pub mod ").or_else(|| l.strip_prefix("pub(crate) mod ")))
+        .map(|m| m.trim_end_matches(';'))
+        .collect();
+    assert!(modules.len() >= 10, "{modules:?}");
+    let mut rows: Vec<String> = table_rows(&doc, "| Module | Flink class |")
+        .into_iter()
+        .map(|r| r[0].trim_matches('`').to_string())
+        .collect();
+    let mut modules: Vec<String> = modules.into_iter().map(String::from).collect();
+    rows.sort_unstable();
+    modules.sort_unstable();
+    assert_eq!(rows, modules, "docs/impl.md's module table and impl/src/lib.rs differ");
+
+    let loom: String = ["loom_buffer_manager", "loom_remote_input_channel"]
+        .iter()
+        .map(|f| std::fs::read_to_string(format!("{root}/impl/tests/{f}.rs")).unwrap())
+        .collect();
+    let named = doc
+        .lines()
+        .skip_while(|l| !l.starts_with("* loom ("))
+        .take_while(|l| !l.is_empty() && !l.starts_with("```"))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let tests: Vec<&str> = named
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .filter(|n| n.contains("_concurrent_with_"))
+        .collect();
+    assert!(tests.len() >= 3, "{tests:?}");
+    for t in tests {
+        assert!(
+            loom.contains(&format!("fn {t}()")),
+            "docs/impl.md names loom test {t}, which does not exist"
+        );
+    }
 }
