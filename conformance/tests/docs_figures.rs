@@ -172,7 +172,7 @@ fn the_bug_zoo_table_of_conformance_md_is_what_the_replays_give() {
         } else {
             "snapshot"
         };
-        let actual = vec![
+        let actual = [
             format!("`{}`", info.name),
             actions.len().to_string(),
             d.step.to_string(),
