@@ -2,6 +2,8 @@
 //! The `ci` check takes about a minute in release, so it runs in the full CI tier
 //! (`cargo test --release -p conformance --test docs_figures -- --ignored`).
 
+mod common;
+
 use recovery_model::check::check;
 use recovery_model::{RecoveryModel, Variant, preset};
 
@@ -104,4 +106,186 @@ fn the_size_table_lists_every_preset_and_its_small_rows_are_current() {
 #[ignore = "minutes in release: the full CI tier runs it"]
 fn every_row_of_the_size_table_is_current() {
     check_rows(&size_table());
+}
+
+fn conformance_md() -> String {
+    std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/conformance.md")).unwrap()
+}
+
+/// The lines of the first fenced block of `doc` that follows the line starting with `after`.
+fn fenced_block_after<'a>(doc: &'a str, after: &str) -> Vec<&'a str> {
+    doc.lines()
+        .skip_while(|l| !l.starts_with(after))
+        .skip_while(|l| !l.starts_with("```"))
+        .skip(1)
+        .take_while(|l| !l.starts_with("```"))
+        .collect()
+}
+
+/// The rows of the table whose header line starts with `header`, as trimmed cells (the
+/// separator row skipped).
+fn table_rows(doc: &str, header: &str) -> Vec<Vec<String>> {
+    doc.lines()
+        .skip_while(|l| !l.starts_with(header))
+        .skip(2)
+        .take_while(|l| l.starts_with('|'))
+        .map(|l| {
+            let cells: Vec<&str> = l.split('|').collect();
+            cells[1..cells.len() - 1].iter().map(|c| c.trim().to_string()).collect()
+        })
+        .collect()
+}
+
+/// docs/conformance.md's bug-zoo table: one row per variant of `cdr variants`, with the length
+/// of its shortest counterexample, the step at which the fixed implementation departs from the
+/// variant's model, that step's action and whether the observation or only the snapshot differs.
+#[test]
+fn the_bug_zoo_table_of_conformance_md_is_what_the_replays_give() {
+    use conformance::driver::ModelDriver;
+    use conformance::impl_driver::ImplDriver;
+    use conformance::replay::{Compare, lockstep};
+    use recovery_model::check::shortest_counterexample;
+    use recovery_model::variant::VARIANTS;
+
+    let rows = table_rows(
+        &conformance_md(),
+        "| Variant | Steps | Diverges at step | Action | Differs |",
+    );
+    let mut named: Vec<&str> = rows.iter().map(|r| r[0].trim_matches('`')).collect();
+    let mut variants: Vec<&str> = VARIANTS.iter().map(|v| v.name).collect();
+    named.sort_unstable();
+    variants.sort_unstable();
+    assert_eq!(
+        named, variants,
+        "docs/conformance.md's bug-zoo table and `cdr variants` differ"
+    );
+    for row in &rows {
+        let info = VARIANTS.iter().find(|v| v.name == row[0].trim_matches('`')).unwrap();
+        let m = RecoveryModel::new(preset(info.preset).unwrap(), info.variant);
+        let actions = shortest_counterexample(&m, info.property).expect("the variant is caught");
+        let mut reference = ModelDriver::new(m.clone());
+        let mut driver = ImplDriver::new(&m.cfg);
+        let e = lockstep(&mut reference, &mut driver, &actions, Compare::Every).expect_err("diverges");
+        let d = e.divergence().expect("a divergence");
+        let differs = if d.observation_differs() {
+            "observation"
+        } else {
+            "snapshot"
+        };
+        let actual = [
+            format!("`{}`", info.name),
+            actions.len().to_string(),
+            d.step.to_string(),
+            format!("`{}`", d.action().method()),
+            differs.to_string(),
+        ];
+        assert_eq!(
+            row[..5],
+            actual[..],
+            "docs/conformance.md's bug-zoo row for {} is stale",
+            info.name
+        );
+    }
+}
+
+/// The divergence shown under "Reading a divergence" is the broken driver's report: its lines
+/// (but the elided `...`) appear in the report, in order.
+#[test]
+fn the_divergence_example_of_conformance_md_is_what_the_broken_driver_reports() {
+    use conformance::driver::ModelDriver;
+    use conformance::impl_driver::ImplDriver;
+    use conformance::replay::{Compare, lockstep};
+    use recovery_model::check::shortest_counterexample;
+
+    let doc = conformance_md();
+    let shown = fenced_block_after(&doc, "## Reading a divergence");
+    assert!(shown.len() > 10, "{shown:?}");
+    let buggy = RecoveryModel::new(preset("tiny").unwrap(), Variant::StashReplayedAtHead);
+    let actions = shortest_counterexample(&buggy, "priority events first").expect("caught");
+    let fixed = RecoveryModel::new(preset("tiny").unwrap(), Variant::Fixed);
+    let mut reference = ModelDriver::new(fixed.clone());
+    let mut broken = common::StashAtHead::new(ImplDriver::new(&fixed.cfg));
+    let e = lockstep(&mut reference, &mut broken, &actions, Compare::Every).expect_err("diverges");
+    let report = e.divergence().expect("a divergence").to_string();
+    let mut lines = report.lines();
+    for want in shown.iter().filter(|l| l.trim() != "...") {
+        assert!(
+            lines.any(|l| l == *want),
+            "docs/conformance.md's divergence example is stale at {want:?}; the report is:\n{report}"
+        );
+    }
+}
+
+/// The trace format's version and `--watchdog`'s default, as docs/conformance.md gives them.
+#[test]
+fn the_format_version_and_the_watchdog_default_of_conformance_md_are_current() {
+    let doc = conformance_md();
+    let version = conformance::trace::FORMAT_VERSION;
+    assert!(
+        doc.contains(&format!("## The trace format (version {version})"))
+            && doc.contains(&format!("\"format_version\": {version},")),
+        "docs/conformance.md should give format version {version}"
+    );
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_cdr"))
+        .args(["conform", "--help"])
+        .output()
+        .unwrap();
+    let help = String::from_utf8_lossy(&out.stdout);
+    let default = help
+        .split("--watchdog")
+        .nth(1)
+        .and_then(|h| h.split("[default: ").nth(1))
+        .and_then(|h| h.split(']').next())
+        .expect("--watchdog has a default");
+    assert!(
+        doc.contains(&format!("`--watchdog SECS` (default {default})")),
+        "docs/conformance.md should give --watchdog's default, {default}"
+    );
+}
+
+/// docs/impl.md's module table names every module of `recovery-impl`, and the loom tests it
+/// names exist.
+#[test]
+fn impl_md_names_every_module_and_its_loom_tests_exist() {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+    let doc = std::fs::read_to_string(format!("{root}/docs/impl.md")).unwrap();
+    let lib = std::fs::read_to_string(format!("{root}/impl/src/lib.rs")).unwrap();
+    let modules: Vec<&str> = lib
+        .lines()
+        .filter_map(|l| l.strip_prefix("pub mod ").or_else(|| l.strip_prefix("pub(crate) mod ")))
+        .map(|m| m.trim_end_matches(';'))
+        .collect();
+    assert!(modules.len() >= 10, "{modules:?}");
+    let mut rows: Vec<String> = table_rows(&doc, "| Module | Flink class |")
+        .into_iter()
+        .map(|r| r[0].trim_matches('`').to_string())
+        .collect();
+    let mut modules: Vec<String> = modules.into_iter().map(String::from).collect();
+    rows.sort_unstable();
+    modules.sort_unstable();
+    assert_eq!(rows, modules, "docs/impl.md's module table and impl/src/lib.rs differ");
+
+    let loom: String = ["loom_buffer_manager", "loom_remote_input_channel"]
+        .iter()
+        .map(|f| std::fs::read_to_string(format!("{root}/impl/tests/{f}.rs")).unwrap())
+        .collect();
+    let named = doc
+        .lines()
+        .skip_while(|l| !l.starts_with("* loom ("))
+        .take_while(|l| !l.is_empty() && !l.starts_with("```"))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let tests: Vec<&str> = named
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .filter(|n| n.contains("_concurrent_with_"))
+        .collect();
+    assert!(tests.len() >= 3, "{tests:?}");
+    for t in tests {
+        assert!(
+            loom.contains(&format!("fn {t}()")),
+            "docs/impl.md names loom test {t}, which does not exist"
+        );
+    }
 }
