@@ -25,8 +25,8 @@
 //! - The Netty client's queued `AddCredit` write is not shown once the channel is released (the
 //!   model never queues one then; the implementation's `notifyCreditAvailable` does not check).
 //! - Not compared: reference counts (the implementation has none), `lastBarrierId` (internal to
-//!   the master branch, observable through what is persisted), the gate's channel queue (the
-//!   model polls a chosen channel directly), the task's checkpoint bookkeeping (the driver's).
+//!   the master branch, observable through what is persisted), the task's checkpoint
+//!   bookkeeping (the driver's). The gate's channel queue is compared (`gate.queue`).
 
 use crate::observation::*;
 use recovery_impl::BufferId;
