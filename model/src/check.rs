@@ -87,7 +87,8 @@ impl CheckReport {
     }
 }
 
-fn expectation_name(e: &Expectation) -> &'static str {
+/// `always`, `eventually` or `sometimes`.
+pub fn expectation_name(e: &Expectation) -> &'static str {
     match e {
         Expectation::Always => "always",
         Expectation::Eventually => "eventually",

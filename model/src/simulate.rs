@@ -322,11 +322,7 @@ pub fn simulate(model: &RecoveryModel, opts: SimulationOptions) -> SimulationRep
             };
             SimProperty {
                 name,
-                expectation: match e {
-                    Expectation::Always => "always",
-                    Expectation::Eventually => "eventually",
-                    Expectation::Sometimes => "sometimes",
-                },
+                expectation: crate::check::expectation_name(e),
                 status,
                 walk: hit.as_ref().map(|h| h.0),
                 found_after: hit.as_ref().map(|h| h.1),
