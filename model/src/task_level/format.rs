@@ -72,10 +72,28 @@ pub fn state(_m: &TaskModel, s: &TaskState) -> String {
     out
 }
 
+/// [`action`], with the element `processInput` reads in state `s`.
+pub fn step(m: &TaskModel, s: &TaskState, a: &TaskAction) -> String {
+    match a {
+        TaskAction::ProcessInput { gate, channel } => {
+            let gate_state = &s.gates[*gate as usize];
+            match super::input_gate::next_element(m.shape(s), gate_state, *channel) {
+                Some(e) => format!("{} -> {e}", action(m, a)),
+                None => action(m, a),
+            }
+        }
+        _ => action(m, a),
+    }
+}
+
 /// The shape, then one line per action: a path as the report lists it.
 pub fn path_lines(m: &TaskModel, p: &TaskPath) -> Vec<String> {
+    let mut s = m.init_states().remove(p.shape as usize);
     let mut lines = vec![format!("task: {}", m.shapes[p.shape as usize].label())];
-    lines.extend(p.actions.iter().map(|a| action(m, a)));
+    for a in &p.actions {
+        lines.push(step(m, &s, a));
+        s = m.next_state(&s, *a).expect("path steps are enabled");
+    }
     lines
 }
 
@@ -84,7 +102,7 @@ pub fn counterexample(m: &TaskModel, p: &TaskPath) -> String {
     let mut s = m.init_states().remove(p.shape as usize);
     let mut out = format!("task: {}\n\n", m.shapes[p.shape as usize].label());
     for (i, a) in p.actions.iter().enumerate() {
-        let _ = writeln!(out, "{:>3}. {}", i + 1, action(m, a));
+        let _ = writeln!(out, "{:>3}. {}", i + 1, step(m, &s, a));
         s = m.next_state(&s, *a).expect("path steps are enabled");
     }
     let _ = writeln!(out, "\nfinal state:");
