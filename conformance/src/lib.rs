@@ -23,5 +23,6 @@ pub mod protocol;
 pub mod replay;
 pub mod report;
 pub mod setup;
+pub mod task_check;
 pub mod trace;
 pub mod validate;

@@ -153,7 +153,7 @@ fn task_shapes() -> Vec<TaskShape> {
 /// The task-level presets.
 pub const TASK_PRESETS: &[TaskPreset] = &[TaskPreset {
     name: "task",
-    summary: "task level: a source, one gate of two channels, two inputs read selectively or not; flag off and on",
+    summary: "task level: a source, one gate, two inputs read selectively or not; flag off and on",
     shapes: task_shapes,
     unreachable: &[],
 }];
