@@ -24,5 +24,6 @@ pub mod replay;
 pub mod report;
 pub mod setup;
 pub mod simulate_cmd;
+pub mod task_check;
 pub mod trace;
 pub mod validate;

@@ -7,6 +7,7 @@ use conformance::{junit, mermaid, progress, report};
 use recovery_model::Action;
 use recovery_model::check::{CheckReport, Status};
 use recovery_model::config::PRESETS;
+use recovery_model::task_level::variant::TASK_VARIANTS;
 use recovery_model::variant::VARIANTS;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -217,6 +218,24 @@ fn write_files(args: &CheckArgs, setup: &Setup, r: &CheckReport) -> Result<(), S
 }
 
 fn run_check(args: CheckArgs) -> ExitCode {
+    if conformance::task_check::is_task_check(args.preset.as_deref(), &args.variant) {
+        let channel_only_option = [
+            (args.config.is_some(), "--config"),
+            (args.mermaid.is_some(), "--mermaid"),
+            (args.trace_out.is_some(), "--trace-out"),
+        ]
+        .into_iter()
+        .find_map(|(given, name)| given.then_some(name));
+        return conformance::task_check::run(conformance::task_check::TaskCheckArgs {
+            preset: args.preset.as_deref(),
+            variant: &args.variant,
+            threads: default_threads(args.threads),
+            acyclic: !args.no_acyclic,
+            json: args.json,
+            junit: args.junit.as_deref(),
+            channel_only_option,
+        });
+    }
     let setup = match setup::load(args.preset.as_deref(), args.config.as_deref(), &args.variant) {
         Ok(s) => s,
         Err(e) => return usage_error(e),
@@ -344,6 +363,30 @@ fn check_variants(args: VariantsArgs) -> ExitCode {
             "status": status, "found": found, "unique_states": report.unique_states,
         }));
     }
+    for v in TASK_VARIANTS {
+        let (status, report) = conformance::task_check::check_variant(v, threads);
+        let found = status == Status::Violated;
+        missed += usize::from(!found);
+        if !args.json {
+            let mark = if found { "found" } else { "NOT FOUND" };
+            println!(
+                "{:<42} {:<10} {:<12} by \"{}\" ({} states, {:.1} s)",
+                v.name, v.preset, mark, v.property, report.unique_states, report.seconds
+            );
+        }
+        cases.push(junit::variant_case(
+            v.name,
+            v.preset,
+            v.property,
+            status,
+            report.seconds,
+        ));
+        rows.push(serde_json::json!({
+            "name": v.name, "bug": v.bug, "property": v.property, "preset": v.preset,
+            "status": status, "found": found, "unique_states": report.unique_states,
+        }));
+    }
+    let total = VARIANTS.len() + TASK_VARIANTS.len();
     if let Some(path) = &args.junit {
         let mut suite = quick_junit::TestSuite::new("variants");
         suite.add_test_cases(cases);
@@ -357,12 +400,9 @@ fn check_variants(args: VariantsArgs) -> ExitCode {
         println!(
             "\n{}",
             if missed == 0 {
-                format!("PASSED: all {} variants found", VARIANTS.len())
+                format!("PASSED: all {total} variants found")
             } else {
-                format!(
-                    "FAILED: {missed} of {} variants not found by their property",
-                    VARIANTS.len()
-                )
+                format!("FAILED: {missed} of {total} variants not found by their property")
             }
         );
     }
@@ -399,13 +439,21 @@ fn main() -> ExitCode {
         Command::ServeDriver(args) => conformance::cli::serve_driver(args),
         Command::Variants(args) if args.check => check_variants(args),
         Command::Variants(VariantsArgs { json, .. }) => {
+            let mut rows = serde_json::to_value(VARIANTS).expect("serializes");
+            let task_rows = serde_json::to_value(TASK_VARIANTS).expect("serializes");
+            rows.as_array_mut()
+                .expect("a list")
+                .extend(task_rows.as_array().expect("a list").iter().cloned());
             if json {
-                println!("{}", serde_json::to_string_pretty(VARIANTS).expect("serializes"));
+                println!("{}", serde_json::to_string_pretty(&rows).expect("serializes"));
             } else {
-                for v in VARIANTS {
+                for v in rows.as_array().expect("a list") {
                     println!(
                         "{}\n    bug:      {}\n    property: {}\n    preset:   {}",
-                        v.name, v.bug, v.property, v.preset
+                        v["name"].as_str().unwrap_or_default(),
+                        v["bug"].as_str().unwrap_or_default(),
+                        v["property"].as_str().unwrap_or_default(),
+                        v["preset"].as_str().unwrap_or_default()
                     );
                 }
             }
@@ -413,7 +461,7 @@ fn main() -> ExitCode {
         }
         Command::Presets { json } => {
             if json {
-                let list: Vec<_> = PRESETS
+                let mut list: Vec<_> = PRESETS
                     .iter()
                     .map(|p| {
                         serde_json::json!({
@@ -422,10 +470,14 @@ fn main() -> ExitCode {
                         })
                     })
                     .collect();
+                list.extend(conformance::task_check::presets_json());
                 println!("{}", serde_json::to_string_pretty(&list).expect("serializes"));
             } else {
                 for p in PRESETS {
                     println!("{:<12} {}", p.name, p.summary);
+                }
+                for (name, summary) in conformance::task_check::preset_rows() {
+                    println!("{name:<12} {summary}");
                 }
             }
             ExitCode::SUCCESS

@@ -1,6 +1,7 @@
 //! What CI systems read: JUnit XML from `check`, `conform` and `variants --check`, parsed back
 //! with an independent XML reader, and the workflow file with both tiers.
 
+use recovery_model::task_level::variant::TASK_VARIANTS;
 use recovery_model::variant::VARIANTS;
 use std::path::PathBuf;
 use std::process::Command;
@@ -106,9 +107,13 @@ fn variants_check_writes_one_passing_test_case_per_variant() {
     let (code, err) = cdr(&["variants", "--check", "--json", "--junit", path.to_str().unwrap()]);
     assert_eq!(code, 0, "{err}");
     let (tests, failures, _, names) = junit(&std::fs::read_to_string(&path).unwrap());
-    assert_eq!((tests, failures), (VARIANTS.len(), 0));
-    for v in VARIANTS {
-        assert!(names.iter().any(|n| n == v.name), "{}", v.name);
+    assert_eq!((tests, failures), (VARIANTS.len() + TASK_VARIANTS.len(), 0));
+    for name in VARIANTS
+        .iter()
+        .map(|v| v.name)
+        .chain(TASK_VARIANTS.iter().map(|v| v.name))
+    {
+        assert!(names.iter().any(|n| n == name), "{name}");
     }
 }
 

@@ -14,6 +14,7 @@ pub mod credit_based_sequence_numbering_view_reader;
 pub mod error;
 pub mod event_log;
 pub mod local_input_channel;
+pub mod netty_message;
 pub mod network_buffer;
 pub mod pause_point;
 pub mod prioritized_deque;

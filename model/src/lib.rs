@@ -32,6 +32,7 @@ pub mod single_input_gate;
 pub mod state;
 pub mod svg;
 pub mod task;
+pub mod task_level;
 pub mod variant;
 
 pub use action::{Action, Thread};

@@ -1,0 +1,189 @@
+//! `cdr check` of the task-level model: the `task` preset family and the task-level bug
+//! variants dispatch here, so the channel model's setup stays as it is. The report has the
+//! channel model's shape (text, `--json`, `--junit`); exit codes are the same.
+
+use crate::junit;
+use recovery_model::check::{CheckReport, Status};
+use recovery_model::task_level::check::{check, shortest_counterexample};
+use recovery_model::task_level::config::{TASK_PRESETS, find_task_preset};
+use recovery_model::task_level::format;
+use recovery_model::task_level::variant::{TASK_VARIANTS, TaskVariantInfo};
+use recovery_model::task_level::{TaskModel, TaskVariant};
+use std::path::Path;
+use std::process::ExitCode;
+
+/// Whether `check` with this preset and variant is a task-level check.
+pub fn is_task_check(preset: Option<&str>, variant: &str) -> bool {
+    preset.is_some_and(|p| find_task_preset(p).is_some())
+        || TaskVariant::from_name(variant).is_some_and(|v| v != TaskVariant::Fixed)
+}
+
+/// What `cdr check` passes on.
+#[derive(Debug)]
+pub struct TaskCheckArgs<'a> {
+    /// `--preset`, if given.
+    pub preset: Option<&'a str>,
+    /// `--variant`.
+    pub variant: &'a str,
+    /// Checker threads.
+    pub threads: usize,
+    /// Run the acyclicity check.
+    pub acyclic: bool,
+    /// Print one JSON object.
+    pub json: bool,
+    /// `--junit FILE`.
+    pub junit: Option<&'a Path>,
+    /// An option of the channel model given (`--config`, `--mermaid`, `--trace-out`): refused.
+    pub channel_only_option: Option<&'static str>,
+}
+
+fn usage_error(msg: String) -> ExitCode {
+    eprintln!("error: {msg}");
+    ExitCode::from(2)
+}
+
+/// The model `check --preset P --variant V` runs, or a usage error.
+pub fn load(preset: Option<&str>, variant: &str) -> Result<(TaskModel, &'static str, &'static [&'static str]), String> {
+    let variant = TaskVariant::from_name(variant).ok_or_else(|| {
+        let known: Vec<&str> = TASK_VARIANTS.iter().map(|v| v.name).collect();
+        format!(
+            "`{variant}` is not a task-level variant; with a task preset the variants are: fixed, {}",
+            known.join(", ")
+        )
+    })?;
+    let name = match (preset, variant.info()) {
+        (Some(p), _) => p,
+        (None, Some(info)) => info.preset,
+        (None, None) => "task",
+    };
+    let p = find_task_preset(name).ok_or_else(|| {
+        let known: Vec<&str> = TASK_PRESETS.iter().map(|p| p.name).collect();
+        format!(
+            "task-level variant {} needs a task-level preset; they are: {}",
+            variant.name(),
+            known.join(", ")
+        )
+    })?;
+    let shapes = (p.shapes)();
+    for s in &shapes {
+        s.validate().map_err(|e| format!("{name}: {e}"))?;
+    }
+    Ok((TaskModel::new(shapes, variant), p.name, p.unreachable))
+}
+
+/// `cdr check` of a task-level preset or variant.
+pub fn run(args: TaskCheckArgs) -> ExitCode {
+    if let Some(option) = args.channel_only_option {
+        return usage_error(format!("{option} is not available for the task-level model"));
+    }
+    let (model, preset, unreachable) = match load(args.preset, args.variant) {
+        Ok(m) => m,
+        Err(e) => return usage_error(e),
+    };
+    if let Some(path) = args.junit
+        && let Err(e) = junit::check_writable(path)
+    {
+        return usage_error(e);
+    }
+    let report = check(&model, preset, unreachable, args.threads, args.acyclic);
+    if let Some(path) = args.junit
+        && let Err(e) = junit::write(path, vec![junit::check_suite(&report)])
+    {
+        return usage_error(e);
+    }
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report).expect("report serializes"));
+    } else {
+        print_report(&model, preset, &report);
+    }
+    if let Some(info) = model.variant.info()
+        && report
+            .properties
+            .iter()
+            .any(|p| p.name == info.property && p.status != Status::Violated)
+    {
+        eprintln!(
+            "error: variant {} is not exposed by {preset}: \"{}\" holds, so this check says nothing about the bug",
+            info.name, info.property
+        );
+        return ExitCode::from(2);
+    }
+    if report.passed() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
+
+fn command(model: &TaskModel, preset: &str) -> String {
+    let mut cmd = format!("cdr check --preset {preset}");
+    if model.variant != TaskVariant::Fixed {
+        cmd.push_str(&format!(" --variant {}", model.variant.name()));
+    }
+    cmd
+}
+
+fn print_report(model: &TaskModel, preset: &str, r: &CheckReport) {
+    println!("model {} / preset {} / variant {}", r.model, r.preset, r.variant);
+    println!(
+        "states {}  unique {}  max depth {}  {:.2} s",
+        r.states, r.unique_states, r.max_depth, r.seconds
+    );
+    match r.acyclic {
+        Some(true) => println!("state graph acyclic: yes (eventually verdicts are sound)"),
+        Some(false) => println!("state graph acyclic: NO (eventually verdicts may miss cycles)"),
+        None => println!("state graph acyclic: not checked"),
+    }
+    println!();
+    for p in &r.properties {
+        let mark = match p.status {
+            Status::Holds => "holds",
+            Status::Violated => "VIOLATED",
+            Status::ExampleFound => "example found",
+            Status::ExampleMissing if p.unreachable_by_design => "example missing (unreachable by design)",
+            Status::ExampleMissing => "EXAMPLE MISSING",
+        };
+        println!("  {:<10} {:<62} {}", p.expectation, p.name, mark);
+    }
+    for p in r.properties.iter().filter(|p| p.status == Status::Violated) {
+        println!("\nshortest counterexample of \"{}\":", p.name);
+        if let Some(path) = shortest_counterexample(model, p.name) {
+            print!("{}", format::counterexample(model, &path));
+        }
+    }
+    if !r.passed() {
+        println!("\nreproduce: {}", command(model, preset));
+    }
+    println!("\n{}", if r.passed() { "PASSED" } else { "FAILED" });
+}
+
+/// `cdr presets`: the task-level presets' rows (name, summary).
+pub fn preset_rows() -> impl Iterator<Item = (&'static str, &'static str)> {
+    TASK_PRESETS.iter().map(|p| (p.name, p.summary))
+}
+
+/// `cdr presets --json`: the task-level presets, with their shapes.
+pub fn presets_json() -> Vec<serde_json::Value> {
+    TASK_PRESETS
+        .iter()
+        .map(|p| {
+            serde_json::json!({
+                "name": p.name, "summary": p.summary, "model": "task-level",
+                "shapes": (p.shapes)(), "unreachable": p.unreachable,
+            })
+        })
+        .collect()
+}
+
+/// `cdr variants --check`: one task-level variant checked on its preset (exhaustive, without
+/// the acyclicity pass); its property's status and the report.
+pub fn check_variant(info: &TaskVariantInfo, threads: usize) -> (Status, CheckReport) {
+    let (model, preset, unreachable) = load(Some(info.preset), info.name).expect("the table's presets exist");
+    let report = check(&model, preset, unreachable, threads, false);
+    let status = report
+        .properties
+        .iter()
+        .find(|p| p.name == info.property)
+        .map_or(Status::Holds, |p| p.status);
+    (status, report)
+}

@@ -1,0 +1,67 @@
+//! `cdr check` of the task-level model: the `task` preset passes, each task-level variant
+//! exits 1 naming its property, and mixing the two models' presets and variants is a usage
+//! error.
+
+use recovery_model::task_level::variant::TASK_VARIANTS;
+use std::process::{Command, Output};
+
+fn cdr(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_cdr"))
+        .args(args)
+        .output()
+        .expect("cdr runs")
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn check_of_the_task_preset_passes_with_every_verdict() {
+    let out = cdr(&["check", "--preset", "task", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(v["model"], "task-level");
+    assert_eq!(v["acyclic"], true);
+    let props = v["properties"].as_array().unwrap();
+    assert!(props.len() >= 7);
+    for p in props {
+        assert!(p["status"] == "holds" || p["status"] == "example_found", "{p}");
+    }
+}
+
+#[test]
+fn each_task_variant_exits_one_naming_its_property() {
+    for info in TASK_VARIANTS {
+        let out = cdr(&["check", "--variant", info.name]);
+        assert_eq!(out.status.code(), Some(1), "{}", info.name);
+        let text = stdout(&out);
+        assert!(
+            text.contains(&format!("shortest counterexample of \"{}\"", info.property)),
+            "{}: {text}",
+            info.name
+        );
+        assert!(text.contains(&format!("reproduce: cdr check --preset task --variant {}", info.name)));
+    }
+}
+
+#[test]
+fn the_two_models_presets_and_variants_do_not_mix() {
+    let out = cdr(&["check", "--preset", "tiny", "--variant", TASK_VARIANTS[0].name]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("needs a task-level preset"));
+    let out = cdr(&["check", "--preset", "task", "--variant", "no-event-stash"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not a task-level variant"));
+    let out = cdr(&["check", "--preset", "task", "--mermaid", "x.md"]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn presets_and_variants_list_the_task_level_too() {
+    assert!(stdout(&cdr(&["presets"])).lines().any(|l| l.starts_with("task ")));
+    let listed = stdout(&cdr(&["variants"]));
+    for info in TASK_VARIANTS {
+        assert!(listed.contains(info.name), "{}", info.name);
+    }
+}

@@ -1,0 +1,111 @@
+//! Readable task-level actions and states for counterexamples and the CLI.
+
+use super::action::TaskAction;
+use super::check::TaskPath;
+use super::model::TaskModel;
+use super::state::{Mail, TaskState};
+use stateright::Model;
+use std::fmt::Write;
+
+fn mail(m: &Mail) -> String {
+    match m {
+        Mail::RequestPartitions(g) => format!("requestPartitions(gate {g})"),
+        Mail::RequestPartitionsWithRecovery => "requestPartitions(true) of every gate".into(),
+        Mail::Suspend => "suspend".into(),
+        Mail::Resume(why) => format!("resume default action ({why:?})"),
+    }
+}
+
+/// "mailbox    processInput: gate 0 channel 1".
+pub fn action(_: &TaskModel, a: &TaskAction) -> String {
+    let call = match a {
+        TaskAction::ReadInputData { gate } => format!("readInputData(gate {gate})"),
+        TaskAction::FinishReadRecoveredState { gate } => format!("finishReadRecoveredState(gate {gate})"),
+        TaskAction::ProcessMail { mail: m } => format!("mail: {}", mail(m)),
+        TaskAction::ProcessInput { gate, channel } => format!("processInput: gate {gate} channel {channel}"),
+        TaskAction::ProcessInputNothingToRead => "processInput: nothing to read".into(),
+        TaskAction::OnGateStateConsumed { gate } => {
+            format!("gate {gate} stateConsumedFuture.thenRun(requestPartitions mail)")
+        }
+        TaskAction::OnAllGatesStateConsumed => "allOf(stateConsumedFutures).thenRun(requestPartitions mails)".into(),
+        TaskAction::CompleteRecovery => "recovery future completes".into(),
+        TaskAction::RunSuspendCallback => "whenComplete(mailboxProcessor.suspend())".into(),
+        TaskAction::RunResumeCallback => "thenRun(suspendedDefaultAction.resume())".into(),
+        TaskAction::OnInputAvailable => "input availability future completes: resume".into(),
+    };
+    format!("{:<10} {call}", a.thread())
+}
+
+/// The state as a Flink engineer would look at it in a debugger.
+pub fn state(_m: &TaskModel, s: &TaskState) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "mailbox thread: {:?}, default action {:?}, busy spin {}",
+        s.phase, s.default_action, s.busy_spin
+    );
+    let mails: Vec<String> = s.mailbox.iter().map(mail).collect();
+    let _ = writeln!(out, "mailbox: [{}]", mails.join(", "));
+    let _ = writeln!(
+        out,
+        "recovery future done {}, suspend callback {:?}, resume callback {:?}",
+        s.recovered, s.suspend_callback, s.resume_callback
+    );
+    for (g, gate) in s.gates.iter().enumerate() {
+        let _ = writeln!(
+            out,
+            "gate {g}: read={} finishedRead={} partitionsRequested={} stateConsumed={} endOfInput={}",
+            gate.read,
+            gate.finished_read,
+            gate.partitions_requested,
+            gate.state_consumed(),
+            gate.finished
+        );
+        for (c, ch) in gate.channels.iter().enumerate() {
+            let _ = writeln!(
+                out,
+                "  channel {c}: recovered left {}, stateConsumed={}, live left {}, endOfPartition={}",
+                ch.recovered, ch.state_consumed, ch.live, ch.end_of_partition
+            );
+        }
+    }
+    out
+}
+
+/// [`action`], with the element `processInput` reads in state `s`.
+pub fn step(m: &TaskModel, s: &TaskState, a: &TaskAction) -> String {
+    match a {
+        TaskAction::ProcessInput { gate, channel } => {
+            let gate_state = &s.gates[*gate as usize];
+            match super::input_gate::next_element(m.shape(s), gate_state, *channel) {
+                Some(e) => format!("{} -> {e}", action(m, a)),
+                None => action(m, a),
+            }
+        }
+        _ => action(m, a),
+    }
+}
+
+/// The shape, then one line per action: a path as the report lists it.
+pub fn path_lines(m: &TaskModel, p: &TaskPath) -> Vec<String> {
+    let mut s = m.init_states().remove(p.shape as usize);
+    let mut lines = vec![format!("task: {}", m.shapes[p.shape as usize].label())];
+    for a in &p.actions {
+        lines.push(step(m, &s, a));
+        s = m.next_state(&s, *a).expect("path steps are enabled");
+    }
+    lines
+}
+
+/// The shape, numbered actions, then the final state.
+pub fn counterexample(m: &TaskModel, p: &TaskPath) -> String {
+    let mut s = m.init_states().remove(p.shape as usize);
+    let mut out = format!("task: {}\n\n", m.shapes[p.shape as usize].label());
+    for (i, a) in p.actions.iter().enumerate() {
+        let _ = writeln!(out, "{:>3}. {}", i + 1, step(m, &s, a));
+        s = m.next_state(&s, *a).expect("path steps are enabled");
+    }
+    let _ = writeln!(out, "\nfinal state:");
+    out.push_str(&state(m, &s));
+    out
+}

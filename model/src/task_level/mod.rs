@@ -1,0 +1,38 @@
+//! The task level: a second stateright model, of `StreamTask`'s channel-state recovery as
+//! reworked by FLINK-39522 (part 3 of FLINK-38544, apache/flink#28659), above the channels.
+//!
+//! Modelled: `StreamTask.restoreStateAndGates` with the flag
+//! (`execution.checkpointing.during-recovery.enabled`) off and on, and its empty-gates
+//! short-circuit; `restoreInternal`'s check after the restore loop; `MailboxProcessor` (the
+//! default action `processInput`, `suspendDefaultAction`, `suspend()`, control mails);
+//! `StreamTask.processInput` with the defer-finish rule; `StreamMultipleInputProcessor` with
+//! `MultipleInputSelectionHandler` and an operator reading input 0 exclusively until it ends;
+//! `SingleInputGate.requestPartitions(needsRecovery)` and each gate's state-consumed future.
+//!
+//! Threads: the mailbox thread, the channel-IO executor, and future completions, whose
+//! dependent actions run as separate steps that may lag behind the completing step.
+//!
+//! Abstracted: a channel is its remaining recovered buffers, whether its recovered state was
+//! consumed (the end-of-state marker polled), its remaining live records and
+//! `EndOfPartition`. The channel protocol under that (credit, sentinels, barriers) is the
+//! channel model's subject. Live data is all produced (a blocking exchange); buffers for the
+//! IO thread are unbounded (flag on, Flink's heap fallback). Checkpoints are not modelled.
+
+pub mod action;
+pub mod check;
+pub mod config;
+pub mod format;
+pub mod input_gate;
+pub mod mailbox_processor;
+pub mod model;
+pub mod properties;
+pub mod state;
+pub mod stream_input_processor;
+pub mod stream_task;
+pub mod variant;
+
+pub use action::{TaskAction, TaskThread};
+pub use config::{TASK_PRESETS, TaskPreset, TaskShape, find_task_preset};
+pub use model::TaskModel;
+pub use state::TaskState;
+pub use variant::TaskVariant;

@@ -1,0 +1,112 @@
+//! The task-level model: with every fix in place the `task` preset satisfies every property
+//! on an acyclic graph; each task-level bug variant is found by the property its row names,
+//! with a shortest counterexample that is snapshotted.
+
+use recovery_model::check::Status;
+use recovery_model::task_level::check::{check, graph_is_acyclic, shortest_counterexample};
+use recovery_model::task_level::config::{TaskShape, find_task_preset};
+use recovery_model::task_level::format::counterexample;
+use recovery_model::task_level::state::{Mail, Phase};
+use recovery_model::task_level::variant::TASK_VARIANTS;
+use recovery_model::task_level::{TaskModel, TaskVariant};
+use stateright::Model;
+
+fn task_shapes() -> Vec<TaskShape> {
+    (find_task_preset("task").expect("preset").shapes)()
+}
+
+fn shapes_where(flag: bool, gates: usize) -> Vec<TaskShape> {
+    task_shapes()
+        .into_iter()
+        .filter(|s| s.checkpointing_during_recovery == flag && s.gates.len() == gates)
+        .collect()
+}
+
+#[test]
+fn task_preset_holds_with_every_fix_in_place() {
+    let p = find_task_preset("task").unwrap();
+    let model = TaskModel::new((p.shapes)(), TaskVariant::Fixed);
+    let report = check(&model, "task", p.unreachable, 1, true);
+    assert_eq!(report.acyclic, Some(true));
+    for r in &report.properties {
+        assert!(!r.fails(), "{} is {:?}: {:#?}", r.name, r.status, r.trace);
+        assert!(matches!(r.status, Status::Holds | Status::ExampleFound), "{}", r.name);
+    }
+    // A change detector: a model change that alters the reachable graph shows up here.
+    assert_eq!(report.unique_states, 610);
+}
+
+#[test]
+fn every_task_variant_is_found_by_its_property_with_a_shortest_counterexample() {
+    assert_eq!(TASK_VARIANTS.len(), 3);
+    for info in TASK_VARIANTS {
+        let p = find_task_preset(info.preset).expect("preset exists");
+        let model = TaskModel::new((p.shapes)(), info.variant);
+        let path = shortest_counterexample(&model, info.property)
+            .unwrap_or_else(|| panic!("{}: {} not violated on {}", info.name, info.property, info.preset));
+        let text = format!(
+            "variant {} on preset {}\nbug: {}\nviolates: {}\n\n{}",
+            info.name,
+            info.preset,
+            info.bug,
+            info.property,
+            counterexample(&model, &path)
+        );
+        insta::assert_snapshot!(info.name, text);
+    }
+}
+
+#[test]
+fn a_task_without_input_gates_completes_recovery_at_once() {
+    for flag in [false, true] {
+        let model = TaskModel::new(shapes_where(flag, 0), TaskVariant::Fixed);
+        let init = model.init_states().remove(0);
+        assert!(init.recovered);
+        assert_eq!(init.mailbox, vec![Mail::Suspend]);
+        // The restore loop takes the suspend mail before the default action ever runs.
+        let mut actions = Vec::new();
+        model.actions(&init, &mut actions);
+        assert_eq!(actions.len(), 1, "{actions:?}");
+        let next = model.next_state(&init, actions[0]).unwrap();
+        assert_eq!(next.phase, Phase::MainLoop);
+    }
+}
+
+#[test]
+fn end_of_input_during_recovery_is_an_existing_race_with_the_flag_off() {
+    // defer-finish fixes a race master has too: the flag-off recovery future may complete
+    // after the task read its last input.
+    let model = TaskModel::new(shapes_where(false, 1), TaskVariant::SuspendOnEndOfInputDuringRecovery);
+    assert!(shortest_counterexample(&model, "restore loop never exits before recovery completes").is_some());
+}
+
+#[test]
+fn the_busy_spin_needs_several_inputs() {
+    // A one-input processor keeps returning END_OF_INPUT once finished.
+    let mut shapes = shapes_where(false, 1);
+    shapes.extend(shapes_where(true, 1));
+    let model = TaskModel::new(shapes, TaskVariant::MultiInputNothingAvailableWhenFinished);
+    assert!(shortest_counterexample(&model, "no busy spin").is_none());
+}
+
+#[test]
+fn converting_all_gates_together_deadlocks_only_with_input_selection_and_the_flag_off() {
+    let all_together = |shapes: Vec<TaskShape>| {
+        let model = TaskModel::new(shapes, TaskVariant::ConvertAllGatesTogether);
+        shortest_counterexample(&model, "no deadlock").is_some()
+    };
+    let (selective, not): (Vec<_>, Vec<_>) = shapes_where(false, 2)
+        .into_iter()
+        .partition(|s| s.selection == recovery_model::task_level::config::Selection::FirstUntilEnd);
+    assert!(all_together(selective));
+    assert!(!all_together(not));
+    assert!(!all_together(shapes_where(true, 2)));
+}
+
+#[test]
+fn the_task_level_graph_is_acyclic_for_every_variant() {
+    for info in TASK_VARIANTS {
+        let model = TaskModel::new(task_shapes(), info.variant);
+        assert!(graph_is_acyclic(&model), "{}", info.name);
+    }
+}
