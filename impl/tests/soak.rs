@@ -84,12 +84,16 @@ fn round(seed: u64, channels: usize, buffers: u64, release: bool, heavy_jitter: 
 }
 
 fn print(what: &str, r: &Report) {
+    let elements: u64 = r.channels.iter().map(|(d, _)| d).sum();
     println!(
-        "{what}: {} elements delivered over {} channels by {} threads in {:.1} s; checkpoints: {} completed, {} declined, {} subsumed or open; per channel (delivered, released): {:?}",
-        r.delivered,
+        "{what}: {elements} elements and {} barriers delivered over {} channels by {} threads in {:.1} s; \
+         checkpoints: {} triggered during recovery, {} completed, {} declined, {} subsumed or open; \
+         per channel (delivered, released): {:?}",
+        r.delivered - elements,
         r.channels.len(),
         r.threads,
         r.elapsed.as_secs_f64(),
+        r.during_recovery,
         r.completed,
         r.declined,
         r.other,
@@ -97,22 +101,40 @@ fn print(what: &str, r: &Report) {
     );
 }
 
+/// `n` with thousands separators, as the docs write it.
+fn grouped(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 #[test]
 fn small_soak_rounds_with_releases_deliver_every_buffer_once_in_order_and_return_every_segment() {
     let channels = env("SOAK_CHANNELS", 4) as usize;
     let buffers = env("SOAK_BUFFERS", 2_000);
     let first = env("SOAK_SEED", 0);
-    let (mut delivered, mut released, mut completed) = (0, 0, 0);
+    let (mut delivered, mut released, mut completed, mut during_recovery) = (0, 0, 0, 0);
     for seed in first..first + env("SOAK_ROUNDS", 24) {
         let report = run(round(seed, channels, buffers, true, seed % 3 == 0));
         delivered += report.delivered;
         released += report.channels.iter().filter(|(_, r)| *r).count();
         completed += report.completed;
+        during_recovery += report.during_recovery;
     }
-    println!("{delivered} elements delivered, {released} channels released, {completed} checkpoints completed");
+    println!(
+        "{delivered} elements delivered, {released} channels released, {completed} checkpoints completed, \
+         {during_recovery} triggered during recovery"
+    );
     // The rounds exercise what they claim to.
     assert!(released > 0, "no round released a channel");
     assert!(completed > 0, "no checkpoint completed");
+    assert!(during_recovery > 0, "no checkpoint during recovery");
 }
 
 /// The long run: `SOAK_BUFFERS` (default 10^6) elements in one round, drainer delivery, no
@@ -133,6 +155,19 @@ fn long_soak_delivers_every_buffer_once_in_order_and_returns_every_segment() {
     let elements: u64 = report.channels.iter().map(|(d, _)| d).sum();
     assert_eq!(elements, expected);
     assert!(report.completed > 0, "no checkpoint completed");
+    assert!(report.during_recovery > 0, "no checkpoint during recovery");
+    // docs/reliability.md reports this run: its figures that do not depend on the machine.
+    if std::env::var_os("SOAK_BUFFERS").is_none() && std::env::var_os("SOAK_CHANNELS").is_none() {
+        let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/reliability.md")).unwrap();
+        let figures = format!(
+            "| {} | {channels} ({} local, {} remote) | {} |",
+            grouped(elements),
+            channels.div_ceil(2),
+            channels / 2,
+            report.threads
+        );
+        assert!(doc.contains(&figures), "docs/reliability.md should report {figures}");
+    }
 }
 
 /// The watchdog is not vacuous: a remote channel whose upstream writes only data, and no

@@ -225,6 +225,8 @@ pub struct Report {
     pub delivered: u64,
     /// Per channel: elements (not barriers) delivered, and whether it was released.
     pub channels: Vec<(u64, bool)>,
+    /// Checkpoints triggered while a channel still had recovered elements to deliver.
+    pub during_recovery: u64,
     /// Checkpoints completed, declined, and subsumed or left open.
     pub completed: u64,
     /// Declined.
@@ -800,6 +802,7 @@ pub fn run(cfg: SoakConfig) -> Report {
 
     Report {
         delivered: outcome.delivered,
+        during_recovery: outcome.during_recovery,
         channels: outcome.cursor.iter().copied().zip(released).collect(),
         completed: outcome.completed,
         declined: outcome.declined,
@@ -1105,6 +1108,7 @@ struct TaskOutcome {
     cursor: Vec<u64>,
     /// Per checkpoint (index `cp - 1`): each channel's cursor when the checkpoint started.
     started_at: Vec<Option<Vec<u64>>>,
+    during_recovery: u64,
     completed: u64,
     declined: u64,
     other: u64,
@@ -1117,6 +1121,7 @@ struct Task<'a> {
     status: Vec<Status>,
     seen: Vec<u64>,
     started_at: Vec<Option<Vec<u64>>>,
+    during_recovery: u64,
 }
 
 impl Task<'_> {
@@ -1151,6 +1156,9 @@ impl Task<'_> {
         }
         self.status[i] = Status::Triggered;
         self.started_at[i] = Some(self.cursor.clone());
+        if (0..self.cursor.len()).any(|c| self.cursor[c] < self.run.specs[c].recovered) {
+            self.during_recovery += 1;
+        }
         let all = self.handles();
         for ch in &all {
             slot.doing("insertRecoveryCheckpointBarrierIfInRecovery");
@@ -1196,6 +1204,7 @@ fn task_thread(
         status: Vec::new(),
         seen: Vec::new(),
         started_at: Vec::new(),
+        during_recovery: 0,
     };
     let totals: Vec<u64> = run.specs.iter().map(ChannelSpec::total).collect();
     let request_after = match delivery {
@@ -1328,6 +1337,7 @@ fn task_thread(
         delivered,
         cursor: task.cursor,
         started_at: task.started_at,
+        during_recovery: task.during_recovery,
         completed,
         declined,
         other,
