@@ -522,7 +522,7 @@ fn build(
     };
     let mut partitions = Vec::new();
     let mut handles = Vec::new();
-    for (c, (s, context)) in cfg.channels.iter().zip(contexts).enumerate() {
+    for (s, context) in cfg.channels.iter().zip(contexts) {
         let partition = ResultSubpartition::new();
         let handle = match (cfg.delivery, s.kind) {
             (Delivery::Drainer, Kind::Local) => {
@@ -545,7 +545,6 @@ fn build(
                 InputChannelHandle::Recovered(RecoveredInputChannel::new(context, kind))
             }
         };
-        let _ = c;
         handles.push(handle);
         partitions.push(partition);
     }
@@ -617,7 +616,7 @@ pub fn run(cfg: SoakConfig) -> Report {
         let cap = cfg.backlog_cap;
         let mine: Vec<usize> = (0..n).filter(|c| c % producers == p).collect();
         threads.push(board.spawn(&numbered("producer", p, producers), move |slot| {
-            producer_thread(&run, &mine, producers, cap, &mut j, slot)
+            producer_thread(&run, &mine, cap, &mut j, slot)
         }));
     }
     if let Checkpoints::Every(every) = cfg.checkpoints {
@@ -874,7 +873,7 @@ fn io_thread(run: &Run, delivery: Delivery, j: &mut Jitter, slot: &Slot) {
     run.io_done.store(true, SeqCst);
 }
 
-fn producer_thread(run: &Run, mine: &[usize], producers: usize, cap: i32, j: &mut Jitter, slot: &Slot) {
+fn producer_thread(run: &Run, mine: &[usize], cap: i32, j: &mut Jitter, slot: &Slot) {
     let mut added: Vec<usize> = mine
         .iter()
         .map(|&c| run.specs[c].upstream.len() - run.specs[c].late)
@@ -934,7 +933,6 @@ fn producer_thread(run: &Run, mine: &[usize], producers: usize, cap: i32, j: &mu
             }
         }
     }
-    let _ = producers;
 }
 
 fn netty_server(
