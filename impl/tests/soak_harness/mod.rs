@@ -947,21 +947,25 @@ fn netty_server(
     let mut idle = false;
     while !run.stop.load(SeqCst) {
         j.pause();
-        for (c, reader) in readers.iter_mut().enumerate() {
-            if reader.is_none()
+        // The PartitionRequest travels on the connection before any AddCredit of its channel:
+        // a reader is created when its request is seen, and at the latest with its first credit.
+        let request = |c: usize, readers: &mut [Option<CreditBasedSequenceNumberingViewReader>]| {
+            if readers[c].is_none()
                 && run.specs[c].kind == Kind::Remote
                 && let Some(request) = run.remote(c).and_then(|r| r.partition_request())
             {
                 slot.doing("PartitionRequest");
                 let subpartition = Arc::clone(&run.partitions[c]);
-                *reader = Some(CreditBasedSequenceNumberingViewReader::new(&request, subpartition).unwrap());
+                readers[c] = Some(CreditBasedSequenceNumberingViewReader::new(&request, subpartition).unwrap());
             }
-        }
-        let credit = |(c, k): (usize, i32), readers: &mut Vec<Option<CreditBasedSequenceNumberingViewReader>>| {
+        };
+        (0..n).for_each(|c| request(c, &mut readers));
+        let credit = |(c, k): (usize, i32), readers: &mut [Option<CreditBasedSequenceNumberingViewReader>]| {
+            request(c, readers);
             slot.doing("addCredit");
             readers[c]
                 .as_mut()
-                .expect("credit for a requested partition")
+                .expect("credit follows the partition request")
                 .add_credit(k);
             slot.progressed();
         };
