@@ -119,8 +119,9 @@ fn small_soak_rounds_with_releases_deliver_every_buffer_once_in_order_and_return
     let channels = env("SOAK_CHANNELS", 4) as usize;
     let buffers = env("SOAK_BUFFERS", 2_000);
     let first = env("SOAK_SEED", 0);
+    let rounds = env("SOAK_ROUNDS", 24);
     let (mut delivered, mut released, mut completed, mut during_recovery) = (0, 0, 0, 0);
-    for seed in first..first + env("SOAK_ROUNDS", 24) {
+    for seed in first..first + rounds {
         let report = run(round(seed, channels, buffers, true, seed % 3 == 0));
         delivered += report.delivered;
         released += report.channels.iter().filter(|(_, r)| *r).count();
@@ -131,10 +132,12 @@ fn small_soak_rounds_with_releases_deliver_every_buffer_once_in_order_and_return
         "{delivered} elements delivered, {released} channels released, {completed} checkpoints completed, \
          {during_recovery} triggered during recovery"
     );
-    // The rounds exercise what they claim to.
-    assert!(released > 0, "no round released a channel");
-    assert!(completed > 0, "no checkpoint completed");
-    assert!(during_recovery > 0, "no checkpoint during recovery");
+    // The rounds exercise what they claim to (a single round, to reproduce a seed, need not).
+    if rounds >= 24 {
+        assert!(released > 0, "no round released a channel");
+        assert!(completed > 0, "no checkpoint completed");
+        assert!(during_recovery > 0, "no checkpoint during recovery");
+    }
 }
 
 /// The long run: `SOAK_BUFFERS` (default 10^6) elements in one round, drainer delivery, no

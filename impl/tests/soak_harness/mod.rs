@@ -1390,7 +1390,7 @@ fn check_persisted(run: &Run, writer: &ChannelStateWriter, outcome: &TaskOutcome
                     "checkpoint {cp}, channel {c}: persisted {class:?} {i}, consumed before the checkpoint started"
                 ));
             }
-            if class == Class::Data && barrier_at.is_none_or(|at| i >= at) {
+            if class == Class::Data && barrier_at.is_some_and(|at| i >= at) {
                 return Err(format!(
                     "checkpoint {cp}, channel {c}: persisted data {i}, written after the barrier (at {barrier_at:?})"
                 ));
