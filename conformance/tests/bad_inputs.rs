@@ -102,57 +102,59 @@ fn every_bad_input_gets_its_exit_code_and_a_clear_first_line() {
     let nowhere = "/nonexistent-dir/out.json";
 
     #[rustfmt::skip]
-    let table: Vec<(Vec<&str>, i32, &str)> = vec![
-        (vec!["replay", &channel7], 2, "error: "),
-        (vec!["replay", &cp200], 2, "error: "),
-        (vec!["replay", &buffer250], 2, "error: "),
-        (vec!["replay", &version9], 2, "error: "),
-        (vec!["replay", &other_model], 2, "error: "),
-        (vec!["replay", &bad_variant], 2, "error: "),
-        (vec!["replay", &not_enabled], 2, "error: "),
-        (vec!["replay", &unknown_action], 2, "error: "),
-        (vec!["replay", &big], 2, "error: "),
-        (vec!["replay", &empty], 2, "error: "),
-        (vec!["replay", &not_json], 2, "error: "),
-        (vec!["replay", "/nonexistent-dir/trace.json"], 2, "error: "),
-        (vec!["replay", &dirpath], 2, "error: "),
-        (vec!["check", "--config", &cfg_field], 2, "error: "),
-        (vec!["check", "--config", &cfg_empty], 2, "error: "),
-        (vec!["check", "--config", &cfg_unreachable], 2, "error: "),
-        (vec!["check", "--config", "/nonexistent-dir/cfg.json"], 2, "error: cannot read"),
-        (vec!["check", "--preset", "nonsense"], 2, "error: unknown preset"),
-        (vec!["check", "--variant", "nonsense"], 2, "error: unknown variant"),
-        (vec!["check", "--threads", "0"], 2, "error: invalid value '0'"),
-        (vec!["check", "--threads", "99999"], 2, "error: invalid value '99999'"),
-        (vec!["check", "--threads", "many"], 2, "error: invalid value 'many'"),
-        (vec!["check", "--max-memory", "0"], 2, "error: invalid value '0'"),
-        (vec!["check", "--max-memory", "lots"], 2, "error: invalid value 'lots'"),
-        (vec!["check", "--preset", "ci", "--max-states", "1000"], 2, "error: check of ci stopped"),
-        (vec!["check", "--preset", "tiny", "--trace-out", nowhere], 2, "error: cannot write"),
-        (vec!["check", "--preset", "tiny", "--mermaid", nowhere], 2, "error: cannot write"),
-        (vec!["check", "--preset", "tiny", "--junit", nowhere], 2, "error: cannot write"),
-        (vec!["check", "--preset", "tiny", "--variant", "finish-delivery-during-conversion"], 2, "error: variant finish-delivery-during-conversion is not exposed"),
-        (vec!["conform", "--preset", "nonsense"], 2, "error: unknown preset"),
-        (vec!["conform", "--random", "0"], 2, "error: --random needs"),
-        (vec!["conform", "--shard", "0/3"], 2, "error: invalid value '0/3'"),
-        (vec!["conform", "--shard", "4/3"], 2, "error: invalid value '4/3'"),
-        (vec!["conform", "--jobs", "0"], 2, "error: invalid value '0'"),
-        (vec!["conform", "--watchdog", "0"], 2, "error: invalid value '0'"),
-        (vec!["conform", "--random", "3", "--require-complete"], 2, "error: the argument"),
-        (vec!["conform", "--preset", "tiny", "--save", nowhere], 2, "error: cannot write"),
-        (vec!["conform", "--preset", "tiny", "--driver-cmd", "/nonexistent-dir/driver"], 2, "error: harness error: cannot start"),
-        (vec!["conform", "--preset", "tiny", "--driver-cmd", "driver 'unbalanced"], 2, "error: harness error: unbalanced quote"),
-        (vec!["traces", "--preset", "tiny", "--out", nowhere], 2, "error: cannot write"),
-        (vec!["traces", "--preset", "nonsense", "--out", "x.jsonl"], 2, "error: unknown preset"),
-        (vec!["variants", "--junit", "x.xml"], 2, "error: the following required arguments"),
-        (vec!["explore", "--preset", "nonsense"], 2, "error: unknown preset"),
-        (vec!["nonsense"], 2, "error: unrecognized subcommand"),
+    let table: Vec<(&str, Vec<&str>, i32, &str)> = vec![
+        ("a trace whose action names channel 7 (of 2)", vec!["replay", &channel7], 2, "error: "),
+        ("a trace whose action names checkpoint 200", vec!["replay", &cp200], 2, "error: "),
+        ("a trace whose action names buffer 250", vec!["replay", &buffer250], 2, "error: "),
+        ("a trace of format version 9", vec!["replay", &version9], 2, "error: "),
+        ("a trace of another model", vec!["replay", &other_model], 2, "error: "),
+        ("a trace naming an unknown variant", vec!["replay", &bad_variant], 2, "error: "),
+        ("a trace with a step the model does not enable", vec!["replay", &not_enabled], 2, "error: "),
+        ("a trace with an unknown action", vec!["replay", &unknown_action], 2, "error: "),
+        ("a trace file over 64 MiB", vec!["replay", &big], 2, "error: "),
+        ("an empty trace file", vec!["replay", &empty], 2, "error: "),
+        ("a trace file that is not JSON", vec!["replay", &not_json], 2, "error: "),
+        ("a missing trace file", vec!["replay", "/nonexistent-dir/trace.json"], 2, "error: "),
+        ("a directory instead of a trace file", vec!["replay", &dirpath], 2, "error: "),
+        ("a config with an unknown field", vec!["check", "--config", &cfg_field], 2, "error: "),
+        ("a config without channels", vec!["check", "--config", &cfg_empty], 2, "error: "),
+        ("a config declaring an unknown example unreachable", vec!["check", "--config", &cfg_unreachable], 2, "error: "),
+        ("a missing config file", vec!["check", "--config", "/nonexistent-dir/cfg.json"], 2, "error: cannot read"),
+        ("an unknown preset", vec!["check", "--preset", "nonsense"], 2, "error: unknown preset"),
+        ("an unknown variant", vec!["check", "--variant", "nonsense"], 2, "error: unknown variant"),
+        ("zero threads", vec!["check", "--threads", "0"], 2, "error: invalid value '0'"),
+        ("more threads than the maximum", vec!["check", "--threads", "99999"], 2, "error: invalid value '99999'"),
+        ("threads not a number", vec!["check", "--threads", "many"], 2, "error: invalid value 'many'"),
+        ("a zero memory limit", vec!["check", "--max-memory", "0"], 2, "error: invalid value '0'"),
+        ("a memory limit that is not a size", vec!["check", "--max-memory", "lots"], 2, "error: invalid value 'lots'"),
+        ("a check reaching its state limit", vec!["check", "--preset", "ci", "--max-states", "1000"], 2, "error: check of ci stopped"),
+        ("a trace output in a missing directory", vec!["check", "--preset", "tiny", "--trace-out", nowhere], 2, "error: cannot write"),
+        ("a Mermaid output in a missing directory", vec!["check", "--preset", "tiny", "--mermaid", nowhere], 2, "error: cannot write"),
+        ("a JUnit output in a missing directory", vec!["check", "--preset", "tiny", "--junit", nowhere], 2, "error: cannot write"),
+        ("a variant whose bug the preset cannot reach", vec!["check", "--preset", "tiny", "--variant", "finish-delivery-during-conversion"], 2, "error: variant finish-delivery-during-conversion is not exposed"),
+        ("an unknown preset", vec!["conform", "--preset", "nonsense"], 2, "error: unknown preset"),
+        ("zero random traces", vec!["conform", "--random", "0"], 2, "error: --random needs"),
+        ("shard 0", vec!["conform", "--shard", "0/3"], 2, "error: invalid value '0/3'"),
+        ("a shard beyond the count", vec!["conform", "--shard", "4/3"], 2, "error: invalid value '4/3'"),
+        ("zero jobs", vec!["conform", "--jobs", "0"], 2, "error: invalid value '0'"),
+        ("a zero watchdog", vec!["conform", "--watchdog", "0"], 2, "error: invalid value '0'"),
+        ("--require-complete with random traces", vec!["conform", "--random", "3", "--require-complete"], 2, "error: the argument"),
+        ("a save file in a missing directory", vec!["conform", "--preset", "tiny", "--save", nowhere], 2, "error: cannot write"),
+        ("a driver that does not exist", vec!["conform", "--preset", "tiny", "--driver-cmd", "/nonexistent-dir/driver"], 2, "error: harness error: cannot start"),
+        ("a driver command with an unbalanced quote", vec!["conform", "--preset", "tiny", "--driver-cmd", "driver 'unbalanced"], 2, "error: harness error: unbalanced quote"),
+        ("an output in a missing directory", vec!["traces", "--preset", "tiny", "--out", nowhere], 2, "error: cannot write"),
+        ("an unknown preset", vec!["traces", "--preset", "nonsense", "--out", "x.jsonl"], 2, "error: unknown preset"),
+        ("--junit without --check", vec!["variants", "--junit", "x.xml"], 2, "error: the following required arguments"),
+        ("an unknown preset", vec!["explore", "--preset", "nonsense"], 2, "error: unknown preset"),
+        ("an unknown subcommand", vec!["nonsense"], 2, "error: unrecognized subcommand"),
     ];
     assert!(table.len() >= 30);
     let mut failures = Vec::new();
-    for (args, code, first) in &table {
+    let mut doc_rows = Vec::new();
+    for (input, args, code, first) in &table {
         let (got, stderr) = run(args);
         let line = stderr.lines().next().unwrap_or("");
+        doc_rows.push(doc_row(&dir, input, args, got, line));
         if got != *code || !line.starts_with(first) || stderr.contains("panicked") {
             failures.push(format!(
                 "cdr {}: exit {got}, first line {line:?} (want {code}, {first:?})",
@@ -161,6 +163,85 @@ fn every_bad_input_gets_its_exit_code_and_a_clear_first_line() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+    check_doc_table(&doc_rows);
+}
+
+/// One row of the table in docs/reliability.md: what the input is, the command (files of the
+/// test by their names), the exit code and the first line as the tool printed them.
+fn doc_row(dir: &Dir, input: &str, args: &[&str], code: i32, line: &str) -> String {
+    let prefix = format!("{}/", dir.0.display());
+    let shown: Vec<String> = args
+        .iter()
+        .map(|a| match a.strip_prefix(&prefix) {
+            Some(name) => name.to_string(),
+            None if *a == dir.0.display().to_string() => "DIR".to_string(),
+            None => a.to_string(),
+        })
+        .collect();
+    let line = line.replace(&prefix, "").replace(&dir.0.display().to_string(), "DIR");
+    let cell = |s: &str| s.replace('|', "\\|");
+    format!(
+        "| {} | `` cdr {} `` | {code} | `` {} `` |",
+        cell(input),
+        cell(&shown.join(" ")),
+        cell(&steady(&line))
+    )
+}
+
+/// A first line as the doc shows it: without the lists that grow with the project (known
+/// presets, variants, actions, fields, enabled steps) and with the figures of a timed search
+/// (seconds, states, depth) as letters.
+fn steady(line: &str) -> String {
+    let cut = ["; ", ", expected one of"]
+        .iter()
+        .filter_map(|m| line.find(m))
+        .min()
+        .map_or(line.to_string(), |at| format!("{} …", &line[..at]));
+    let words: Vec<&str> = cut.split(' ').collect();
+    let figure = |w: &str| {
+        let digits = w.trim_start_matches('(');
+        !digits.is_empty() && digits.chars().all(|c| c.is_ascii_digit() || c == '.')
+    };
+    (0..words.len())
+        .map(|i| {
+            let w = words[i];
+            let before = if i > 0 { words[i - 1] } else { "" };
+            let after = words.get(i + 1).copied().unwrap_or("");
+            match () {
+                _ if figure(w) && before == "after" => "T".to_string(),
+                _ if figure(w) && after == "unique" => w.replace(|c: char| c.is_ascii_digit(), "").to_string() + "N",
+                _ if figure(w.trim_end_matches(')')) && before == "depth" => "D)".to_string(),
+                _ => w.to_string(),
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+const DOC: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/reliability.md");
+const BEGIN: &str = "<!-- bad-inputs: generated by conformance/tests/bad_inputs.rs -->";
+const END: &str = "<!-- end bad-inputs -->";
+
+/// The table in docs/reliability.md is these rows as they ran: a changed message or a new row
+/// fails here until the doc is regenerated (`UPDATE_DOCS=1`).
+fn check_doc_table(rows: &[String]) {
+    let table = format!(
+        "{BEGIN}\n| input | command | exit | first line of stderr |\n|---|---|---|---|\n{}\n{END}",
+        rows.join("\n")
+    );
+    let doc = std::fs::read_to_string(DOC).expect("docs/reliability.md");
+    let (Some(begin), Some(end)) = (doc.find(BEGIN), doc.find(END)) else {
+        panic!("docs/reliability.md lacks the markers {BEGIN} ... {END}");
+    };
+    let current = &doc[begin..end + END.len()];
+    if std::env::var_os("UPDATE_DOCS").is_some() {
+        std::fs::write(DOC, doc.replace(current, &table)).unwrap();
+        return;
+    }
+    assert_eq!(
+        current, table,
+        "docs/reliability.md's bad-input table is stale: UPDATE_DOCS=1 cargo test -p conformance --test bad_inputs"
+    );
 }
 
 #[test]
