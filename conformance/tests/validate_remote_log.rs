@@ -233,10 +233,17 @@ fn run(cfg: &ModelConfig, seed: u64) -> Run {
                 }
             }
             while let Ok((c, credit)) = add_credits.try_recv() {
-                readers[c]
-                    .as_mut()
-                    .expect("credit for a requested partition")
-                    .add_credit(credit);
+                // Netty delivers a connection's messages in order: a credit sent after the
+                // partition request finds its reader, even if the request was made since the
+                // loop above looked.
+                if readers[c].is_none() {
+                    let request = remote_of(&server_gate, c)
+                        .and_then(|r| r.partition_request())
+                        .expect("credit for a requested partition");
+                    let subpartition = Arc::clone(&server_partitions[c]);
+                    readers[c] = Some(CreditBasedSequenceNumberingViewReader::new(&request, subpartition).unwrap());
+                }
+                readers[c].as_mut().expect("a reader").add_credit(credit);
             }
             for (c, reader) in readers.iter_mut().enumerate() {
                 if let Some(reader) = reader
