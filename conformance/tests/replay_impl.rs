@@ -213,6 +213,10 @@ fn broken_driver_replaying_the_stash_at_the_head_is_reported_with_step_and_diff(
 
 #[test]
 fn no_bug_zoo_counterexample_is_reproducible_on_the_fixed_implementation() {
+    // The recovery-checkpoint trigger's spill of the drainer's remaining state is not part of
+    // impl/ (no trigger, no drainer): that variant's counterexample differs from the fixed
+    // model only in what the trigger wrote, which the implementation does not observe.
+    const OUTSIDE_IMPL: &[&str] = &["spill-snapshot-after-insertion"];
     let mut pinned = String::new();
     for info in VARIANTS {
         let m = model(info.preset, info.variant);
@@ -220,6 +224,10 @@ fn no_bug_zoo_counterexample_is_reproducible_on_the_fixed_implementation() {
         let mut reference = ModelDriver::new(m.clone());
         let mut driver = ImplDriver::new(&m.cfg);
         let result = lockstep(&mut reference, &mut driver, &actions, Compare::Every);
+        if OUTSIDE_IMPL.contains(&info.name) {
+            assert!(result.is_ok(), "{}: replays on impl/ without divergence", info.name);
+            continue;
+        }
         let e = result.expect_err(&format!("{}: the implementation reproduced the bug", info.name));
         let d = e.divergence().unwrap_or_else(|| panic!("{}: {e}", info.name));
         // Pinned whole: where the fixed implementation departs from the buggy model and how

@@ -195,11 +195,21 @@ impl ModelConfig {
 /// The `sometimes` property that needs `faults`.
 pub const TASK_FAILS: &str = "task fails on an upstream failure";
 
+/// The `sometimes` property that needs the drainer and recovery barriers.
+pub const SPILLS: &str = "checkpoint spills data not yet drained";
+
 impl ModelConfig {
     /// `sometimes` properties this configuration cannot reach whatever its preset says: without
-    /// faults no task fails.
+    /// faults no task fails; only the drainer leaves recovered data undrained while a recovery
+    /// barrier is inserted (the other deliveries push everything before any checkpoint).
     pub fn unreachable_by_config(&self) -> &'static [&'static str] {
-        if self.faults { &[] } else { &[TASK_FAILS] }
+        let spills = self.delivery == Delivery::Drainer && self.insert_recovery_barriers;
+        match (self.faults, spills) {
+            (true, true) => &[],
+            (true, false) => &[SPILLS],
+            (false, true) => &[TASK_FAILS],
+            (false, false) => &[TASK_FAILS, SPILLS],
+        }
     }
 }
 

@@ -96,7 +96,13 @@ pub fn channel(m: &RecoveryModel, s: &State, c: u8) -> String {
                 .join(" ")
         );
     }
-    let persisted: Vec<String> = ch.ghost_persisted.iter().map(|(cp, p)| format!("cp{cp}:{p}")).collect();
+    let spilled = ch.ghost_spilled.iter().map(|(cp, p)| format!("cp{cp}:{p}(spill)"));
+    let persisted: Vec<String> = ch
+        .ghost_persisted
+        .iter()
+        .map(|(cp, p)| format!("cp{cp}:{p}"))
+        .chain(spilled)
+        .collect();
     let _ = writeln!(
         out,
         "  persister {:?} lastSeenBarrier={} persisted [{}]",
@@ -481,6 +487,9 @@ fn channel_changes(a: &Channel, b: &Channel) -> Vec<String> {
     }
     for (cp, p) in b.ghost_persisted.iter().skip(a.ghost_persisted.len()) {
         out.push(format!("cp{cp} persists {p}"));
+    }
+    for (cp, p) in b.ghost_spilled.iter().skip(a.ghost_spilled.len()) {
+        out.push(format!("cp{cp} spills {p} (not yet drained)"));
     }
     for i in b.ghost_freed.iter().skip(a.ghost_freed.len()) {
         out.push(format!("{} recycled undelivered", Payload::Recovered(*i)));

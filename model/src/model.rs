@@ -252,6 +252,7 @@ impl RecoveryModel {
                     ghost_persisted: Vec::new(),
                     ghost_replayed: 0,
                     ghost_rcb_at: vec![None; n],
+                    ghost_spilled: Vec::new(),
                     ghost_started_at: vec![None; n],
                     ghost_barrier_after: vec![None; n],
                 }
@@ -834,7 +835,7 @@ impl Model for RecoveryModel {
             Action::RequestPartitions => self.request_partitions(&mut s),
             Action::GetNextBuffer { channel: c } => self.get_next_buffer(&mut s, c),
             Action::InsertRecoveryCheckpointBarrier { channel: c, cp } => {
-                if task::insert_recovery_checkpoint_barrier(&mut s, &self.cfg, c, cp) {
+                if task::insert_recovery_checkpoint_barrier(&mut s, &self.cfg, self.variant, c, cp) {
                     self.notify(&mut s, c, false);
                 }
             }
