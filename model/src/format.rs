@@ -207,6 +207,9 @@ fn method_call(a: &Action) -> String {
         }
         Action::CheckpointStarted { cp, .. } => format!("checkpointStarted({cp})"),
         Action::EmitCheckpointBarrier { cp, .. } => format!("emitCheckpointBarrier({cp})"),
+        Action::ClearPendingPriorityEvent { .. } => {
+            "pullPriorityFromSubpartitionView: hasPendingPriorityEvent = false".into()
+        }
         Action::NotifyBufferAvailable { n, .. } => format!("notifyBufferAvailable({n})"),
         Action::Recycle { buffer, .. } => format!("recycle({buffer})"),
         Action::ReturnFloatingBuffer { buffer, .. } => format!("recycleFloatingBuffer({buffer})"),
@@ -321,6 +324,10 @@ pub fn task_pc(m: &RecoveryModel, pc: TaskPc) -> String {
         TaskPc::AwaitUpstreamReady { channel } => {
             format!("BLOCKED on upstreamReady of {}", m.channel_name(channel))
         }
+        TaskPc::ClearPendingPriority { channel, cp, .. } => format!(
+            "polled barrier{cp} from the view of {}: next hasPendingPriorityEvent = false",
+            m.channel_name(channel)
+        ),
         TaskPc::Failed { channel, cause } => {
             let what = match cause {
                 Failure::Transport => "the connection's error (checkError)",

@@ -51,6 +51,11 @@ pub const PROPERTIES: &[(Expectation, &str, Pred)] = &[
     (Expectation::Always, "priority events first", priority_events_first),
     (Expectation::Always, "no protocol violation", no_protocol_violation),
     (Expectation::Always, "no lost notification", no_lost_notification),
+    (
+        Expectation::Always,
+        crate::config::PRIORITY_HONOURED,
+        priority_channels_have_priority_events,
+    ),
     // --- liveness ---
     (
         Expectation::Eventually,
@@ -470,9 +475,38 @@ fn no_protocol_violation(_: &RecoveryModel, s: &State) -> bool {
 /// only polls queued channels, never looks at it again (a lost `notifyChannelNonEmpty`). A
 /// failed task polls nothing more.
 fn no_lost_notification(m: &RecoveryModel, s: &State) -> bool {
+    // The channel the task is polling, and one whose producer has yet to notify, are exempt.
+    let polling = |c: u8| matches!(s.task, TaskPc::ClearPendingPriority { channel, .. } if channel == c);
+    let notifying = |c: u8| s.ch(c).producer.notify_pending.is_some();
     !m.models_gate_queue()
         || matches!(s.task, TaskPc::Failed { .. })
-        || (0..s.channels.len() as u8).all(|c| !m.has_next(s, c) || s.gate.contains(c))
+        || (0..s.channels.len() as u8).all(|c| !m.has_next(s, c) || s.gate.contains(c) || polling(c) || notifying(c))
+}
+
+/// Every channel in the gate's priority section returns a priority event when polled. The gate
+/// completes its priority future for them, `CheckpointedInputGate.processPriorityEvents` polls
+/// and `checkState(bufferOrEvent.hasPriority(), "Should only poll priority events")`; the
+/// future is reset only by polling a priority event, so a stale entry fails the task.
+fn priority_channels_have_priority_events(m: &RecoveryModel, s: &State) -> bool {
+    let priority = &s.gate.channels[..s.gate.num_priority as usize];
+    !m.models_gate_queue()
+        || matches!(s.task, TaskPc::Failed { .. })
+        || priority.iter().all(|&c| {
+            let ch = s.ch(c);
+            let view_barrier = matches!(ch.producer.subpartition.first(), Some(Payload::Barrier(_)));
+            let polling = matches!(s.task, TaskPc::ClearPendingPriority { channel, .. } if channel == c);
+            ch.released
+                || ch.producer.released
+                || polling
+                || match m.cfg.channels[c as usize].kind {
+                    ChannelKind::Remote => ch.priority_len > 0,
+                    // In recovery (or with migrated buffers queued) only the flag leads to the view.
+                    ChannelKind::Local if ch.in_recovery || (m.migrates() && !ch.queue.is_empty()) => {
+                        ch.pending_priority && view_barrier
+                    }
+                    ChannelKind::Local => view_barrier,
+                }
+        })
 }
 
 /// L1: every channel's `stateConsumedFuture` completes (normally, or exceptionally on release;

@@ -256,6 +256,17 @@ pub enum TaskPc {
         /// The channel whose latch it waits on.
         channel: u8,
     },
+    /// `pullPriorityFromSubpartitionView` polled barrier `cp` (sequence number `seq`) from the
+    /// view of `channel`, whose next data type then had no priority; next it clears
+    /// `hasPendingPriorityEvent` (`priority_notify_step`). The gate's turn is still on.
+    ClearPendingPriority {
+        /// The channel.
+        channel: u8,
+        /// The barrier polled.
+        cp: CheckpointId,
+        /// Its sequence number.
+        seq: i32,
+    },
     /// `getNextBuffer` of `channel` threw: the task fails (nothing runs after this).
     Failed {
         /// The channel whose upstream failed.
