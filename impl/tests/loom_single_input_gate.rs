@@ -88,3 +88,58 @@ fn local_priority_notification_concurrent_with_poll() {
         assert_priority_section_is_live(&gate);
     });
 }
+
+/// Flink's lost update on `hasPendingPriorityEvent` (docs/findings.md), reproduced on impl/,
+/// which ports the code as it is: in recovery, the task pulls barrier 1 from the view, whose
+/// next data type then has no priority; the producer adds barrier 2 and sets the flag; the task
+/// clears it. Barrier 2's notification (after the task's turn, not outdated) puts the channel
+/// in the gate's priority section, but the channel returns its recovered buffer instead. Some
+/// interleaving must end so; the test fails once the race is fixed, and says so.
+#[test]
+fn local_pull_priority_loses_a_concurrent_priority_notification() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    static LOST: AtomicBool = AtomicBool::new(false);
+    loom::model(|| {
+        let global = NetworkBufferPool::new(1);
+        let pool = LocalBufferPool::new(Arc::clone(&global), 0).unwrap();
+        let gate = SingleInputGate::new(0, pool);
+        let context = gate.channel_context(0, global, Arc::new(ChannelStateWriter::new()), 1);
+        let partition = ResultSubpartition::new();
+        let channel = LocalInputChannel::new(context, Arc::clone(&partition), true);
+        gate.set_input_channels(vec![InputChannelHandle::Local(Arc::clone(&channel))]);
+        gate.request_partitions(true).unwrap();
+        partition.add(barrier(11)).unwrap();
+
+        let producer = Arc::clone(&partition);
+        let upstream = thread::spawn(move || {
+            producer
+                .add(NetworkBuffer::unpooled(
+                    BufferId(12),
+                    BufferKind::CheckpointBarrier(2),
+                    0,
+                ))
+                .unwrap()
+        });
+        let first = gate.poll_channel().unwrap();
+        assert!(
+            matches!(&first, ChannelPoll::Buffer { next, .. } if next.buffer.id() == BufferId(11)),
+            "{first:?}"
+        );
+        upstream.join().unwrap();
+        // The drainer pushes a recovered buffer; the channel is already queued.
+        let recovered = NetworkBuffer::unpooled(BufferId(20), BufferKind::Data, 1);
+        channel.on_recovered_state_buffer(recovered).unwrap();
+
+        let queued = gate.channels_with_data().snapshot();
+        if queued.num_priority > 0
+            && let ChannelPoll::Buffer { next, .. } = gate.poll_channel().unwrap()
+            && !next.buffer.kind().has_priority()
+        {
+            LOST.store(true, Ordering::SeqCst);
+        }
+    });
+    assert!(
+        LOST.load(Ordering::SeqCst),
+        "no interleaving lost barrier 2's hasPendingPriorityEvent: the race is fixed, update docs/findings.md"
+    );
+}
