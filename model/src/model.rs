@@ -650,7 +650,7 @@ impl RecoveryModel {
         s.task = TaskPc::Idle;
         let ch = s.ch_mut(c);
         ch.pending_priority = false;
-        if ch.queue.first().is_some() && self.models_gate_queue() {
+        if !ch.queue.is_empty() && self.models_gate_queue() {
             s.gate.queue_channel(c, false);
         }
         task::handle_polled(s, &self.cfg, c, Payload::Barrier(cp), seq);
