@@ -995,6 +995,10 @@ impl ImplDriver {
             }),
             ReleaseAllResources { channel } => self.release_all_resources(channel),
             CloseGate => self.close_gate(),
+            // impl/ makes these inside `add` and `get_next_buffer` (Action::MODEL_ONLY_KINDS).
+            NotifyPriorityEvent { .. } | ClearPendingPriorityEvent { .. } => {
+                unperformable("a model-only step: impl/ makes it inside the call before")
+            }
         }
     }
 

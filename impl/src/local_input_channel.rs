@@ -9,7 +9,10 @@
 //!   thread only in Flink; keeping it under the lock costs nothing and makes snapshots exact).
 //!   Taken by the IO thread (push, finish), the task thread (poll, checkpoint, consumed) and the
 //!   canceler (release). Under it only the `ChannelStateWriter` lock is taken.
-//! - `request_lock` (Flink's `requestLock`) guards the subpartition view.
+//! - `request_lock` (Flink's `requestLock`) serialises view creation and release. The view
+//!   itself sits in `subpartition_view`, a leaf lock standing for Flink's volatile field: the
+//!   task reads it under the gate's `inputChannelsWithData` lock, while view creation notifies
+//!   the gate under `request_lock`, so reading it under `request_lock` would invert the order.
 //! - `has_pending_priority_event` is an atomic written by the producer (true) and the task (false).
 //! - `upstream_ready` is a latch opened by view creation or release, awaited outside any lock.
 //!
@@ -166,8 +169,10 @@ pub struct LocalInputChannel {
     shared: Arc<LocalChannelShared>,
     /// Flink's `recoveredBuffers` monitor.
     recovered_buffers: Mutex<RecoveredBuffers>,
-    /// Flink's `requestLock`, guarding `subpartitionView`.
-    request_lock: Mutex<Option<Arc<ResultSubpartition>>>,
+    /// Flink's `requestLock`: view creation and release.
+    request_lock: Mutex<()>,
+    /// Flink's volatile `subpartitionView`; a leaf.
+    subpartition_view: Mutex<Option<Arc<ResultSubpartition>>>,
     upstream_ready: Latch,
     state_consumed: StateConsumedFuture,
     buffer_manager: Option<Arc<BufferManager>>,
@@ -221,7 +226,8 @@ impl LocalInputChannel {
             needs_recovery,
             shared,
             recovered_buffers: Mutex::new(recovered),
-            request_lock: Mutex::new(None),
+            request_lock: Mutex::new(()),
+            subpartition_view: Mutex::new(None),
             upstream_ready: Latch::new(),
             state_consumed,
             buffer_manager,
@@ -314,7 +320,7 @@ impl LocalInputChannel {
     }
 
     fn subpartition_view(&self) -> Option<Arc<ResultSubpartition>> {
-        self.request_lock.lock().clone()
+        self.subpartition_view.lock().clone()
     }
 
     /// `completeUpstreamReadyForTest()`.
@@ -633,15 +639,15 @@ impl RecoverableInputChannel for LocalInputChannel {
     /// and notifies (after unlocking) if data is queued.
     fn request_subpartitions(&self) -> Result<()> {
         {
-            let mut view = self.request_lock.lock();
+            let _request = self.request_lock.lock();
             if self.shared.released.load(Ordering::SeqCst) {
                 return Err(ChannelError::released("LocalInputChannel has already been released."));
             }
-            if view.is_none() {
+            if self.subpartition_view().is_none() {
                 let listener: Arc<dyn BufferAvailabilityListener> =
                     Arc::clone(&self.shared) as Arc<dyn BufferAvailabilityListener>;
                 self.partition.create_read_view(Some(listener))?;
-                *view = Some(Arc::clone(&self.partition));
+                *self.subpartition_view.lock() = Some(Arc::clone(&self.partition));
             }
             self.upstream_ready.count_down();
         }
@@ -660,7 +666,10 @@ impl RecoverableInputChannel for LocalInputChannel {
         }
         self.upstream_ready.count_down();
         self.state_consumed.complete_exceptionally();
-        self.request_lock.lock().take();
+        {
+            let _request = self.request_lock.lock();
+            self.subpartition_view.lock().take();
+        }
         let drained: Vec<NetworkBuffer> = {
             let mut state = self.recovered_buffers.lock();
             let migrated: Vec<NetworkBuffer> = state.to_be_consumed.drain(..).map(|(b, _)| b).collect();

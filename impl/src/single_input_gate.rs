@@ -5,12 +5,17 @@
 //!
 //! Locking contract:
 //! - `inputChannelsWithData` ([`InputChannelsWithData`]) has its own lock and condition
-//!   variable; any thread notifies, the task thread polls. It is a leaf: nothing is called
-//!   under it.
-//! - `request_lock` (Flink's `requestLock`) guards the channel array, `requestedPartitionsFlag`
-//!   and `closed`. Conversion and partition requests run under it and take channel locks
-//!   (order `requestLock` → channel lock). Polling only clones a channel handle under it and
-//!   calls the channel after releasing it.
+//!   variable; any thread notifies, the task thread polls. As in Flink's `waitAndGetNextData`,
+//!   one turn of the poll holds it across `getChannel`, the channel's `getNextBuffer`, the
+//!   requeue and the `lastPrioritySequenceNumber` update, so a notification lands either before
+//!   the turn or after it. Under it the task takes channel locks (order `inputChannelsWithData`
+//!   → channel lock); no channel calls into the gate while holding its own lock, which is what
+//!   keeps this order free of cycles (Flink's channels notify after unlocking too).
+//! - `request_lock` (Flink's `requestLock`) guards `requestedPartitionsFlag` and `closed`.
+//!   Conversion and partition requests run under it, take channel locks and notify the gate
+//!   (order `requestLock` → `inputChannelsWithData` → channel lock).
+//! - `channels` (Flink's `channels` array) is a leaf lock: the poll reads a handle from it under
+//!   `inputChannelsWithData`, the conversion writes a slot under `requestLock`.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::fmt;
@@ -138,26 +143,6 @@ impl InputChannelsWithData {
         }
     }
 
-    /// After the task polled `channel_index`: `queueChannelUnsafe` again if it reported more (at
-    /// the priority head for a priority event), and remember a polled priority element's
-    /// sequence number for [`is_outdated`].
-    pub fn on_polled(&self, channel_index: usize, next: &BufferAndAvailability) {
-        let queued = {
-            let mut queue = self.queue.lock();
-            let queued = next.next_data_type.is_available()
-                && queue.queue_channel_unsafe(channel_index, next.next_data_type.has_priority());
-            if next.buffer.kind().has_priority() {
-                queue
-                    .last_priority_sequence_number
-                    .insert(channel_index, next.sequence_number);
-            }
-            queued
-        };
-        if queued {
-            self.available.notify_all();
-        }
-    }
-
     /// The conversion replacing channel `channel_index` (Flink 2.3.0): `getAndRemove` of the
     /// recovered channel, then the new one `add`ed at the tail if it has buffers in use.
     pub fn replace_channel(&self, channel_index: usize, in_use: bool) {
@@ -175,13 +160,33 @@ impl InputChannelsWithData {
         }
     }
 
-    /// `getChannel(blocking=false)`: the next channel with data.
-    pub fn poll(&self) -> Option<usize> {
+    /// One turn of `waitAndGetNextData` under this lock: `getChannel(false)`, then
+    /// `get_next_buffer(channel)` (the channel's `getNextBuffer()`), then `queueChannelUnsafe`
+    /// again if it reported more (at the priority head for a priority event), and remember a
+    /// polled priority element's sequence number for [`is_outdated`]. `get_next_buffer` must not
+    /// notify this queue: the lock is not reentrant, and no channel notifies from its poll.
+    pub fn poll_with(
+        &self,
+        get_next_buffer: impl FnOnce(usize) -> Result<Option<BufferAndAvailability>>,
+    ) -> Result<ChannelPoll> {
         let mut queue = self.queue.lock();
-        let channel = queue.channels.pop_front()?;
+        let Some(channel) = queue.channels.pop_front() else {
+            return Ok(ChannelPoll::NoChannel);
+        };
         queue.num_priority = queue.num_priority.saturating_sub(1);
         queue.enqueued.remove(&channel);
-        Some(channel)
+        let Some(next) = get_next_buffer(channel)? else {
+            return Ok(ChannelPoll::Empty { channel });
+        };
+        if next.next_data_type.is_available() {
+            queue.queue_channel_unsafe(channel, next.next_data_type.has_priority());
+        }
+        if next.buffer.kind().has_priority() {
+            queue
+                .last_priority_sequence_number
+                .insert(channel, next.sequence_number);
+        }
+        Ok(ChannelPoll::Buffer { channel, next })
     }
 
     /// Blocks until a channel is queued or the gate is closed; false if closed.
@@ -347,9 +352,9 @@ pub struct SingleInputGateSnapshot {
     pub channels: Vec<ChannelSnapshot>,
 }
 
+/// What `requestLock` guards.
 #[derive(Debug, Default)]
-struct GateChannels {
-    channels: Vec<InputChannelHandle>,
+struct GateRequestState {
     requested_partitions: bool,
     closed: bool,
 }
@@ -360,7 +365,9 @@ pub struct SingleInputGate {
     channels_with_data: Arc<InputChannelsWithData>,
     buffer_pool: Arc<LocalBufferPool>,
     /// Flink's `requestLock`.
-    request_lock: Mutex<GateChannels>,
+    request_lock: Mutex<GateRequestState>,
+    /// Flink's `channels` array; a leaf lock.
+    channels: Mutex<Vec<InputChannelHandle>>,
 }
 
 impl fmt::Debug for SingleInputGate {
@@ -378,7 +385,8 @@ impl SingleInputGate {
             gate_index,
             channels_with_data: InputChannelsWithData::new(),
             buffer_pool,
-            request_lock: Mutex::new(GateChannels::default()),
+            request_lock: Mutex::new(GateRequestState::default()),
+            channels: Mutex::new(Vec::new()),
         })
     }
 
@@ -405,12 +413,12 @@ impl SingleInputGate {
 
     /// `setInputChannels(channels)`: index `i` must be channel `i`.
     pub fn set_input_channels(&self, channels: Vec<InputChannelHandle>) {
-        self.request_lock.lock().channels = channels;
+        *self.channels.lock() = channels;
     }
 
     /// The channel at `index` (`getChannel(channelIndex)`).
     pub fn channel(&self, index: usize) -> Option<InputChannelHandle> {
-        self.request_lock.lock().channels.get(index).cloned()
+        self.channels.lock().get(index).cloned()
     }
 
     /// The gate's `inputChannelsWithData`.
@@ -439,8 +447,9 @@ impl SingleInputGate {
         if gate.closed {
             return Err(ChannelError::released("Input gate is already closed."));
         }
-        let converting = gate
+        let converting = self
             .channels
+            .lock()
             .iter()
             .any(|channel| matches!(channel, InputChannelHandle::Recovered(_)));
         event_log::record(|| match converting {
@@ -448,12 +457,11 @@ impl SingleInputGate {
             false => Event::RequestPartitions { gate: self.gate_index },
         });
         match conversion {
-            Conversion::ToInputChannel { needs_recovery } => {
-                Self::convert_recovered_input_channels(&mut gate, needs_recovery)?
-            }
-            Conversion::Migrate => self.migrate_recovered_input_channels(&mut gate)?,
+            Conversion::ToInputChannel { needs_recovery } => self.convert_recovered_input_channels(needs_recovery)?,
+            Conversion::Migrate => self.migrate_recovered_input_channels()?,
         }
-        for channel in &gate.channels {
+        let channels = self.channels.lock().clone();
+        for channel in &channels {
             match channel {
                 InputChannelHandle::Recovered(_) => {
                     return Err(ChannelError::illegal_state("Recovered channel left after conversion."));
@@ -466,42 +474,46 @@ impl SingleInputGate {
         Ok(())
     }
 
+    /// The recovered channels, by index (under `requestLock`, so no other conversion runs).
+    fn recovered_channels(&self) -> Vec<(usize, Arc<RecoveredInputChannel>)> {
+        let channels = self.channels.lock();
+        let recovered = channels
+            .iter()
+            .enumerate()
+            .filter_map(|(index, channel)| match channel {
+                InputChannelHandle::Recovered(recovered) => Some((index, Arc::clone(recovered))),
+                _ => None,
+            });
+        recovered.collect()
+    }
+
     /// `convertRecoveredInputChannels(needsRecovery)`: `toInputChannel`, release the recovered
     /// channel, replace it; the first failure stops the conversion.
-    fn convert_recovered_input_channels(gate: &mut GateChannels, needs_recovery: bool) -> Result<()> {
-        for slot in gate.channels.iter_mut() {
-            let InputChannelHandle::Recovered(recovered) = slot else {
-                continue;
-            };
-            let recovered = Arc::clone(recovered);
+    fn convert_recovered_input_channels(&self, needs_recovery: bool) -> Result<()> {
+        for (index, recovered) in self.recovered_channels() {
             let physical = recovered.to_input_channel(needs_recovery)?;
             recovered.release_all_resources()?;
-            *slot = physical;
+            self.channels.lock()[index] = physical;
         }
         Ok(())
     }
 
     /// 2.3.0's `convertRecoveredInputChannels()` with the flag on: `toInputChannel()` migrating
     /// the queue, release the recovered channel, replace it, and replace it in the gate's queue.
-    fn migrate_recovered_input_channels(&self, gate: &mut GateChannels) -> Result<()> {
-        for (index, slot) in gate.channels.iter_mut().enumerate() {
-            let InputChannelHandle::Recovered(recovered) = slot else {
-                continue;
-            };
-            let recovered = Arc::clone(recovered);
+    fn migrate_recovered_input_channels(&self) -> Result<()> {
+        for (index, recovered) in self.recovered_channels() {
             let (physical, in_use) = recovered.to_input_channel_migrating()?;
             recovered.release_all_resources()?;
-            *slot = physical;
+            self.channels.lock()[index] = physical;
             self.channels_with_data.replace_channel(index, in_use);
         }
         Ok(())
     }
 
-    /// `getStateConsumedFuture()` snapshot under `requestLock`: all channels' futures.
+    /// `getStateConsumedFuture()`: all channels' futures.
     pub fn state_consumed_futures(&self) -> Vec<StateConsumedFuture> {
-        self.request_lock
+        self.channels
             .lock()
-            .channels
             .iter()
             .map(InputChannelHandle::state_consumed_future)
             .collect()
@@ -512,22 +524,16 @@ impl SingleInputGate {
         self.state_consumed_futures().iter().all(StateConsumedFuture::is_done)
     }
 
-    /// One turn of the loop in Flink's `waitAndGetNextData`: `getChannel(false)`, then the
-    /// channel's `getNextBuffer()`, then `queueChannel` again if it reported more
-    /// (`moreAvailable`; at the priority head when that is a priority event). A channel that
-    /// returns nothing is left out of the queue until it notifies again.
+    /// One turn of the loop in Flink's `waitAndGetNextData`, under `inputChannelsWithData`
+    /// throughout: `getChannel(false)`, then the channel's `getNextBuffer()`, then
+    /// `queueChannel` again if it reported more (`moreAvailable`; at the priority head when that
+    /// is a priority event). A channel that returns nothing is left out of the queue until it
+    /// notifies again.
     pub fn poll_channel(&self) -> Result<ChannelPoll> {
-        let Some(index) = self.channels_with_data.poll() else {
-            return Ok(ChannelPoll::NoChannel);
-        };
-        let Some(channel) = self.channel(index) else {
-            return Ok(ChannelPoll::Empty { channel: index });
-        };
-        let Some(next) = channel.get_next_buffer()? else {
-            return Ok(ChannelPoll::Empty { channel: index });
-        };
-        self.channels_with_data.on_polled(index, &next);
-        Ok(ChannelPoll::Buffer { channel: index, next })
+        self.channels_with_data.poll_with(|index| {
+            self.channel(index)
+                .map_or(Ok(None), |channel| channel.get_next_buffer())
+        })
     }
 
     /// `pollNext()` (task thread): the next buffer or event of any channel, or `None` if none
@@ -577,7 +583,7 @@ impl SingleInputGate {
         let channels = {
             let mut gate = self.request_lock.lock();
             gate.closed = true;
-            gate.channels.clone()
+            self.channels.lock().clone()
         };
         self.channels_with_data.close();
         let mut outcome = Ok(());
@@ -592,11 +598,12 @@ impl SingleInputGate {
     pub fn snapshot(&self) -> SingleInputGateSnapshot {
         let channels_with_data = self.channels_with_data.snapshot();
         let gate = self.request_lock.lock();
+        let channels = self.channels.lock().clone();
         SingleInputGateSnapshot {
             channels_with_data,
             requested_partitions: gate.requested_partitions,
             closed: gate.closed,
-            channels: gate.channels.iter().map(InputChannelHandle::snapshot).collect(),
+            channels: channels.iter().map(InputChannelHandle::snapshot).collect(),
         }
     }
 }
@@ -621,20 +628,26 @@ mod tests {
     #[test]
     fn a_priority_notification_for_an_element_already_polled_is_dropped() {
         let queue = InputChannelsWithData::new();
-        let polled = BufferAndAvailability {
-            buffer: NetworkBuffer::event(BufferKind::CheckpointBarrier(1)),
-            next_data_type: DataType::None,
-            buffers_in_backlog: 0,
-            sequence_number: 7,
-        };
-        queue.on_polled(0, &polled);
+        queue.queue_channel(0, false);
+        let polled = queue
+            .poll_with(|_| {
+                Ok(Some(BufferAndAvailability {
+                    buffer: NetworkBuffer::event(BufferKind::CheckpointBarrier(1)),
+                    next_data_type: DataType::None,
+                    buffers_in_backlog: 0,
+                    sequence_number: 7,
+                }))
+            })
+            .unwrap();
+        assert!(matches!(polled, ChannelPoll::Buffer { channel: 0, .. }));
         queue.notify_priority_event(0, 7);
         assert_eq!(
-            queue.poll(),
-            None,
+            queue.snapshot().channels,
+            Vec::<usize>::new(),
             "the barrier at 7 was polled: its late notification is outdated"
         );
         queue.notify_priority_event(0, 8);
-        assert_eq!(queue.poll(), Some(0));
+        assert_eq!(queue.snapshot().channels, vec![0]);
+        assert_eq!(queue.snapshot().num_priority, 1);
     }
 }

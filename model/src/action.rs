@@ -109,6 +109,21 @@ pub enum Action {
         /// Checkpoint id.
         cp: CheckpointId,
     },
+    /// Producer, after `PipelinedSubpartition.add` released its lock (a channel with
+    /// `priority_notify_step`): `notifyPriorityEvent(seq)` → `LocalInputChannel`'s listener sets
+    /// `hasPendingPriorityEvent` and queues the channel at the gate's priority head.
+    NotifyPriorityEvent {
+        /// Channel index.
+        channel: u8,
+    },
+    /// Task, the second half of `pullPriorityFromSubpartitionView` (a channel with
+    /// `priority_notify_step`): the view was polled in the step before; the next data type it
+    /// returned then had no priority, so `hasPendingPriorityEvent = false`, then the gate's turn
+    /// ends (requeue, the barrier to the handler).
+    ClearPendingPriorityEvent {
+        /// Channel index.
+        channel: u8,
+    },
     /// Netty server: the view reader sends the head of the subpartition.
     SendBuffer {
         /// Channel index.
@@ -193,6 +208,8 @@ impl Action {
             | EnableNotify { channel }
             | NotifyBufferAvailable { channel, .. }
             | EmitCheckpointBarrier { channel, .. }
+            | NotifyPriorityEvent { channel }
+            | ClearPendingPriorityEvent { channel }
             | SendBuffer { channel }
             | OnAddCredit { channel }
             | OnBuffer { channel }
@@ -222,6 +239,8 @@ impl Action {
             EnableNotify { .. } => "enableNotify",
             NotifyBufferAvailable { .. } => "notifyBufferAvailable",
             EmitCheckpointBarrier { .. } => "emitCheckpointBarrier",
+            NotifyPriorityEvent { .. } => "notifyPriorityEvent",
+            ClearPendingPriorityEvent { .. } => "pullPriorityFromSubpartitionView",
             SendBuffer { .. } => "sendBuffer",
             OnAddCredit { .. } => "addCredit",
             OnBuffer { .. } => "onBuffer",
@@ -237,6 +256,11 @@ impl Action {
         }
     }
 
+    /// Kinds only configurations with `priority_notify_step` reach: impl/ makes each inside one
+    /// call (`ResultSubpartition::add`, `LocalInputChannel::get_next_buffer`), so conformance
+    /// does not replay them (the race they expose is shown on impl/ by a loom test).
+    pub const MODEL_ONLY_KINDS: &'static [&'static str] = &["notifyPriorityEvent", "pullPriorityFromSubpartitionView"];
+
     /// Every action kind's method name, for coverage reports.
     pub const KINDS: &'static [&'static str] = &[
         "onRecoveredStateBuffer",
@@ -250,6 +274,8 @@ impl Action {
         "enableNotify",
         "notifyBufferAvailable",
         "emitCheckpointBarrier",
+        "notifyPriorityEvent",
+        "pullPriorityFromSubpartitionView",
         "sendBuffer",
         "addCredit",
         "onBuffer",

@@ -86,6 +86,12 @@ pub struct ChannelConfig {
     /// (`ResultSubpartition.add`, one step each); the others are queued from the start.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub late: u8,
+    /// Local: `PipelinedSubpartition.add` notifies a priority event in a producer step of its
+    /// own after its lock (`NotifyPriorityEvent`), and the task clears `hasPendingPriorityEvent`
+    /// in a step of its own after polling the view (`ClearPendingPriorityEvent`), as the code
+    /// does. Off: each is part of the step before (no state between them).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub priority_notify_step: bool,
 }
 
 fn is_zero(n: &u8) -> bool {
@@ -170,6 +176,16 @@ impl ModelConfig {
             if c.exclusive > 4 || c.floating > 4 {
                 return Err(format!("channel {i}: at most 4 exclusive and 4 floating buffers"));
             }
+            if c.kind == ChannelKind::Remote && c.priority_notify_step {
+                return Err(format!(
+                    "channel {i}: priority_notify_step is about a local channel's listener; a remote channel's priority events arrive through onBuffer"
+                ));
+            }
+            if c.priority_notify_step && self.delivery != Delivery::Drainer {
+                return Err(format!(
+                    "channel {i}: priority_notify_step is modelled with delivery drainer"
+                ));
+            }
             if c.kind == ChannelKind::Local && c.floating > 0 {
                 return Err(format!(
                     "channel {i}: a local channel has no credit; floating must be 0"
@@ -195,11 +211,24 @@ impl ModelConfig {
 /// The `sometimes` property that needs `faults`.
 pub const TASK_FAILS: &str = "task fails on an upstream failure";
 
+/// The `always` property a split priority notification breaks (docs/findings.md).
+pub const PRIORITY_HONOURED: &str = "priority channels have priority events";
+
+/// The `sometimes` property that needs the drainer and recovery barriers.
+pub const SPILLS: &str = "checkpoint spills data not yet drained";
+
 impl ModelConfig {
     /// `sometimes` properties this configuration cannot reach whatever its preset says: without
-    /// faults no task fails.
+    /// faults no task fails; only the drainer leaves recovered data undrained while a recovery
+    /// barrier is inserted (the other deliveries push everything before any checkpoint).
     pub fn unreachable_by_config(&self) -> &'static [&'static str] {
-        if self.faults { &[] } else { &[TASK_FAILS] }
+        let spills = self.delivery == Delivery::Drainer && self.insert_recovery_barriers;
+        match (self.faults, spills) {
+            (true, true) => &[],
+            (true, false) => &[SPILLS],
+            (false, true) => &[TASK_FAILS],
+            (false, false) => &[TASK_FAILS, SPILLS],
+        }
     }
 }
 
@@ -215,6 +244,9 @@ impl ModelConfig {
     pub fn violated_by_config(&self) -> &'static [&'static str] {
         if self.delivery == Delivery::Migration {
             MIGRATION_PERSISTS_TWICE
+        } else if self.channels.iter().any(|c| c.priority_notify_step) {
+            // A lost update of hasPendingPriorityEvent (docs/findings.md).
+            &[PRIORITY_HONOURED]
         } else {
             &[]
         }
@@ -243,6 +275,7 @@ pub fn local(recovered: u8, upstream: &[Upstream]) -> ChannelConfig {
         exclusive: 0,
         floating: 0,
         late: 0,
+        priority_notify_step: false,
     }
 }
 
@@ -255,6 +288,7 @@ pub fn remote(recovered: u8, upstream: &[Upstream], exclusive: u8, floating: u8)
         exclusive,
         floating,
         late: 0,
+        priority_notify_step: false,
     }
 }
 
@@ -504,6 +538,30 @@ pub const PRESETS: &[Preset] = &[
             faults: false,
         },
         unreachable: TINY_UNREACHABLE,
+    },
+    Preset {
+        name: "priority-race",
+        summary: "one local channel, two checkpoints, add's priority notification and the task's flag clear as steps of their own",
+        config: || ModelConfig {
+            channels: vec![ChannelConfig {
+                priority_notify_step: true,
+                ..local(1, &[D])
+            }],
+            checkpoints: 2,
+            delivery: Delivery::Drainer,
+            insert_recovery_barriers: true,
+            release: false,
+            faults: false,
+        },
+        // One local channel: no stash, no credit, no second channel to decline before, and no
+        // live data persisted on the consumer side (the barrier overtakes it).
+        unreachable: &[
+            "checkpoint persists in-window live data",
+            "event stashed and replayed",
+            "recycle races enableNotify",
+            "checkpoint declined for missing barrier",
+            "stale recovery barrier polled",
+        ],
     },
     Preset {
         name: "wide",

@@ -96,7 +96,13 @@ pub fn channel(m: &RecoveryModel, s: &State, c: u8) -> String {
                 .join(" ")
         );
     }
-    let persisted: Vec<String> = ch.ghost_persisted.iter().map(|(cp, p)| format!("cp{cp}:{p}")).collect();
+    let spilled = ch.ghost_spilled.iter().map(|(cp, p)| format!("cp{cp}:{p}(spill)"));
+    let persisted: Vec<String> = ch
+        .ghost_persisted
+        .iter()
+        .map(|(cp, p)| format!("cp{cp}:{p}"))
+        .chain(spilled)
+        .collect();
     let _ = writeln!(
         out,
         "  persister {:?} lastSeenBarrier={} persisted [{}]",
@@ -201,6 +207,9 @@ fn method_call(a: &Action) -> String {
         }
         Action::CheckpointStarted { cp, .. } => format!("checkpointStarted({cp})"),
         Action::EmitCheckpointBarrier { cp, .. } => format!("emitCheckpointBarrier({cp})"),
+        Action::ClearPendingPriorityEvent { .. } => {
+            "pullPriorityFromSubpartitionView: hasPendingPriorityEvent = false".into()
+        }
         Action::NotifyBufferAvailable { n, .. } => format!("notifyBufferAvailable({n})"),
         Action::Recycle { buffer, .. } => format!("recycle({buffer})"),
         Action::ReturnFloatingBuffer { buffer, .. } => format!("recycleFloatingBuffer({buffer})"),
@@ -315,6 +324,10 @@ pub fn task_pc(m: &RecoveryModel, pc: TaskPc) -> String {
         TaskPc::AwaitUpstreamReady { channel } => {
             format!("BLOCKED on upstreamReady of {}", m.channel_name(channel))
         }
+        TaskPc::ClearPendingPriority { channel, cp, .. } => format!(
+            "polled barrier{cp} from the view of {}: next hasPendingPriorityEvent = false",
+            m.channel_name(channel)
+        ),
         TaskPc::Failed { channel, cause } => {
             let what = match cause {
                 Failure::Transport => "the connection's error (checkError)",
@@ -481,6 +494,9 @@ fn channel_changes(a: &Channel, b: &Channel) -> Vec<String> {
     }
     for (cp, p) in b.ghost_persisted.iter().skip(a.ghost_persisted.len()) {
         out.push(format!("cp{cp} persists {p}"));
+    }
+    for (cp, p) in b.ghost_spilled.iter().skip(a.ghost_spilled.len()) {
+        out.push(format!("cp{cp} spills {p} (not yet drained)"));
     }
     for i in b.ghost_freed.iter().skip(a.ghost_freed.len()) {
         out.push(format!("{} recycled undelivered", Payload::Recovered(*i)));

@@ -114,6 +114,27 @@ fn pull_priority_from_subpartition_view(ch: &mut Channel) -> Result<Polled, Viol
     })
 }
 
+/// Whether `getNextBuffer()` takes the priority fast path: in recovery with a pending priority
+/// event.
+pub fn pulls_priority(ch: &Channel) -> bool {
+    !ch.released && ch.in_recovery && ch.pending_priority
+}
+
+/// `pullPriorityFromSubpartitionView()` up to the flag (`priority_notify_step`): poll the
+/// view, `checkForBarrier`; returns the barrier, its sequence number and whether the next data
+/// type had no priority (then the task clears `hasPendingPriorityEvent` in its next step, and a
+/// producer may set it in between).
+pub fn pull_priority_from_subpartition_view_split(ch: &mut Channel) -> Result<(u8, i32, bool), Violation> {
+    let Some(&Payload::Barrier(cp)) = ch.producer.subpartition.first() else {
+        return Err(Violation::ExpectedPriorityEvent);
+    };
+    let payload = poll_view(ch);
+    let seq = ch.producer.next_seq - 1;
+    ch.persister.check_for_barrier(payload);
+    let clear = !matches!(ch.producer.subpartition.first(), Some(Payload::Barrier(_)));
+    Ok((cp, seq, clear))
+}
+
 /// `notifyPriorityEvent` from the producer: only a created view has a listener. True: the
 /// listener queues the channel at the gate's priority head.
 pub fn notify_priority_event(ch: &mut Channel) -> bool {

@@ -176,7 +176,10 @@ impl RecoveryModel {
             | OnRecoveredStateConsumed { .. }
             | EnableNotify { .. } => Thread::Task,
             NotifyBufferAvailable { thread, .. } => *thread,
-            EmitCheckpointBarrier { .. } | AddBuffer { .. } | ReleasePartition { .. } => Thread::Producer,
+            EmitCheckpointBarrier { .. } | NotifyPriorityEvent { .. } | AddBuffer { .. } | ReleasePartition { .. } => {
+                Thread::Producer
+            }
+            ClearPendingPriorityEvent { .. } => Thread::Task,
             SendBuffer { .. } | OnAddCredit { .. } => Thread::NettyServer,
             OnBuffer { .. } | OnSenderBacklog { .. } | SendAddCredit { .. } | OnError { .. } => Thread::NettyClient,
             Recycle { .. } | ReturnFloatingBuffer { .. } => Thread::Recycler,
@@ -252,6 +255,7 @@ impl RecoveryModel {
                     ghost_persisted: Vec::new(),
                     ghost_replayed: 0,
                     ghost_rcb_at: vec![None; n],
+                    ghost_spilled: Vec::new(),
                     ghost_started_at: vec![None; n],
                     ghost_barrier_after: vec![None; n],
                 }
@@ -349,6 +353,7 @@ impl RecoveryModel {
                     out.push(Action::FinishRecoveredBufferDelivery { channel });
                 }
             }
+            TaskPc::ClearPendingPriority { channel, .. } => out.push(Action::ClearPendingPriorityEvent { channel }),
             TaskPc::Failed { .. } => {}
         }
     }
@@ -379,6 +384,11 @@ impl RecoveryModel {
         for (c, ch) in s.channels.iter().enumerate() {
             let c = c as u8;
             let p = &ch.producer;
+            if p.notify_pending.is_some() {
+                // add() returns only after its notification.
+                out.push(Action::NotifyPriorityEvent { channel: c });
+                continue;
+            }
             if p.barriers < self.cfg.checkpoints && !p.released {
                 out.push(Action::EmitCheckpointBarrier {
                     channel: c,
@@ -590,6 +600,19 @@ impl RecoveryModel {
                 Ok(None) => return,
                 Err(v) => return s.violate(c, v),
             },
+            ChannelKind::Local
+                if self.cfg.channels[c as usize].priority_notify_step && local::pulls_priority(s.ch(c)) =>
+            {
+                match local::pull_priority_from_subpartition_view_split(s.ch_mut(c)) {
+                    Ok((cp, seq, true)) => {
+                        // The flag is cleared in the task's next step; the turn goes on.
+                        s.task = TaskPc::ClearPendingPriority { channel: c, cp, seq };
+                        return;
+                    }
+                    Ok((cp, seq, false)) => (Payload::Barrier(cp), seq),
+                    Err(v) => return s.violate(c, v),
+                }
+            }
             ChannelKind::Local => match local::get_next_buffer(s.ch_mut(c), self.variant) {
                 Ok(Some(p)) => {
                     s.ch_mut(c).held.extend(p.buffer);
@@ -614,6 +637,23 @@ impl RecoveryModel {
             }
         }
         task::handle_polled(s, &self.cfg, c, payload, seq);
+    }
+
+    /// The second half of `pullPriorityFromSubpartitionView` (`priority_notify_step`): clear
+    /// `hasPendingPriorityEvent` on the next data type read when the view was polled, then end
+    /// the gate's turn: `peekNextDataType` (the recovered queue's head; in recovery nothing
+    /// else), requeue, and the barrier to the handler.
+    fn clear_pending_priority_event(&self, s: &mut State, c: u8) {
+        let TaskPc::ClearPendingPriority { cp, seq, .. } = s.task else {
+            unreachable!("guarded");
+        };
+        s.task = TaskPc::Idle;
+        let ch = s.ch_mut(c);
+        ch.pending_priority = false;
+        if !ch.queue.is_empty() && self.models_gate_queue() {
+            s.gate.queue_channel(c, false);
+        }
+        task::handle_polled(s, &self.cfg, c, Payload::Barrier(cp), seq);
     }
 
     fn on_recovered_state_consumed(&self, s: &mut State, c: u8) {
@@ -834,7 +874,7 @@ impl Model for RecoveryModel {
             Action::RequestPartitions => self.request_partitions(&mut s),
             Action::GetNextBuffer { channel: c } => self.get_next_buffer(&mut s, c),
             Action::InsertRecoveryCheckpointBarrier { channel: c, cp } => {
-                if task::insert_recovery_checkpoint_barrier(&mut s, &self.cfg, c, cp) {
+                if task::insert_recovery_checkpoint_barrier(&mut s, &self.cfg, self.variant, c, cp) {
                     self.notify(&mut s, c, false);
                 }
             }
@@ -846,6 +886,23 @@ impl Model for RecoveryModel {
             Action::NotifyBufferAvailable { thread, channel: c, n } => {
                 self.notify_buffer_available(&mut s, thread, c, n)
             }
+            Action::EmitCheckpointBarrier { channel: c, cp } if self.cfg.channels[c as usize].priority_notify_step => {
+                // add(): under the lock; the notification is the producer's next step, made
+                // only for the first priority element (processPriorityBuffer returns -1 else)
+                // and only to a view's listener.
+                let ch = s.ch_mut(c);
+                ch.producer.emit_barrier(cp);
+                let first = ch
+                    .producer
+                    .subpartition
+                    .iter()
+                    .filter(|p| matches!(p, Payload::Barrier(_)))
+                    .count()
+                    == 1;
+                if first && ch.listener {
+                    ch.producer.notify_pending = Some(cp);
+                }
+            }
             Action::EmitCheckpointBarrier { channel: c, cp } => {
                 let ch = s.ch_mut(c);
                 ch.producer.emit_barrier(cp);
@@ -853,6 +910,18 @@ impl Model for RecoveryModel {
                     self.notify(&mut s, c, true);
                 }
             }
+            Action::NotifyPriorityEvent { channel: c } => {
+                let ch = s.ch_mut(c);
+                let cp = ch.producer.notify_pending.take().expect("guarded");
+                local::notify_priority_event(ch);
+                // The gate's isOutdated: barrier `cp` was polled already (the task reached it
+                // through the view after recovery), so the notification is dropped.
+                let outdated = ch.ghost_delivered.iter().any(|d| d.payload == Payload::Barrier(cp));
+                if !outdated {
+                    self.notify(&mut s, c, true);
+                }
+            }
+            Action::ClearPendingPriorityEvent { channel: c } => self.clear_pending_priority_event(&mut s, c),
             Action::AddBuffer { channel: c } => {
                 let ch = s.ch_mut(c);
                 let was_empty = ch.producer.add(&self.cfg.channels[c as usize]);

@@ -33,6 +33,9 @@ pub struct Producer {
     pub next_seq: i32,
     /// `BufferResponse`s on the wire, server to client.
     pub wire: Vec<Wire>,
+    /// `add` of this priority barrier released the subpartition's lock and has yet to call
+    /// `notifyPriorityEvent` (`priority_notify_step`).
+    pub notify_pending: Option<CheckpointId>,
 }
 
 impl Producer {

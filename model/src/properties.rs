@@ -51,6 +51,11 @@ pub const PROPERTIES: &[(Expectation, &str, Pred)] = &[
     (Expectation::Always, "priority events first", priority_events_first),
     (Expectation::Always, "no protocol violation", no_protocol_violation),
     (Expectation::Always, "no lost notification", no_lost_notification),
+    (
+        Expectation::Always,
+        crate::config::PRIORITY_HONOURED,
+        priority_channels_have_priority_events,
+    ),
     // --- liveness ---
     (
         Expectation::Eventually,
@@ -73,6 +78,11 @@ pub const PROPERTIES: &[(Expectation, &str, Pred)] = &[
         Expectation::Sometimes,
         "checkpoint persists recovered data",
         checkpoint_persists_recovered_data,
+    ),
+    (
+        Expectation::Sometimes,
+        crate::config::SPILLS,
+        checkpoint_spills_undrained_data,
     ),
     (
         Expectation::Sometimes,
@@ -351,19 +361,23 @@ fn buffer_ownership(m: &RecoveryModel, s: &State) -> bool {
 }
 
 /// S9, first half: each buffer is written at most once per checkpoint (FLINK-40016 wrote
-/// recovered buffers twice and corrupted the channel state).
+/// recovered buffers twice and corrupted the channel state), by the persister or the spill.
 fn persisted_at_most_once(_: &RecoveryModel, s: &State) -> bool {
     s.channels.iter().all(|ch| {
-        let mut p = ch.ghost_persisted.clone();
+        let mut p: Vec<_> = ch.ghost_persisted.iter().chain(&ch.ghost_spilled).collect();
         p.sort();
         p.windows(2).all(|w| w[0] != w[1])
     })
 }
 
-/// What checkpoint `cp` must hold for channel `ch`: the data the operator had not consumed at
-/// the snapshot and that precedes the checkpoint's barrier: recovered data pushed before its
-/// `RecoveryCheckpointBarrier`, and live data that left the subpartition before its barrier.
-pub fn expected_persisted(ch: &Channel, cp: CheckpointId) -> Option<Vec<Payload>> {
+/// What checkpoint `cp` must hold for channel `ch`, which recovers `recovered` buffers: the
+/// data the operator had not consumed at the snapshot and that precedes the checkpoint's
+/// barrier. That is every recovered buffer not consumed by then: those pushed before its
+/// `RecoveryCheckpointBarrier` and, in drainer mode, the remainder the drainer had not pushed
+/// yet (which follows the barrier in the queue); and live data that left the subpartition
+/// before its barrier. It is computed from the delivery order alone, not from the persister or
+/// the spill.
+pub fn expected_persisted(ch: &Channel, cp: CheckpointId, recovered: u8) -> Option<Vec<Payload>> {
     let i = cp as usize - 1;
     let started = ch.ghost_started_at[i]? as usize;
     let consumed_after = |p: Payload| {
@@ -372,10 +386,10 @@ pub fn expected_persisted(ch: &Channel, cp: CheckpointId) -> Option<Vec<Payload>
             .position(|d| d.payload == p)
             .is_none_or(|k| k >= started)
     };
-    let mut out = Vec::new();
-    if let Some(pushed) = ch.ghost_rcb_at[i] {
-        out.extend((0..pushed).map(Payload::Recovered).filter(|&p| consumed_after(p)));
-    }
+    let mut out: Vec<Payload> = (0..recovered)
+        .map(Payload::Recovered)
+        .filter(|&p| consumed_after(p))
+        .collect();
     let before_barrier = ch.ghost_barrier_after[i]?;
     out.extend(
         ch.ghost_delivered
@@ -415,14 +429,10 @@ fn persisted_content_is_exact(m: &RecoveryModel, s: &State) -> bool {
         (1..=m.cfg.checkpoints)
             .filter(|&cp| s.checkpoints[cp as usize - 1] == CheckpointStatus::Completed)
             .all(|cp| {
-                let mut actual: Vec<Payload> = ch
-                    .ghost_persisted
-                    .iter()
-                    .filter(|(k, _)| *k == cp)
-                    .map(|(_, p)| *p)
-                    .collect();
+                let mut actual = ch.persisted(cp);
                 actual.sort();
-                expected_persisted(ch, cp).is_some_and(|e| e == actual)
+                let recovered = m.cfg.channels[c as usize].recovered;
+                expected_persisted(ch, cp, recovered).is_some_and(|e| e == actual)
             })
     })
 }
@@ -465,9 +475,38 @@ fn no_protocol_violation(_: &RecoveryModel, s: &State) -> bool {
 /// only polls queued channels, never looks at it again (a lost `notifyChannelNonEmpty`). A
 /// failed task polls nothing more.
 fn no_lost_notification(m: &RecoveryModel, s: &State) -> bool {
+    // The channel the task is polling, and one whose producer has yet to notify, are exempt.
+    let polling = |c: u8| matches!(s.task, TaskPc::ClearPendingPriority { channel, .. } if channel == c);
+    let notifying = |c: u8| s.ch(c).producer.notify_pending.is_some();
     !m.models_gate_queue()
         || matches!(s.task, TaskPc::Failed { .. })
-        || (0..s.channels.len() as u8).all(|c| !m.has_next(s, c) || s.gate.contains(c))
+        || (0..s.channels.len() as u8).all(|c| !m.has_next(s, c) || s.gate.contains(c) || polling(c) || notifying(c))
+}
+
+/// Every channel in the gate's priority section returns a priority event when polled. The gate
+/// completes its priority future for them, `CheckpointedInputGate.processPriorityEvents` polls
+/// and `checkState(bufferOrEvent.hasPriority(), "Should only poll priority events")`; the
+/// future is reset only by polling a priority event, so a stale entry fails the task.
+fn priority_channels_have_priority_events(m: &RecoveryModel, s: &State) -> bool {
+    let priority = &s.gate.channels[..s.gate.num_priority as usize];
+    !m.models_gate_queue()
+        || matches!(s.task, TaskPc::Failed { .. })
+        || priority.iter().all(|&c| {
+            let ch = s.ch(c);
+            let view_barrier = matches!(ch.producer.subpartition.first(), Some(Payload::Barrier(_)));
+            let polling = matches!(s.task, TaskPc::ClearPendingPriority { channel, .. } if channel == c);
+            ch.released
+                || ch.producer.released
+                || polling
+                || match m.cfg.channels[c as usize].kind {
+                    ChannelKind::Remote => ch.priority_len > 0,
+                    // In recovery (or with migrated buffers queued) only the flag leads to the view.
+                    ChannelKind::Local if ch.in_recovery || (m.migrates() && !ch.queue.is_empty()) => {
+                        ch.pending_priority && view_barrier
+                    }
+                    ChannelKind::Local => view_barrier,
+                }
+        })
 }
 
 /// L1: every channel's `stateConsumedFuture` completes (normally, or exceptionally on release;
@@ -524,6 +563,11 @@ fn checkpoint_persists_recovered_data(_: &RecoveryModel, s: &State) -> bool {
             .iter()
             .any(|(_, p)| matches!(p, Payload::Recovered(_)))
     })
+}
+
+/// The trigger wrote recovered buffers the drainer had not pushed yet (`addInputDataFromSpill`).
+fn checkpoint_spills_undrained_data(_: &RecoveryModel, s: &State) -> bool {
+    s.channels.iter().any(|ch| !ch.ghost_spilled.is_empty())
 }
 
 fn checkpoint_persists_live_data(_: &RecoveryModel, s: &State) -> bool {

@@ -56,17 +56,31 @@ pub fn finish_recovered_buffer_delivery(ch: &mut Channel, kind: ChannelKind) -> 
 }
 
 /// `insertRecoveryCheckpointBarrierIfInRecovery(cp)`: no-op once recovered or released. True:
-/// notify the gate.
+/// notify the gate. With `spill`, the trigger also writes what the drainer has not pushed yet
+/// (of `recovered` in all) with `addInputDataFromSpill(cp, snapshot)`, under the drainer lock
+/// that keeps the drainer's pushes out, so the snapshot and the barrier agree.
 pub fn insert_recovery_checkpoint_barrier_if_in_recovery(
     ch: &mut Channel,
     kind: ChannelKind,
     cp: CheckpointId,
+    recovered: u8,
+    spill: bool,
 ) -> bool {
     if ch.released || !ch.in_recovery {
         return false;
     }
     ch.ghost_rcb_at[cp as usize - 1] = Some(ch.ghost_pushed);
+    if spill {
+        spill_remaining_state(ch, cp, recovered);
+    }
     append_recovered(ch, kind, Payload::RecoveryBarrier(cp))
+}
+
+/// `addInputDataFromSpill(cp, snapshot)`: the recovered buffers the drainer has not pushed yet
+/// belong to checkpoint `cp`.
+pub fn spill_remaining_state(ch: &mut Channel, cp: CheckpointId, recovered: u8) {
+    let remaining = (ch.ghost_pushed..recovered).map(|i| (cp, Payload::Recovered(i)));
+    ch.ghost_spilled.extend(remaining);
 }
 
 /// Why `collectPreRecoveryBarrier` threw.

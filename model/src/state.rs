@@ -181,10 +181,22 @@ pub struct Channel {
     pub ghost_replayed: u8,
     /// Per checkpoint (index cp-1): recovered buffers pushed when its RCB was inserted.
     pub ghost_rcb_at: Vec<Option<u8>>,
+    /// What the trigger wrote for the drainer's remaining state (`addInputDataFromSpill`):
+    /// (checkpoint, recovered buffer) for each buffer not yet pushed when the RCB was inserted.
+    pub ghost_spilled: Vec<(CheckpointId, Payload)>,
     /// Per checkpoint: length of `ghost_delivered` when the operator snapshot was taken.
     pub ghost_started_at: Vec<Option<u8>>,
     /// Per checkpoint: upstream elements that had left the subpartition when its barrier did.
     pub ghost_barrier_after: Vec<Option<u8>>,
+}
+
+impl Channel {
+    /// Everything written for checkpoint `cp`: what the persister wrote and the drainer's spill.
+    pub fn persisted(&self, cp: CheckpointId) -> Vec<Payload> {
+        let spilled = self.ghost_spilled.iter();
+        let written = self.ghost_persisted.iter().chain(spilled);
+        written.filter(|(k, _)| *k == cp).map(|(_, p)| *p).collect()
+    }
 }
 
 /// How a checkpoint ended, if it did.
@@ -243,6 +255,17 @@ pub enum TaskPc {
     AwaitUpstreamReady {
         /// The channel whose latch it waits on.
         channel: u8,
+    },
+    /// `pullPriorityFromSubpartitionView` polled barrier `cp` (sequence number `seq`) from the
+    /// view of `channel`, whose next data type then had no priority; next it clears
+    /// `hasPendingPriorityEvent` (`priority_notify_step`). The gate's turn is still on.
+    ClearPendingPriority {
+        /// The channel.
+        channel: u8,
+        /// The barrier polled.
+        cp: CheckpointId,
+        /// Its sequence number.
+        seq: i32,
     },
     /// `getNextBuffer` of `channel` threw: the task fails (nothing runs after this).
     Failed {

@@ -488,14 +488,9 @@ fn persisted_rows(cv: &mut Canvas, m: &RecoveryModel, s: &State, c: u8) {
         cv.y += ROW;
         let y = cv.y;
         cv.text(CHIPS_X, y, "", &format!("cp{cp}"));
-        let got: Vec<Payload> = ch
-            .ghost_persisted
-            .iter()
-            .filter(|(k, _)| *k == cp)
-            .map(|(_, p)| *p)
-            .collect();
+        let got = ch.persisted(cp);
         let x = cv.chips(CHIPS_X + 40.0, y, &payload_chips(got.iter().copied()), "(nothing)");
-        if inexact && let Some(mut want) = expected_persisted(ch, cp) {
+        if inexact && let Some(mut want) = expected_persisted(ch, cp, m.cfg.channels[c as usize].recovered) {
             let mut got = got;
             got.sort();
             want.sort();

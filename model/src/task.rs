@@ -71,10 +71,19 @@ fn maybe_complete(s: &mut State, cp: CheckpointId) {
     }
 }
 
-/// Task: `insertRecoveryCheckpointBarrierIfInRecovery(cp)` on the channel whose turn it is.
-/// True: the queue was empty, notify the gate.
-pub fn insert_recovery_checkpoint_barrier(s: &mut State, cfg: &ModelConfig, c: u8, cp: CheckpointId) -> bool {
-    let notify = rc::insert_recovery_checkpoint_barrier_if_in_recovery(s.ch_mut(c), cfg.channels[c as usize].kind, cp);
+/// Task: `insertRecoveryCheckpointBarrierIfInRecovery(cp)` on the channel whose turn it is,
+/// with the drainer's remaining state spilled in the same critical section (unless `variant`
+/// moves the snapshot to `checkpointStarted`). True: the queue was empty, notify the gate.
+pub fn insert_recovery_checkpoint_barrier(
+    s: &mut State,
+    cfg: &ModelConfig,
+    variant: Variant,
+    c: u8,
+    cp: CheckpointId,
+) -> bool {
+    let cc = &cfg.channels[c as usize];
+    let spill = variant != Variant::SpillSnapshotAfterInsertion;
+    let notify = rc::insert_recovery_checkpoint_barrier_if_in_recovery(s.ch_mut(c), cc.kind, cp, cc.recovered, spill);
     // The trigger inserts on every channel first, then starts the checkpoint on each.
     s.task = if (c as usize) + 1 < cfg.channels.len() {
         TaskPc::Trigger {
@@ -97,6 +106,10 @@ pub fn checkpoint_started(s: &mut State, cfg: &ModelConfig, variant: Variant, c:
     let kind = cfg.channels[c as usize].kind;
     let ch = s.ch_mut(c);
     ch.ghost_started_at[cp as usize - 1] = Some(ch.ghost_delivered.len() as u8);
+    if variant == Variant::SpillSnapshotAfterInsertion && ch.ghost_rcb_at[cp as usize - 1].is_some() && !ch.released {
+        // The snapshot of the drainer's remaining state, taken after the insertions.
+        rc::spill_remaining_state(ch, cp, cfg.channels[c as usize].recovered);
+    }
     let known = if ch.in_recovery {
         rc::collect_pre_recovery_barrier(ch, cp, variant)
     } else if kind == ChannelKind::Remote {

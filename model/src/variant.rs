@@ -34,6 +34,9 @@ pub enum Variant {
     /// `LocalInputChannel.onRecoveredStateConsumed` does not re-queue the channel at the gate:
     /// the live data recovery hid waits in the subpartition, never polled.
     NoRequeueAfterRecovery,
+    /// The trigger snapshots the drainer's remaining state when it starts the checkpoint on a
+    /// channel, after inserting the barriers and outside the drainer lock.
+    SpillSnapshotAfterInsertion,
 }
 
 /// One row of the bug zoo: the variant, the bug it reintroduces, the property that catches it
@@ -130,6 +133,13 @@ pub const VARIANTS: &[VariantInfo] = &[
         name: "no-requeue-after-recovery",
         bug: "LocalInputChannel.onRecoveredStateConsumed does not notify the gate: live data is never polled",
         property: "no lost notification",
+        preset: "tiny",
+    },
+    VariantInfo {
+        variant: Variant::SpillSnapshotAfterInsertion,
+        name: "spill-snapshot-after-insertion",
+        bug: "the drainer's remaining state is snapshotted after the recovery barrier is inserted: a buffer drained in between is in neither",
+        property: "persisted content is exact",
         preset: "tiny",
     },
 ];
