@@ -28,7 +28,7 @@ fn env(name: &str, default: u64) -> u64 {
 /// Channel `c` of `per_channel` elements: a fifth recovered (at most 2,000 with the conversion,
 /// which holds them in memory), the rest upstream, an event first and every 16th.
 fn channel(c: usize, per_channel: u64, delivery: Delivery) -> ChannelSpec {
-    let kind = if c % 2 == 0 { Kind::Local } else { Kind::Remote };
+    let kind = if c.is_multiple_of(2) { Kind::Local } else { Kind::Remote };
     let mut recovered = per_channel / 5;
     if delivery == Delivery::Conversion {
         recovered = recovered.min(2_000);
