@@ -85,6 +85,7 @@ fn every_edge_of_the_legacy_preset_replays_on_the_implementation_without_diverge
 }
 
 #[test]
+#[ignore = "100 s in debug: the PR tier replays every edge of migration in release (`cdr conform`)"]
 fn every_edge_of_the_migration_preset_replays_on_the_implementation_without_divergence() {
     // Flink 2.3.0 with the flag on: what the task has not polled from the RecoveredInputChannels
     // (the legacy sentinel included) migrates into the physical channels at the conversion.
