@@ -324,6 +324,23 @@ fn check_variants(args: VariantsArgs) -> ExitCode {
     let mut rows = Vec::new();
     let mut cases = Vec::new();
     let mut missed = 0;
+    // One line, one JUnit case and one JSON row per variant, of either model.
+    let mut record = |name: &str, bug: &str, property: &str, preset: &str, status: Status, report: &CheckReport| {
+        let found = status == Status::Violated;
+        missed += usize::from(!found);
+        if !args.json {
+            let mark = if found { "found" } else { "NOT FOUND" };
+            println!(
+                "{:<42} {:<10} {:<12} by \"{}\" ({} states, {:.1} s)",
+                name, preset, mark, property, report.unique_states, report.seconds
+            );
+        }
+        cases.push(junit::variant_case(name, preset, property, status, report.seconds));
+        rows.push(serde_json::json!({
+            "name": name, "bug": bug, "property": property, "preset": preset,
+            "status": status, "found": found, "unique_states": report.unique_states,
+        }));
+    };
     for v in VARIANTS {
         let setup = match setup::load(Some(v.preset), None, v.name) {
             Ok(s) => s,
@@ -342,49 +359,11 @@ fn check_variants(args: VariantsArgs) -> ExitCode {
             .iter()
             .find(|p| p.name == v.property)
             .map_or(Status::Holds, |p| p.status);
-        let found = status == Status::Violated;
-        missed += usize::from(!found);
-        if !args.json {
-            let mark = if found { "found" } else { "NOT FOUND" };
-            println!(
-                "{:<42} {:<10} {:<12} by \"{}\" ({} states, {:.1} s)",
-                v.name, v.preset, mark, v.property, report.unique_states, report.seconds
-            );
-        }
-        cases.push(junit::variant_case(
-            v.name,
-            v.preset,
-            v.property,
-            status,
-            report.seconds,
-        ));
-        rows.push(serde_json::json!({
-            "name": v.name, "bug": v.bug, "property": v.property, "preset": v.preset,
-            "status": status, "found": found, "unique_states": report.unique_states,
-        }));
+        record(v.name, v.bug, v.property, v.preset, status, &report);
     }
     for v in TASK_VARIANTS {
         let (status, report) = conformance::task_check::check_variant(v, threads);
-        let found = status == Status::Violated;
-        missed += usize::from(!found);
-        if !args.json {
-            let mark = if found { "found" } else { "NOT FOUND" };
-            println!(
-                "{:<42} {:<10} {:<12} by \"{}\" ({} states, {:.1} s)",
-                v.name, v.preset, mark, v.property, report.unique_states, report.seconds
-            );
-        }
-        cases.push(junit::variant_case(
-            v.name,
-            v.preset,
-            v.property,
-            status,
-            report.seconds,
-        ));
-        rows.push(serde_json::json!({
-            "name": v.name, "bug": v.bug, "property": v.property, "preset": v.preset,
-            "status": status, "found": found, "unique_states": report.unique_states,
-        }));
+        record(v.name, v.bug, v.property, v.preset, status, &report);
     }
     let total = VARIANTS.len() + TASK_VARIANTS.len();
     if let Some(path) = &args.junit {

@@ -175,12 +175,6 @@ pub fn check_with_progress(
     }
 }
 
-fn fingerprint(s: &State) -> u64 {
-    let mut h = DefaultHasher::new();
-    s.hash(&mut h);
-    h.finish()
-}
-
 /// Single-threaded breadth-first search for the first state that refutes property `name`: for
 /// `always`, a state where it is false; for `eventually`, a terminal state where it is false
 /// (the predicates are stable and the graph acyclic, so that is exactly a path that never
@@ -204,7 +198,22 @@ pub fn shortest_example(model: &RecoveryModel, name: &str) -> Option<Vec<Action>
 
 /// Breadth-first search, one thread, for the first state satisfying `target`.
 pub fn shortest_path(model: &RecoveryModel, target: impl Fn(&State) -> bool) -> Option<Vec<Action>> {
-    let mut parent: HashMap<u64, Option<(u64, Action)>> = HashMap::new();
+    shortest_path_of(model, target).map(|(_, path)| path)
+}
+
+/// [`shortest_path`] for any model (the task level's too): the initial state the path starts
+/// from, and its actions.
+pub fn shortest_path_of<M: Model>(model: &M, target: impl Fn(&M::State) -> bool) -> Option<(M::State, Vec<M::Action>)>
+where
+    M::State: Hash,
+    M::Action: Copy,
+{
+    let fingerprint = |s: &M::State| {
+        let mut h = DefaultHasher::new();
+        s.hash(&mut h);
+        h.finish()
+    };
+    let mut parent: HashMap<u64, Option<(u64, M::Action)>> = HashMap::new();
     let mut queue = VecDeque::new();
     for s in model.init_states() {
         parent.insert(fingerprint(&s), None);
@@ -221,7 +230,8 @@ pub fn shortest_path(model: &RecoveryModel, target: impl Fn(&State) -> bool) -> 
                 at = *prev;
             }
             path.reverse();
-            return Some(path);
+            let init = model.init_states().into_iter().find(|i| fingerprint(i) == at)?;
+            return Some((init, path));
         }
         actions.clear();
         model.actions(&s, &mut actions);
@@ -242,17 +252,29 @@ pub fn shortest_path(model: &RecoveryModel, target: impl Fn(&State) -> bool) -> 
 /// properties are checked by stateright only on terminal states, which is sound exactly when
 /// every path ends in one: when the graph has no cycle.
 pub fn graph_is_acyclic(model: &RecoveryModel) -> bool {
+    graph_is_acyclic_of(model)
+}
+
+/// [`graph_is_acyclic`] for any model (the task level's too).
+pub fn graph_is_acyclic_of<M: Model>(model: &M) -> bool
+where
+    M::State: Hash,
+{
+    let fingerprint = |s: &M::State| {
+        let mut h = DefaultHasher::new();
+        s.hash(&mut h);
+        h.finish()
+    };
     let mut done: HashSet<u64> = HashSet::new();
     let mut on_stack: HashSet<u64> = HashSet::new();
-    let mut stack: Vec<(u64, Vec<State>)> = Vec::new();
-    let successors = |s: &State| -> Vec<State> { model.next_states(s) };
+    let mut stack: Vec<(u64, Vec<M::State>)> = Vec::new();
     for init in model.init_states() {
         let fp = fingerprint(&init);
         if done.contains(&fp) {
             continue;
         }
         on_stack.insert(fp);
-        stack.push((fp, successors(&init)));
+        stack.push((fp, model.next_states(&init)));
         while let Some((fp, succ)) = stack.last_mut() {
             match succ.pop() {
                 Some(next) => {
@@ -262,7 +284,7 @@ pub fn graph_is_acyclic(model: &RecoveryModel) -> bool {
                     }
                     if !done.contains(&nfp) {
                         on_stack.insert(nfp);
-                        let s = successors(&next);
+                        let s = model.next_states(&next);
                         stack.push((nfp, s));
                     }
                 }

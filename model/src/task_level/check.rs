@@ -7,20 +7,9 @@ use super::format;
 use super::model::TaskModel;
 use super::properties::TASK_PROPERTIES;
 use super::state::TaskState;
-use crate::check::{CheckReport, PropertyResult, Status};
+use crate::check::{CheckReport, PropertyResult, Status, expectation_name};
 use stateright::{Checker, Expectation, Model};
-use std::collections::hash_map::{DefaultHasher, Entry};
-use std::collections::{HashMap, HashSet, VecDeque};
-use std::hash::{Hash, Hasher};
 use std::time::Instant;
-
-fn expectation_name(e: &Expectation) -> &'static str {
-    match e {
-        Expectation::Always => "always",
-        Expectation::Eventually => "eventually",
-        Expectation::Sometimes => "sometimes",
-    }
-}
 
 /// Runs stateright's BFS with `threads`, then a single-threaded BFS per violated property for
 /// its shortest counterexample (and per example, its shortest path).
@@ -65,12 +54,6 @@ pub fn check(model: &TaskModel, preset: &str, unreachable: &[&str], threads: usi
     }
 }
 
-fn fingerprint(s: &TaskState) -> u64 {
-    let mut h = DefaultHasher::new();
-    s.hash(&mut h);
-    h.finish()
-}
-
 /// The shortest path to a state refuting the `always` or `eventually` property `name` (for
 /// `eventually`, a terminal state where it is false: the predicates are stable and the graph
 /// acyclic, so that is exactly a path that never satisfies it).
@@ -102,78 +85,14 @@ pub struct TaskPath {
 
 /// Breadth-first search, one thread, for the first state satisfying `target`.
 pub fn shortest_path(model: &TaskModel, target: impl Fn(&TaskState) -> bool) -> Option<TaskPath> {
-    let mut parent: HashMap<u64, Option<(u64, TaskAction)>> = HashMap::new();
-    let mut queue = VecDeque::new();
-    for s in model.init_states() {
-        parent.insert(fingerprint(&s), None);
-        queue.push_back(s);
-    }
-    let mut actions = Vec::new();
-    while let Some(s) = queue.pop_front() {
-        let fp = fingerprint(&s);
-        if target(&s) {
-            let mut path = Vec::new();
-            let mut at = fp;
-            while let Some(Some((prev, a))) = parent.get(&at) {
-                path.push(*a);
-                at = *prev;
-            }
-            path.reverse();
-            let shape = model
-                .init_states()
-                .iter()
-                .find(|i| fingerprint(i) == at)
-                .map_or(0, |i| i.shape);
-            return Some(TaskPath { shape, actions: path });
-        }
-        actions.clear();
-        model.actions(&s, &mut actions);
-        for a in actions.drain(..) {
-            if let Some(next) = model.next_state(&s, a)
-                && let Entry::Vacant(v) = parent.entry(fingerprint(&next))
-            {
-                v.insert(Some((fp, a)));
-                queue.push_back(next);
-            }
-        }
-    }
-    None
+    crate::check::shortest_path_of(model, target).map(|(init, actions)| TaskPath {
+        shape: init.shape,
+        actions,
+    })
 }
 
 /// Depth-first search over the reachable graph for a back edge: `eventually` verdicts are
 /// sound exactly when every path ends in a terminal state.
 pub fn graph_is_acyclic(model: &TaskModel) -> bool {
-    let mut done: HashSet<u64> = HashSet::new();
-    let mut on_stack: HashSet<u64> = HashSet::new();
-    let mut stack: Vec<(u64, Vec<TaskState>)> = Vec::new();
-    for init in model.init_states() {
-        let fp = fingerprint(&init);
-        if done.contains(&fp) {
-            continue;
-        }
-        on_stack.insert(fp);
-        stack.push((fp, model.next_states(&init)));
-        while let Some((fp, succ)) = stack.last_mut() {
-            match succ.pop() {
-                Some(next) => {
-                    let nfp = fingerprint(&next);
-                    if on_stack.contains(&nfp) {
-                        return false;
-                    }
-                    if !done.contains(&nfp) {
-                        on_stack.insert(nfp);
-                        let s = model.next_states(&next);
-                        stack.push((nfp, s));
-                    }
-                }
-                None => {
-                    let fp = *fp;
-                    on_stack.remove(&fp);
-                    done.insert(fp);
-                    stack.pop();
-                }
-            }
-        }
-    }
-    true
+    crate::check::graph_is_acyclic_of(model)
 }
