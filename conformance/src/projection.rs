@@ -317,6 +317,18 @@ pub fn model_observation(m: &RecoveryModel, pre: &State, action: &Action, post: 
                     error: ErrorKind::Released,
                 };
             }
+            // `priority_notify_step`: the barrier polled from the view is handed out after the
+            // task's next step clears the flag, but this call returned it.
+            if let TaskPc::ClearPendingPriority { channel, cp, seq } = post.task
+                && channel == c
+                && pre.task != post.task
+            {
+                return Observation::Polled {
+                    item: Item::Barrier(cp),
+                    seq,
+                    next: next_after_poll(m, post, c, Payload::Barrier(cp)),
+                };
+            }
             let (before, after) = (&pre.ch(c).ghost_delivered, &post.ch(c).ghost_delivered);
             if after.len() > before.len() {
                 let d = after.last().expect("grew");

@@ -45,15 +45,16 @@
 //! model's step reaches, the log is rejected, and that is a finding about the model's
 //! granularity (see `docs/conformance.md`).
 //!
-//! One event is not recorded at the point where the consumer sees it: the producer's
-//! `ResultSubpartition.add` of a priority barrier is recorded under the subpartition's lock, but
-//! a local channel in recovery sees it only when `notifyPriorityEvent` sets its flag, after that
-//! lock is released (the model makes the two one step, as Flink's threads can be preempted
-//! between them). An [`Action::EmitCheckpointBarrier`] step is therefore *deferrable*: other
-//! threads' steps may be placed before it whatever the window, as long as the model accepts
-//! every step. The price: the checker cannot tell a late notification from a late barrier, so a
-//! log cannot show that a pending priority event was ignored in recovery (the replay of model
-//! traces, spec to implementation, checks that).
+//! A local channel's `hasPendingPriorityEvent` is written outside any lock the consumer shares
+//! with the producer: the producer's `ResultSubpartition.add` of a priority barrier is recorded
+//! under the subpartition's lock, its `notifyPriorityEvent` sets the flag after that lock, and
+//! the task's `pullPriorityFromSubpartitionView` clears it after the view's lock. Both writes
+//! are recorded ([`Event::NotifyPriorityEvent`], [`Event::ClearPendingPriorityEvent`]). Where
+//! the model's channel has `priority_notify_step` they are steps of their own, as in the code;
+//! otherwise each is a part of its call (`add`, the poll), which then spans up to it. An `add`
+//! with no notification logged after it (no listener yet, or not the first priority element)
+//! is *deferrable*: other threads' steps may be placed before it whatever the window, as long as
+//! the model accepts every step.
 //!
 //! Names. Elements are named by their payload ([`item_of`]) and network buffers by the driver's
 //! segment ids ([`IdMap`] of the model's configuration), so a run must build its pools as
@@ -105,6 +106,9 @@ pub struct Step {
     /// How many of the following steps (other threads', logged before this step's last part)
     /// it may be placed after (see the module documentation); 0 for a one-event step.
     pub span: usize,
+    /// A producer's `add` of a priority barrier with no logged notification: other threads'
+    /// steps may be placed before it whatever the window (see the module documentation).
+    pub deferrable: bool,
 }
 
 impl Step {
@@ -118,13 +122,14 @@ impl Step {
             received: None,
             pending: None,
             span: 0,
+            deferrable: matches!(action, Action::EmitCheckpointBarrier { .. }),
         }
     }
 
     /// Whether other threads' steps may be placed before it regardless of the window (see the
     /// module documentation).
     pub fn deferrable(&self) -> bool {
-        matches!(self.action, Action::EmitCheckpointBarrier { .. })
+        self.deferrable
     }
 }
 
@@ -437,6 +442,43 @@ impl Builder<'_> {
                     cp: cp as u8,
                 };
                 self.start(k, new(action, Observation::Done), Open::Done);
+            }
+            // The listener's flag is a step of its own only where the model splits it off
+            // (`priority_notify_step`); otherwise it is part of the producer's `add` or the
+            // task's poll.
+            Event::NotifyPriorityEvent { channel } | Event::ClearPendingPriorityEvent { channel } => {
+                let c = at(*channel);
+                let notify = matches!(r.event, Event::NotifyPriorityEvent { .. });
+                if self
+                    .m
+                    .cfg
+                    .channels
+                    .get(c as usize)
+                    .is_some_and(|cc| cc.priority_notify_step)
+                {
+                    let action = match notify {
+                        true => Action::NotifyPriorityEvent { channel: c },
+                        false => Action::ClearPendingPriorityEvent { channel: c },
+                    };
+                    self.start(k, new(action, Observation::Done), Open::Done);
+                } else {
+                    let (of, call) = match notify {
+                        true => (Action::EmitCheckpointBarrier { channel: c, cp: 0 }, "add"),
+                        false => (Action::GetNextBuffer { channel: c }, "pull"),
+                    };
+                    let step = self.continue_step(k, thread, Open::Done)?;
+                    let same = match (step.action, of) {
+                        (Action::EmitCheckpointBarrier { channel, .. }, _) => channel == c && notify,
+                        (a, b) => a == b,
+                    };
+                    if !same {
+                        return Err(format!(
+                            "thread {thread} changed channel {c}'s priority flag outside its {call}"
+                        ));
+                    }
+                    // The step ends at the flag: no longer deferrable, it spans its parts.
+                    step.deferrable = false;
+                }
             }
             Event::PollBuffer {
                 subpartition,

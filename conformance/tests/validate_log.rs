@@ -13,7 +13,7 @@ use conformance::projection::{item_of, payload_of};
 use conformance::validate::{Step, steps, validate};
 use recovery_impl::buffer_pool::{LocalBufferPool, NetworkBufferPool};
 use recovery_impl::channel_state_persister::ChannelStateWriter;
-use recovery_impl::event_log::{EventLog, Recorded, Recorder, set_thread_recorder};
+use recovery_impl::event_log::{Event, EventLog, Recorded, Recorder, set_thread_recorder};
 use recovery_impl::local_input_channel::LocalInputChannel;
 use recovery_impl::recoverable_input_channel::FutureStatus;
 use recovery_impl::result_subpartition::ResultSubpartition;
@@ -364,24 +364,58 @@ fn the_window_places_an_event_logged_too_early_after_the_events_of_other_threads
     assert_eq!(placed[push], Action::OnRecoveredStateBuffer { channel: 0 });
 }
 
-#[test]
-fn a_barrier_added_before_its_notification_is_deferred_past_the_recovered_polls_it_did_not_overtake() {
+/// A real run's log where channel 0 hands out r0 after partitions were requested and before
+/// its barrier is added (so the listener is told).
+fn run_polling_r0_before_the_barrier() -> Run {
     let m = model();
+    for seed in 100..300 {
+        let r = run(&m.cfg, seed);
+        let at = |e: fn(&Event) -> bool| r.log.iter().position(|x| e(&x.event));
+        let requested = at(|e| matches!(e, Event::RequestPartitions { .. }));
+        let polled = at(|e| {
+            matches!(e, Event::GetNextBuffer { channel, buffer, .. }
+                if channel.input_channel_idx == 0 && item_of(0, buffer) == Item::Recovered(0))
+        });
+        let added = r
+            .log
+            .iter()
+            .position(|x| matches!(&x.event, Event::Add { subpartition, .. } if *subpartition == r.subpartitions[0]));
+        if let (Some(q), Some(p), Some(a)) = (requested, polled, added)
+            && q < p
+            && p < a
+        {
+            return r;
+        }
+    }
+    panic!("no run polled r0 between the partition request and the barrier");
+}
+
+/// The producer's `add` and its `notifyPriorityEvent` are two critical sections: a barrier
+/// added before a recovered poll but notified after it did not overtake that poll. The model's
+/// atomic step spans both parts and is placed at the notification.
+#[test]
+fn a_barrier_added_before_a_poll_and_notified_after_it_is_placed_at_its_notification() {
+    let m = model();
+    let mut r = run_polling_r0_before_the_barrier();
+    let find = |log: &[Recorded], e: &dyn Fn(&Event) -> bool| log.iter().position(|x| e(&x.event)).unwrap();
+    let ours = r.subpartitions[0];
+    let add = find(
+        &r.log,
+        &|e| matches!(e, Event::Add { subpartition, .. } if *subpartition == ours),
+    );
+    assert!(
+        matches!(r.log[add + 1].event, Event::NotifyPriorityEvent { .. }),
+        "the listener is told right after the add"
+    );
+    // The add logged right after the request, its notification where it was.
+    let moved = r.log.remove(add);
+    let requested = find(&r.log, &|e| matches!(e, Event::RequestPartitions { .. }));
+    r.log.insert(requested + 1, moved);
+    let log = steps(&m, &r.log, &r.subpartitions).unwrap();
     let emit = Action::EmitCheckpointBarrier { channel: 0, cp: 1 };
-    let position = |steps: &[Step], a: Action| steps.iter().position(|s| s.action == a).unwrap();
-    // A run where channel 0 hands out r0 after partitions were requested and before its
-    // barrier is added.
-    let mut log = accepted_log(|steps| {
-        let poll = poll_of_recovered(steps, 0);
-        position(steps, Action::RequestPartitions) < poll && poll < position(steps, emit)
-    });
-    // Its barrier logged right after the request: as if the producer's add came first and its
-    // notifyPriorityEvent only after the poll of r0.
-    let moved = log.remove(position(&log, emit));
-    let requested = position(&log, Action::RequestPartitions);
-    log.insert(requested + 1, moved);
+    let step = log.iter().find(|s| s.action == emit).unwrap();
+    assert!(step.span > 0 && !step.deferrable(), "{step:?}");
     let placed = validate(&m, &log, 1).unwrap_or_else(|r| panic!("{r}\nlog:\n{}", listing(&log)));
-    // Channel 0's first poll (r0: its barrier came later) is placed before the barrier.
     let placed_poll = placed
         .iter()
         .position(|a| *a == Action::GetNextBuffer { channel: 0 })
@@ -391,6 +425,18 @@ fn a_barrier_added_before_its_notification_is_deferred_past_the_recovered_polls_
         placed_emit > placed_poll,
         "barrier at {placed_emit}, poll of r0 at {placed_poll}"
     );
+    // Notified before the poll too, the barrier was pending when r0 was handed out: rejected.
+    let notify = find(&r.log, &|e| matches!(e, Event::NotifyPriorityEvent { .. }));
+    let moved = r.log.remove(notify);
+    r.log.insert(requested + 2, moved);
+    let log = steps(&m, &r.log, &r.subpartitions).unwrap();
+    let rejection = validate(&m, &log, 1).expect_err("a pending priority event goes first in recovery");
+    assert_eq!(
+        rejection.step.action,
+        Action::GetNextBuffer { channel: 0 },
+        "{rejection}"
+    );
+    assert!(rejection.reason.contains(r#""item":"barrier1""#), "{rejection}");
 }
 
 #[test]
@@ -404,4 +450,109 @@ fn a_thread_playing_two_model_threads_is_rejected() {
     log[push].thread = "task".into();
     let rejection = validate(&m, &log, 4).expect_err("the task does not push recovered state");
     assert!(rejection.reason.contains("played the model's"), "{rejection}");
+}
+
+/// The lost update of `hasPendingPriorityEvent` (docs/findings.md) as a soak run logged it:
+/// the task pulls barrier 1 from the view and reads no priority behind it; the producer adds
+/// barrier 2 and sets the flag; the task clears it. Barrier 2 is queued but not pending, so the
+/// channel hands out its sentinel first. A model that splits the flag off
+/// (`priority_notify_step`) accepts the log; one that makes each write part of its call does
+/// not: there the flag stays set and the poll yields barrier 2.
+#[test]
+fn the_lost_update_of_the_pending_priority_flag_is_accepted_only_where_the_model_splits_it_off() {
+    use recovery_impl::{ChannelError, DeclineReason, InputChannelInfo};
+    use recovery_model::config::ChannelConfig;
+    let cfg = |split| ModelConfig {
+        channels: vec![ChannelConfig {
+            priority_notify_step: split,
+            ..local(0, &[])
+        }],
+        checkpoints: 2,
+        delivery: Delivery::Drainer,
+        insert_recovery_barriers: false,
+        release: false,
+        faults: false,
+    };
+    let channel = InputChannelInfo {
+        gate_idx: 0,
+        input_channel_idx: 0,
+    };
+    let subpartition = 3;
+    let barrier = |cp| NetworkBuffer::event(BufferKind::CheckpointBarrier(cp)).snapshot();
+    let sentinel = NetworkBuffer::event(BufferKind::EndOfFetchedChannelState).snapshot();
+    let event = |thread: &str, event| Recorded {
+        thread: thread.into(),
+        event,
+    };
+    let log = vec![
+        event("task", Event::RequestPartitions { gate: 0 }),
+        event(
+            "producer",
+            Event::Add {
+                subpartition,
+                buffer: barrier(1),
+            },
+        ),
+        event("producer", Event::NotifyPriorityEvent { channel }),
+        event(
+            "task",
+            Event::PollBuffer {
+                subpartition,
+                buffer: barrier(1),
+                sequence_number: 0,
+                backlog: 0,
+            },
+        ),
+        event(
+            "producer",
+            Event::Add {
+                subpartition,
+                buffer: barrier(2),
+            },
+        ),
+        event("producer", Event::NotifyPriorityEvent { channel }),
+        event("task", Event::ClearPendingPriorityEvent { channel }),
+        event(
+            "task",
+            Event::CheckpointStarted {
+                channel,
+                checkpoint_id: 1,
+                // Without recovery barriers a checkpoint during recovery is declined.
+                outcome: Err(ChannelError::CheckpointDeclined {
+                    checkpoint_id: 1,
+                    reason: DeclineReason::MissingRecoveryCheckpointBarrier,
+                }),
+            },
+        ),
+        event(
+            "io",
+            Event::FinishRecoveredBufferDelivery {
+                channel,
+                outcome: Ok(()),
+            },
+        ),
+        event(
+            "task",
+            Event::GetNextBuffer {
+                channel,
+                buffer: sentinel,
+                sequence_number: i32::MIN,
+            },
+        ),
+    ];
+    let split = RecoveryModel::new(cfg(true), Variant::Fixed);
+    let split_steps = steps(&split, &log, &[subpartition]).unwrap();
+    assert_eq!(split_steps.len(), 10, "{}", listing(&split_steps));
+    validate(&split, &split_steps, 1).unwrap_or_else(|r| panic!("{r}\nlog:\n{}", listing(&split_steps)));
+    // The same log where each write is part of its call: the flag events are not steps.
+    let atomic = RecoveryModel::new(cfg(false), Variant::Fixed);
+    let atomic_steps = steps(&atomic, &log, &[subpartition]).unwrap();
+    assert_eq!(atomic_steps.len(), 7, "{}", listing(&atomic_steps));
+    let rejection = validate(&atomic, &atomic_steps, 1).expect_err("barrier 2 is pending in that model");
+    assert_eq!(
+        rejection.step.action,
+        Action::GetNextBuffer { channel: 0 },
+        "{rejection}"
+    );
+    assert!(rejection.reason.contains(r#""item":"barrier2""#), "{rejection}");
 }

@@ -37,6 +37,9 @@
 //! - [`Event::Add`], [`Event::PollBuffer`]: `ResultSubpartition.add` (producer) and
 //!   `pollBuffer` (a local channel's view, or a remote channel's view reader on the Netty
 //!   server), under the subpartition's lock.
+//! - [`Event::NotifyPriorityEvent`], [`Event::ClearPendingPriorityEvent`]: a local channel's
+//!   `hasPendingPriorityEvent` set by the producer's notification and cleared by the task's
+//!   pull in recovery, each with the store inside the recorder's order (atomics, as above).
 //!
 //! Not recorded: a `RecoveredInputChannel`'s calls and its `BufferManager`'s (and a local
 //! channel's recovery `BufferManager`'s), `checkpointStopped`, `setup` and
@@ -119,6 +122,19 @@ pub enum Event {
         buffer: BufferSnapshot,
         /// Its sequence number.
         sequence_number: i32,
+    },
+    /// `notifyPriorityEvent(seq)` reached a local channel's listener, which set
+    /// `hasPendingPriorityEvent` (the producer, after the subpartition's lock).
+    NotifyPriorityEvent {
+        /// The channel.
+        channel: InputChannelInfo,
+    },
+    /// `pullPriorityFromSubpartitionView()` cleared `hasPendingPriorityEvent` in recovery: the
+    /// next data type it had polled from the view had no priority (the task, after the view's
+    /// lock, so a producer's notification may come in between).
+    ClearPendingPriorityEvent {
+        /// The channel.
+        channel: InputChannelInfo,
     },
     /// `ResultSubpartition.add(buffer)` accepted `buffer`.
     Add {

@@ -101,7 +101,14 @@ impl BufferAvailabilityListener for LocalChannelShared {
 
     /// `notifyPriorityEvent(seq)` (producer thread): flag, then `inputGate.notifyPriorityEvent`.
     fn notify_priority_event(&self, priority_sequence_number: i32) {
-        self.has_pending_priority_event.store(true, Ordering::SeqCst);
+        event_log::record_atomic(
+            || self.has_pending_priority_event.store(true, Ordering::SeqCst),
+            |()| {
+                Some(Event::NotifyPriorityEvent {
+                    channel: self.channel_info,
+                })
+            },
+        );
         self.gate
             .notify_priority_event(self.channel_info.input_channel_idx as usize, priority_sequence_number);
     }
@@ -367,7 +374,14 @@ impl LocalInputChannel {
         let next_data_type = if next.next_data_type.has_priority() {
             next.next_data_type
         } else {
-            self.shared.has_pending_priority_event.store(false, Ordering::SeqCst);
+            event_log::record_atomic(
+                || self.shared.has_pending_priority_event.store(false, Ordering::SeqCst),
+                |()| {
+                    Some(Event::ClearPendingPriorityEvent {
+                        channel: self.context.channel_info,
+                    })
+                },
+            );
             state.peek_next_data_type(next.next_data_type)
         };
         Ok(BufferAndAvailability {

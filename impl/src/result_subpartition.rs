@@ -112,9 +112,13 @@ impl ResultSubpartition {
             if buffer.kind().has_priority() {
                 state.buffers.add_priority_element(buffer);
                 let priority_sequence_number = state.sequence_number + state.buffers.num_priority_elements() as i32 - 1;
+                // `needNotifyPriorityEvent()`: only the first priority element is announced; the
+                // consumer pulls the ones behind it while the flag stays set.
                 match &state.listener {
-                    Some(listener) => Notification::PriorityEvent(Arc::clone(listener), priority_sequence_number),
-                    None => Notification::None,
+                    Some(listener) if state.buffers.num_priority_elements() == 1 => {
+                        Notification::PriorityEvent(Arc::clone(listener), priority_sequence_number)
+                    }
+                    _ => Notification::None,
                 }
             } else {
                 state.buffers.add(buffer);
@@ -231,5 +235,43 @@ impl ResultSubpartition {
             has_read_view: state.has_read_view,
             released: state.released,
         }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::network_buffer::BufferKind;
+    use std::sync::Mutex as StdMutex;
+
+    #[derive(Default)]
+    struct Told(StdMutex<Vec<Option<i32>>>);
+
+    impl BufferAvailabilityListener for Told {
+        fn notify_data_available(&self) {
+            self.0.lock().unwrap().push(None);
+        }
+        fn notify_priority_event(&self, priority_sequence_number: i32) {
+            self.0.lock().unwrap().push(Some(priority_sequence_number));
+        }
+    }
+
+    /// `needNotifyPriorityEvent()`: a barrier behind a queued priority element is not
+    /// announced; once the head was polled, the next one is.
+    #[test]
+    fn only_the_first_queued_priority_element_is_announced() {
+        let told = Arc::new(Told::default());
+        let subpartition = ResultSubpartition::new();
+        subpartition
+            .create_read_view(Some(Arc::clone(&told) as Arc<dyn BufferAvailabilityListener>))
+            .unwrap();
+        let barrier = |cp| NetworkBuffer::event(BufferKind::CheckpointBarrier(cp));
+        subpartition.add(barrier(1)).unwrap();
+        subpartition.add(barrier(2)).unwrap();
+        assert_eq!(*told.0.lock().unwrap(), [Some(0)]);
+        subpartition.poll_buffer().unwrap();
+        subpartition.poll_buffer().unwrap();
+        subpartition.add(barrier(3)).unwrap();
+        assert_eq!(*told.0.lock().unwrap(), [Some(0), Some(2)]);
     }
 }

@@ -892,21 +892,18 @@ impl Model for RecoveryModel {
                 // and only to a view's listener.
                 let ch = s.ch_mut(c);
                 ch.producer.emit_barrier(cp);
-                let first = ch
-                    .producer
-                    .subpartition
-                    .iter()
-                    .filter(|p| matches!(p, Payload::Barrier(_)))
-                    .count()
-                    == 1;
-                if first && ch.listener {
+                if ch.producer.priority_elements() == 1 && ch.listener {
                     ch.producer.notify_pending = Some(cp);
                 }
             }
             Action::EmitCheckpointBarrier { channel: c, cp } => {
                 let ch = s.ch_mut(c);
                 ch.producer.emit_barrier(cp);
-                if self.kind(c) == ChannelKind::Local && local::notify_priority_event(ch) {
+                // needNotifyPriorityEvent(): only the first priority element is announced.
+                if self.kind(c) == ChannelKind::Local
+                    && ch.producer.priority_elements() == 1
+                    && local::notify_priority_event(ch)
+                {
                     self.notify(&mut s, c, true);
                 }
             }

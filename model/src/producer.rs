@@ -84,6 +84,14 @@ impl Producer {
         self.barriers += 1;
     }
 
+    /// Priority elements (barriers) at the head of the subpartition.
+    pub fn priority_elements(&self) -> usize {
+        self.subpartition
+            .iter()
+            .filter(|p| matches!(p, Payload::Barrier(_)))
+            .count()
+    }
+
     /// Data buffers still in the subpartition (the backlog).
     pub fn backlog(&self) -> u8 {
         self.subpartition.iter().filter(|p| p.is_data()).count() as u8
