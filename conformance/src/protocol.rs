@@ -224,11 +224,17 @@ impl ProcessDriver {
     pub fn spawn_with_watchdog(command: &str, config: &ModelConfig, watchdog: Duration) -> Result<Self, DriverError> {
         let words = shell_words(command)?;
         let (program, args) = words.split_first().ok_or_else(|| harness("--driver-cmd is empty"))?;
-        let mut child = Command::new(program)
+        let mut command_line = Command::new(program);
+        command_line
             .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(Stdio::inherit());
+        // Its own process group, so that stopping it stops what a wrapper script started (a
+        // JVM behind `sh`), not only the wrapper.
+        #[cfg(unix)]
+        std::os::unix::process::CommandExt::process_group(&mut command_line, 0);
+        let mut child = command_line
             .spawn()
             .map_err(|e| harness(format!("cannot start `{command}`: {e}")))?;
         let to = BufWriter::new(child.stdin.take().expect("piped stdin"));
@@ -292,7 +298,7 @@ impl ProcessDriver {
             Ok(Ok(line)) => line,
             Ok(Err(e)) => return Err(self.died(&format!("reading from it failed ({e})"))),
             Err(RecvTimeoutError::Timeout) => {
-                let _ = self.child.kill();
+                stop(&mut self.child);
                 return Err(harness(format!(
                     "driver `{}` did not answer {} within {} s (watchdog); it was stopped",
                     self.command,
@@ -395,6 +401,18 @@ impl Driver for ProcessDriver {
     }
 }
 
+/// Kills the driver's process group (see `spawn_with_watchdog`), then the driver itself.
+fn stop(child: &mut Child) {
+    #[cfg(unix)]
+    if let Ok(group) = i32::try_from(child.id()) {
+        // SAFETY: kill(2) with a negative pid signals that process group; it touches no memory.
+        unsafe {
+            libc::kill(-group, libc::SIGKILL);
+        }
+    }
+    let _ = child.kill();
+}
+
 impl Drop for ProcessDriver {
     fn drop(&mut self) {
         if self.child.try_wait().ok().flatten().is_none() {
@@ -404,7 +422,7 @@ impl Drop for ProcessDriver {
             if self.child.try_wait().ok().flatten().is_none() {
                 std::thread::sleep(std::time::Duration::from_millis(50));
                 if self.child.try_wait().ok().flatten().is_none() {
-                    let _ = self.child.kill();
+                    stop(&mut self.child);
                 }
             }
             let _ = self.child.wait();

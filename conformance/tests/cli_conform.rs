@@ -101,10 +101,15 @@ fn replay_of_a_file_that_is_not_a_trace_exits_two() {
 
 #[test]
 fn a_silent_driver_process_is_a_harness_error_not_a_divergence() {
+    // A wrapper script whose real driver (here `sleep`) is its child, as a JVM behind `sh`.
     let script = temp("silent-driver.sh");
+    let pid_file = temp("silent-driver.pid");
     std::fs::write(
         &script,
-        "#!/bin/sh\nread line\necho '{\"reply\":\"hello\",\"name\":\"silent\",\"protocol\":1,\"actions\":[\"requestPartitions\"],\"features\":[\"delivery:no-recovery\",\"kind:local\",\"kind:remote\",\"release\"]}'\nread line\necho '{\"reply\":\"ready\"}'\nsleep 30\n",
+        format!(
+            "#!/bin/sh\nread line\necho '{{\"reply\":\"hello\",\"name\":\"silent\",\"protocol\":1,\"actions\":[\"requestPartitions\"],\"features\":[\"delivery:no-recovery\",\"kind:local\",\"kind:remote\",\"release\"]}}'\nread line\necho '{{\"reply\":\"ready\"}}'\nsleep 300 </dev/null >/dev/null 2>&1 &\necho $! > {}\nwait\n",
+            pid_file.display()
+        ),
     )
     .unwrap();
     let cmd = format!("sh {}", script.display());
@@ -122,6 +127,19 @@ fn a_silent_driver_process_is_a_harness_error_not_a_divergence() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("harness error") && err.contains("watchdog"), "{err}");
     assert!(!err.contains("DIVERGENCE"), "{err}");
+    // The stopped driver's children went with it: its whole process group was killed.
+    let pid = std::fs::read_to_string(&pid_file).unwrap();
+    let proc_dir = std::path::PathBuf::from(format!("/proc/{}", pid.trim()));
+    let gone = (0..100).any(|_| {
+        let state = std::fs::read_to_string(proc_dir.join("stat")).unwrap_or_default();
+        // Gone, or a zombie waiting for init to reap it.
+        let alive = state.split_whitespace().nth(2).is_some_and(|s| s != "Z");
+        if alive {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        !alive
+    });
+    assert!(gone, "the driver's child {} outlived it", pid.trim());
 }
 
 #[test]

@@ -540,6 +540,19 @@ pub const PRESETS: &[Preset] = &[
         unreachable: TINY_UNREACHABLE,
     },
     Preset {
+        name: "stash-order",
+        summary: "one remote channel whose upstream sends two events during recovery: both stashed, replayed in order",
+        config: || ModelConfig {
+            channels: vec![remote(1, &[E, E, D], 1, 0)],
+            checkpoints: 1,
+            delivery: Delivery::Drainer,
+            insert_recovery_barriers: true,
+            release: false,
+            faults: false,
+        },
+        unreachable: TINY_UNREACHABLE,
+    },
+    Preset {
         name: "priority-race",
         summary: "one local channel, two checkpoints, add's priority notification and the task's flag clear as steps of their own",
         config: || ModelConfig {
