@@ -7,9 +7,8 @@ use crate::properties::PROPERTIES;
 use crate::state::State;
 use serde::Serialize;
 use stateright::{Checker, Expectation, Model};
-use std::collections::hash_map::DefaultHasher;
 use std::collections::{HashMap, HashSet, VecDeque};
-use std::hash::{BuildHasher, Hash, Hasher};
+use std::hash::{BuildHasher, Hash};
 use std::time::Instant;
 
 /// A property's verdict.
@@ -196,6 +195,26 @@ pub fn shortest_example(model: &RecoveryModel, name: &str) -> Option<Vec<Action>
     shortest_path(model, |s| pred(model, s))
 }
 
+/// [`shortest_example`] of several `sometimes` properties, in one search.
+pub fn shortest_examples(model: &RecoveryModel, names: &[&str]) -> Vec<Option<Vec<Action>>> {
+    let preds: Vec<_> = (names.iter())
+        .map(|name| {
+            PROPERTIES
+                .iter()
+                .find(|(e, n, _)| n == name && *e == Expectation::Sometimes)
+                .map(|(_, _, pred)| *pred)
+        })
+        .collect();
+    let targets: Vec<_> = (preds.iter())
+        .map(|p| move |s: &State| p.is_some_and(|pred| pred(model, s)))
+        .collect();
+    let refs: Vec<&dyn Fn(&State) -> bool> = targets.iter().map(|t| t as &dyn Fn(&State) -> bool).collect();
+    shortest_paths_of(model, &refs)
+        .into_iter()
+        .map(|p| p.map(|(_, path)| path))
+        .collect()
+}
+
 /// Breadth-first search, one thread, for the first state satisfying `target`.
 pub fn shortest_path(model: &RecoveryModel, target: impl Fn(&State) -> bool) -> Option<Vec<Action>> {
     shortest_path_of(model, target).map(|(_, path)| path)
@@ -208,12 +227,25 @@ where
     M::State: Hash,
     M::Action: Copy,
 {
-    let fingerprint = |s: &M::State| {
-        let mut h = DefaultHasher::new();
-        s.hash(&mut h);
-        h.finish()
-    };
-    let mut parent: HashMap<u64, Option<(u64, M::Action)>> = HashMap::new();
+    shortest_paths_of(model, &[&target]).pop().flatten()
+}
+
+/// One breadth-first search for several targets: for each, the shortest path to the first
+/// state satisfying it, the same path [`shortest_path_of`] finds for it alone (the search
+/// visits states in the same order). Stops once every target is found.
+#[allow(clippy::type_complexity)]
+pub fn shortest_paths_of<M: Model>(
+    model: &M,
+    targets: &[&dyn Fn(&M::State) -> bool],
+) -> Vec<Option<(M::State, Vec<M::Action>)>>
+where
+    M::State: Hash,
+    M::Action: Copy,
+{
+    let fingerprint = |s: &M::State| foldhash::quality::FixedState::with_seed(0x5eed).hash_one(s);
+    let mut parent: HashMap<u64, Option<(u64, M::Action)>, foldhash::fast::FixedState> = HashMap::default();
+    let mut found: Vec<Option<(M::State, Vec<M::Action>)>> = targets.iter().map(|_| None).collect();
+    let mut missing = targets.len();
     let mut queue = VecDeque::new();
     for s in model.init_states() {
         parent.insert(fingerprint(&s), None);
@@ -221,8 +253,14 @@ where
     }
     let mut actions = Vec::new();
     while let Some(s) = queue.pop_front() {
+        if missing == 0 {
+            break;
+        }
         let fp = fingerprint(&s);
-        if target(&s) {
+        for (k, target) in targets.iter().enumerate() {
+            if found[k].is_some() || !target(&s) {
+                continue;
+            }
             let mut path = Vec::new();
             let mut at = fp;
             while let Some(Some((prev, a))) = parent.get(&at) {
@@ -230,8 +268,9 @@ where
                 at = *prev;
             }
             path.reverse();
-            let init = model.init_states().into_iter().find(|i| fingerprint(i) == at)?;
-            return Some((init, path));
+            let init = model.init_states().into_iter().find(|i| fingerprint(i) == at);
+            found[k] = Some(init.map(|i| (i, path)).expect("a path starts at an initial state"));
+            missing -= 1;
         }
         actions.clear();
         model.actions(&s, &mut actions);
@@ -245,7 +284,7 @@ where
             }
         }
     }
-    None
+    found
 }
 
 /// Depth-first search over the whole reachable graph looking for a back edge. `eventually`
