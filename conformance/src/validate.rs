@@ -462,18 +462,16 @@ impl Builder<'_> {
                     };
                     self.start(k, new(action, Observation::Done), Open::Done);
                 } else {
-                    let (of, call) = match notify {
-                        true => (Action::EmitCheckpointBarrier { channel: c, cp: 0 }, "add"),
-                        false => (Action::GetNextBuffer { channel: c }, "pull"),
-                    };
                     let step = self.continue_step(k, thread, Open::Done)?;
-                    let same = match (step.action, of) {
-                        (Action::EmitCheckpointBarrier { channel, .. }, _) => channel == c && notify,
-                        (a, b) => a == b,
+                    let same = match step.action {
+                        Action::EmitCheckpointBarrier { channel, .. } => notify && channel == c,
+                        Action::GetNextBuffer { channel } => !notify && channel == c,
+                        _ => false,
                     };
                     if !same {
                         return Err(format!(
-                            "thread {thread} changed channel {c}'s priority flag outside its {call}"
+                            "thread {thread} changed channel {c}'s priority flag after {}, not in an add or a poll of that channel",
+                            step.action.method()
                         ));
                     }
                     // The step ends at the flag: no longer deferrable, it spans its parts.

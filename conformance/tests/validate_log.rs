@@ -555,4 +555,13 @@ fn the_lost_update_of_the_pending_priority_flag_is_accepted_only_where_the_model
         "{rejection}"
     );
     assert!(rejection.reason.contains(r#""item":"barrier2""#), "{rejection}");
+    // Only an add or a poll of the channel writes its flag: a clear after the IO thread's
+    // sentinel is no step of the model.
+    let mut stray = log.clone();
+    stray.push(event("io", Event::ClearPendingPriorityEvent { channel }));
+    let error = steps(&atomic, &stray, &[subpartition]).expect_err("no poll to be part of");
+    assert!(
+        error.contains("priority flag after finishRecoveredBufferDelivery"),
+        "{error}"
+    );
 }
