@@ -143,23 +143,7 @@ fn print_report(setup: &Setup, r: &CheckReport) {
         r.seconds,
         r.unique_states as f64 / r.seconds.max(1e-9)
     );
-    match r.acyclic {
-        Some(true) => println!("state graph acyclic: yes (eventually verdicts are sound)"),
-        Some(false) => println!("state graph acyclic: NO (eventually verdicts may miss cycles)"),
-        None => println!("state graph acyclic: not checked"),
-    }
-    println!();
-    for p in &r.properties {
-        let mark = match p.status {
-            Status::Holds => "holds",
-            Status::Violated if p.violated_by_design => "VIOLATED (by design: a defect of the Flink version modelled)",
-            Status::Violated => "VIOLATED",
-            Status::ExampleFound => "example found",
-            Status::ExampleMissing if p.unreachable_by_design => "example missing (unreachable by design)",
-            Status::ExampleMissing => "EXAMPLE MISSING",
-        };
-        println!("  {:<10} {:<45} {}", p.expectation, p.name, mark);
-    }
+    report::print_verdicts(r, 45);
     for p in r.properties.iter().filter(|p| p.status == Status::Violated) {
         println!();
         match &p.actions {

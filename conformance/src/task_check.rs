@@ -129,22 +129,7 @@ fn print_report(model: &TaskModel, preset: &str, r: &CheckReport) {
         "states {}  unique {}  max depth {}  {:.2} s",
         r.states, r.unique_states, r.max_depth, r.seconds
     );
-    match r.acyclic {
-        Some(true) => println!("state graph acyclic: yes (eventually verdicts are sound)"),
-        Some(false) => println!("state graph acyclic: NO (eventually verdicts may miss cycles)"),
-        None => println!("state graph acyclic: not checked"),
-    }
-    println!();
-    for p in &r.properties {
-        let mark = match p.status {
-            Status::Holds => "holds",
-            Status::Violated => "VIOLATED",
-            Status::ExampleFound => "example found",
-            Status::ExampleMissing if p.unreachable_by_design => "example missing (unreachable by design)",
-            Status::ExampleMissing => "EXAMPLE MISSING",
-        };
-        println!("  {:<10} {:<62} {}", p.expectation, p.name, mark);
-    }
+    crate::report::print_verdicts(r, 62);
     for p in r.properties.iter().filter(|p| p.status == Status::Violated) {
         println!("\nshortest counterexample of \"{}\":", p.name);
         if let Some(path) = shortest_counterexample(model, p.name) {
