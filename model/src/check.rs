@@ -220,6 +220,12 @@ pub fn shortest_path(model: &RecoveryModel, target: impl Fn(&State) -> bool) -> 
     shortest_path_of(model, target).map(|(_, path)| path)
 }
 
+/// A state's fingerprint for the searches of this module: foldhash rather than SipHash, as
+/// they hash every edge's target.
+fn fingerprint<S: Hash>(s: &S) -> u64 {
+    foldhash::quality::FixedState::with_seed(0x5eed).hash_one(s)
+}
+
 /// [`shortest_path`] for any model (the task level's too): the initial state the path starts
 /// from, and its actions.
 pub fn shortest_path_of<M: Model>(model: &M, target: impl Fn(&M::State) -> bool) -> Option<(M::State, Vec<M::Action>)>
@@ -242,7 +248,6 @@ where
     M::State: Hash,
     M::Action: Copy,
 {
-    let fingerprint = |s: &M::State| foldhash::quality::FixedState::with_seed(0x5eed).hash_one(s);
     let mut parent: HashMap<u64, Option<(u64, M::Action)>, foldhash::fast::FixedState> = HashMap::default();
     let mut found: Vec<Option<(M::State, Vec<M::Action>)>> = targets.iter().map(|_| None).collect();
     let mut missing = targets.len();
@@ -299,9 +304,7 @@ pub fn graph_is_acyclic_of<M: Model>(model: &M) -> bool
 where
     M::State: Hash,
 {
-    // foldhash rather than SipHash: this pass hashes every edge's target, and sets of hashes
-    // need no second strong hash.
-    let fingerprint = |s: &M::State| foldhash::quality::FixedState::with_seed(0x5eed).hash_one(s);
+    // Sets of fingerprints need no second strong hash.
     let mut done: HashSet<u64, foldhash::fast::FixedState> = HashSet::default();
     let mut on_stack: HashSet<u64, foldhash::fast::FixedState> = HashSet::default();
     let mut stack: Vec<(u64, Vec<M::State>)> = Vec::new();
