@@ -84,6 +84,28 @@ pub fn explore_hint(setup: &Setup, actions: &[Action]) -> String {
     }
 }
 
+/// What `check` prints of a report after its states line: whether the graph is acyclic, then
+/// one line per property (names padded to `name_width`).
+pub fn print_verdicts(r: &CheckReport, name_width: usize) {
+    match r.acyclic {
+        Some(true) => println!("state graph acyclic: yes (eventually verdicts are sound)"),
+        Some(false) => println!("state graph acyclic: NO (eventually verdicts may miss cycles)"),
+        None => println!("state graph acyclic: not checked"),
+    }
+    println!();
+    for p in &r.properties {
+        let mark = match p.status {
+            Status::Holds => "holds",
+            Status::Violated if p.violated_by_design => "VIOLATED (by design: a defect of the Flink version modelled)",
+            Status::Violated => "VIOLATED",
+            Status::ExampleFound => "example found",
+            Status::ExampleMissing if p.unreachable_by_design => "example missing (unreachable by design)",
+            Status::ExampleMissing => "EXAMPLE MISSING",
+        };
+        println!("  {:<10} {:<name_width$} {}", p.expectation, p.name, mark);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -107,27 +129,5 @@ mod tests {
         let text = counterexample(&setup, "credit conservation", &actions);
         assert!(text.contains("cdr explore --preset tiny --variant enable-notify-flag-before-count"));
         assert!(text.contains("http://127.0.0.1:3000/#/steps/0/"), "{text}");
-    }
-}
-
-/// What `check` prints of a report after its states line: whether the graph is acyclic, then
-/// one line per property (names padded to `name_width`).
-pub fn print_verdicts(r: &CheckReport, name_width: usize) {
-    match r.acyclic {
-        Some(true) => println!("state graph acyclic: yes (eventually verdicts are sound)"),
-        Some(false) => println!("state graph acyclic: NO (eventually verdicts may miss cycles)"),
-        None => println!("state graph acyclic: not checked"),
-    }
-    println!();
-    for p in &r.properties {
-        let mark = match p.status {
-            Status::Holds => "holds",
-            Status::Violated if p.violated_by_design => "VIOLATED (by design: a defect of the Flink version modelled)",
-            Status::Violated => "VIOLATED",
-            Status::ExampleFound => "example found",
-            Status::ExampleMissing if p.unreachable_by_design => "example missing (unreachable by design)",
-            Status::ExampleMissing => "EXAMPLE MISSING",
-        };
-        println!("  {:<10} {:<name_width$} {}", p.expectation, p.name, mark);
     }
 }
