@@ -56,6 +56,18 @@ pub trait Driver {
     fn unobserved(&self) -> &[String] {
         &[]
     }
+    /// Told the calls [`lockstep`](crate::replay::lockstep) is about to make for one trace (a
+    /// reset, then each action, with a snapshot after each step from `snapshots_from` on), a
+    /// driver in another process may send them all at once instead of waiting for each answer.
+    /// Returns whether it did; the calls then read the answers in order. Default: no.
+    fn send_ahead(&mut self, _actions: &[Action], _snapshots_from: usize) -> Result<bool, DriverError> {
+        Ok(false)
+    }
+    /// Drops whatever was sent ahead and not yet answered, leaving the driver ready for a
+    /// `reset`: after a trace stopped early, the steps sent ahead of where it stopped are void.
+    fn discard_sent_ahead(&mut self) -> Result<(), DriverError> {
+        Ok(())
+    }
 }
 
 /// The model as a driver: `next_state` and the projections of [`crate::projection`].

@@ -10,6 +10,7 @@ use crate::driver::{Driver, DriverError};
 use crate::observation::{Observation, Snapshot};
 use recovery_model::{Action, ModelConfig};
 use serde::{Deserialize, Serialize};
+use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
@@ -190,6 +191,8 @@ pub struct ProcessDriver {
     caps: Capabilities,
     config: ModelConfig,
     watchdog: Duration,
+    /// Requests written ahead of their replies, oldest first ([`Driver::send_ahead`]).
+    ahead: VecDeque<String>,
 }
 
 /// How long `cdr` waits for one reply before it reports the driver as hung (a harness error).
@@ -252,6 +255,7 @@ impl ProcessDriver {
             caps: Capabilities::default(),
             config: config.clone(),
             watchdog,
+            ahead: VecDeque::new(),
         };
         match driver.call(&Request::Hello {
             protocol: PROTOCOL_VERSION,
@@ -289,10 +293,27 @@ impl ProcessDriver {
 
     fn call(&mut self, request: &Request) -> Result<Reply, DriverError> {
         let text = serde_json::to_string(request).expect("a request serializes");
-        let sent = writeln!(self.to, "{text}").and_then(|()| self.to.flush());
-        if let Err(e) = sent {
-            return Err(self.died(&format!("writing to it failed ({e})")));
+        if self.ahead.front() == Some(&text) {
+            self.ahead.pop_front();
+            return self.receive(&text);
         }
+        // A call out of the order sent ahead: what was sent ahead is void.
+        self.discard_sent_ahead()?;
+        self.send(std::slice::from_ref(&text))?;
+        self.receive(&text)
+    }
+
+    /// Writes `requests`, one per line, and flushes once.
+    fn send(&mut self, requests: &[String]) -> Result<(), DriverError> {
+        let sent = requests
+            .iter()
+            .try_for_each(|text| writeln!(self.to, "{text}"))
+            .and_then(|()| self.to.flush());
+        sent.map_err(|e| self.died(&format!("writing to it failed ({e})")))
+    }
+
+    /// Reads the reply to `text`.
+    fn receive(&mut self, text: &str) -> Result<Reply, DriverError> {
         let line = match self.from.recv_timeout(self.watchdog) {
             Ok(Ok(line)) if line.is_empty() => return Err(self.died("it closed its stdout")),
             Ok(Ok(line)) => line,
@@ -399,6 +420,44 @@ impl Driver for ProcessDriver {
     fn unobserved(&self) -> &[String] {
         &self.caps.unobserved
     }
+
+    /// Writes the whole trace at once: the driver answers each request in turn as before, while
+    /// `cdr` no longer waits for one answer before it sends the next request (a round trip
+    /// through two processes per call otherwise dominates the replay).
+    fn send_ahead(&mut self, actions: &[Action], snapshots_from: usize) -> Result<bool, DriverError> {
+        if !actions
+            .iter()
+            .all(|a| self.caps.actions.iter().any(|k| k == a.method()))
+        {
+            return Ok(false);
+        }
+        let json = |r: &Request| serde_json::to_string(r).expect("a request serializes");
+        let mut requests = vec![json(&Request::Reset {
+            config: self.config.clone(),
+        })];
+        for (i, action) in actions.iter().enumerate() {
+            requests.push(json(&Request::Apply { action: *action }));
+            if i >= snapshots_from {
+                requests.push(json(&Request::Snapshot));
+            }
+        }
+        self.discard_sent_ahead()?;
+        self.send(&requests)?;
+        self.ahead.extend(requests);
+        Ok(true)
+    }
+
+    /// The steps sent ahead of where a trace stopped may leave the implementation anywhere,
+    /// even in a call that never returns: the driver process is replaced by a fresh one.
+    fn discard_sent_ahead(&mut self) -> Result<(), DriverError> {
+        if self.ahead.is_empty() {
+            return Ok(());
+        }
+        stop(&mut self.child);
+        let _ = self.child.wait();
+        *self = ProcessDriver::spawn_with_watchdog(&self.command, &self.config, self.watchdog)?;
+        Ok(())
+    }
 }
 
 /// Kills the driver's process group (see `spawn_with_watchdog`), then the driver itself.
@@ -415,6 +474,10 @@ fn stop(child: &mut Child) {
 
 impl Drop for ProcessDriver {
     fn drop(&mut self) {
+        if !self.ahead.is_empty() {
+            stop(&mut self.child);
+            let _ = self.child.wait();
+        }
         if self.child.try_wait().ok().flatten().is_none() {
             self.watchdog = self.watchdog.min(Duration::from_secs(5));
             let _ = self.call(&Request::Bye);

@@ -151,11 +151,66 @@ pub enum Compare {
 
 /// Replays `actions` on `driver` in lockstep with `model`, which must be at the same state
 /// (both are reset first). Returns the number of steps performed.
+///
+/// A driver that can send the trace ahead ([`Driver::send_ahead`]) gets it in one go. A trace
+/// that stops early that way is replayed again one call at a time on a fresh start, and that
+/// replay is the verdict: it has the snapshot of the step where it stopped, and a driver that
+/// answers the same trace differently twice is a harness error.
 pub fn lockstep(
     model: &mut ModelDriver,
     driver: &mut dyn Driver,
     actions: &[Action],
     compare: Compare,
+) -> Result<usize, ReplayError> {
+    let snapshots_from = match compare {
+        Compare::Every => 0,
+        Compare::From(k) => k,
+    };
+    if !driver
+        .send_ahead(actions, snapshots_from)
+        .map_err(|e| ReplayError::at(0, None, e))?
+    {
+        return lockstep_one_by_one(model, driver, actions, compare, false);
+    }
+    let discard = |driver: &mut dyn Driver| driver.discard_sent_ahead().map_err(|e| ReplayError::at(0, None, e));
+    match lockstep_one_by_one(model, driver, actions, compare, true) {
+        Err(ReplayError::Diverged(first)) => {
+            discard(driver)?;
+            match lockstep_one_by_one(model, driver, actions, compare, false) {
+                Err(ReplayError::Diverged(again)) if again.step == first.step => Err(ReplayError::Diverged(again)),
+                again => Err(ReplayError::Harness {
+                    step: first.step,
+                    message: format!(
+                        "the {} driver answered one trace differently twice: sent ahead it diverged at step {}, \
+                         one call at a time {}",
+                        driver.name(),
+                        first.step,
+                        match again {
+                            Ok(n) => format!("it performed all {n} steps"),
+                            Err(ReplayError::Diverged(d)) => format!("it diverged at step {}", d.step),
+                            Err(e) => e.to_string(),
+                        }
+                    ),
+                }),
+            }
+        }
+        Err(unsupported @ ReplayError::Unsupported { .. }) => {
+            discard(driver)?;
+            Err(unsupported)
+        }
+        done => done,
+    }
+}
+
+/// The replay proper. `sent_ahead`: the driver has the trace's calls already, so a snapshot
+/// it was not sent (after an observation that differs) cannot be asked for: the divergence is
+/// returned without it, for [`lockstep`] to replay the trace again one call at a time.
+fn lockstep_one_by_one(
+    model: &mut ModelDriver,
+    driver: &mut dyn Driver,
+    actions: &[Action],
+    compare: Compare,
+    sent_ahead: bool,
 ) -> Result<usize, ReplayError> {
     model.restart();
     driver.reset().map_err(|e| ReplayError::at(0, None, e))?;
@@ -168,6 +223,18 @@ pub fn lockstep(
         };
         if expected != actual || check_snapshot {
             let expected_snapshot = model.predicted_snapshot();
+            if sent_ahead && !check_snapshot {
+                let unknown = expected_snapshot.clone();
+                return Err(ReplayError::Diverged(Box::new(divergence(
+                    model.model(),
+                    driver,
+                    &actions[..=i],
+                    expected,
+                    actual,
+                    expected_snapshot,
+                    unknown,
+                ))));
+            }
             let actual_snapshot = driver.snapshot().map_err(|e| ReplayError::at(i + 1, Some(*a), e))?;
             // After a typed error the model stops (the task fails); the implementation's clean-up
             // after the error is not modelled, so only the observation counts then.

@@ -156,3 +156,101 @@ fn the_implementation_out_of_process_agrees_with_it_in_process_on_every_step() {
     }
     assert!(traces > 20 && steps > 200, "{traces} traces, {steps} steps");
 }
+
+/// The driver process is sent each trace ahead of its answers; a trace that diverges is
+/// replayed again one call at a time, so the report is the in-process one, whether the
+/// divergence is in an observation or in a snapshot, and the driver goes on afterwards.
+#[test]
+fn a_divergence_sent_ahead_is_reported_as_in_process() {
+    use conformance::replay::{Compare, ReplayError, lockstep};
+    use recovery_model::check::shortest_counterexample;
+    let buggy = RecoveryModel::new(preset("tiny").unwrap(), Variant::NoEventStash);
+    let actions = shortest_counterexample(&buggy, "recovered data precedes live data").unwrap();
+    let mut reference = ModelDriver::new(buggy.clone());
+    let mut local = ImplDriver::new(&buggy.cfg);
+    let mut remote = ProcessDriver::spawn(&format!("{} serve-driver", env!("CARGO_BIN_EXE_cdr")), &buggy.cfg)
+        .expect("cdr serve-driver starts");
+    let mut kinds = Vec::new();
+    for compare in [Compare::Every, Compare::From(actions.len() - 1)] {
+        let here = lockstep(&mut reference, &mut local, &actions, compare);
+        let there = lockstep(&mut reference, &mut remote, &actions, compare);
+        let (Err(ReplayError::Diverged(here)), Err(ReplayError::Diverged(there))) = (here, there) else {
+            panic!("both diverge");
+        };
+        assert_eq!(format!("{here:?}"), format!("{there:?}"));
+        kinds.push(here.observation_differs());
+        let fixed = RecoveryModel::new(buggy.cfg.clone(), Variant::Fixed);
+        let mut fixed_reference = ModelDriver::new(fixed);
+        let good = &actions[..3];
+        assert_eq!(lockstep(&mut fixed_reference, &mut remote, good, compare).ok(), Some(3));
+    }
+    // Compared at every step, a snapshot differs first; at the last step only, its observation
+    // (a step whose snapshot was not sent ahead).
+    assert_eq!(kinds, [false, true]);
+}
+
+/// A driver that answers one trace differently when sent ahead and one call at a time is a
+/// harness error, never a divergence or a pass.
+#[test]
+fn a_driver_that_answers_a_trace_differently_twice_is_a_harness_error() {
+    use conformance::observation::{Observation, Snapshot};
+    use conformance::replay::{Compare, ReplayError, lockstep};
+    use recovery_model::Action;
+
+    /// The model, answering wrongly at step 2 of the first trace sent ahead only.
+    struct Fickle {
+        inner: ModelDriver,
+        sent_ahead: usize,
+        step: usize,
+    }
+    impl Driver for Fickle {
+        fn name(&self) -> &str {
+            "fickle"
+        }
+        fn reset(&mut self) -> Result<(), conformance::driver::DriverError> {
+            self.step = 0;
+            self.inner.reset()
+        }
+        fn apply(&mut self, a: &Action) -> Result<Observation, conformance::driver::DriverError> {
+            self.step += 1;
+            let o = self.inner.apply(a)?;
+            if self.sent_ahead == 1 && self.step == 2 {
+                return Ok(Observation::Unperformable {
+                    reason: "fickle".into(),
+                });
+            }
+            Ok(o)
+        }
+        fn snapshot(&mut self) -> Result<Snapshot, conformance::driver::DriverError> {
+            self.inner.snapshot()
+        }
+        fn send_ahead(&mut self, _: &[Action], _: usize) -> Result<bool, conformance::driver::DriverError> {
+            self.sent_ahead += 1;
+            Ok(true)
+        }
+        fn discard_sent_ahead(&mut self) -> Result<(), conformance::driver::DriverError> {
+            self.sent_ahead += 1;
+            Ok(())
+        }
+    }
+    let m = small();
+    let walk = Graph::explore(&m).edge_cover().next().unwrap().actions;
+    let mut fickle = Fickle {
+        inner: ModelDriver::new(m.clone()),
+        sent_ahead: 0,
+        step: 0,
+    };
+    let mut reference = ModelDriver::new(m.clone());
+    match lockstep(&mut reference, &mut fickle, &walk, Compare::Every) {
+        Err(ReplayError::Harness { message, .. }) => {
+            assert!(message.contains("answered one trace differently twice"), "{message}");
+            assert!(message.contains("it performed all"), "{message}");
+        }
+        other => panic!("a harness error, not {other:?}"),
+    }
+    // Answering the same both times, it passes.
+    assert_eq!(
+        lockstep(&mut reference, &mut fickle, &walk, Compare::Every).ok(),
+        Some(walk.len())
+    );
+}

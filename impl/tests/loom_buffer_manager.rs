@@ -1,7 +1,7 @@
 //! loom: the `BufferManager` notification gate announces every buffer exactly once, whatever
 //! `recycle` or the floating-buffer callback do concurrently with `enable_notify` (bug B6).
 //!
-//! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 cargo test -p recovery-impl --release --test loom_buffer_manager`
+//! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 cargo test -p recovery-impl --test loom_buffer_manager`
 #![cfg(loom)]
 
 use std::sync::Arc;

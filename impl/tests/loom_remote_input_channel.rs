@@ -1,7 +1,7 @@
 //! loom: replaying the recovery event stash (`on_recovered_state_consumed`) racing the netty
 //! thread's `on_buffer` loses and reorders nothing.
 //!
-//! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 cargo test -p recovery-impl --release --test loom_remote_input_channel`
+//! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 cargo test -p recovery-impl --test loom_remote_input_channel`
 #![cfg(loom)]
 
 use std::sync::Arc;

@@ -5,7 +5,7 @@
 //! such a notification and `checkState`s that what it gets has priority ("Should only poll
 //! priority events"); a stale priority entry would fail the task there.
 //!
-//! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 cargo test -p recovery-impl --release --test loom_single_input_gate`
+//! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 cargo test -p recovery-impl --test loom_single_input_gate`
 #![cfg(loom)]
 
 use std::sync::Arc;

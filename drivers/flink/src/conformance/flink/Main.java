@@ -30,6 +30,7 @@ public final class Main {
     private static volatile String request = "";
     private static final Object OUT_LOCK = new Object();
     private static BufferedWriter out;
+    private static BufferedReader in;
 
     public static void main(String[] args) throws Exception {
         boolean strict = false;
@@ -46,7 +47,7 @@ public final class Main {
             }
         }
         out = new BufferedWriter(new OutputStreamWriter(System.out, StandardCharsets.UTF_8), 1 << 16);
-        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8), 1 << 16);
+        in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8), 1 << 16);
         FlinkDriver driver = new FlinkDriver(strict, unobserve);
         Thread protocol = Thread.currentThread();
         startWatchdog(driver, protocol);
@@ -92,6 +93,7 @@ public final class Main {
             requestStarted = 0;
             write(reply);
             if (bye) {
+                out.flush();
                 System.exit(0);
             }
         }
@@ -102,11 +104,17 @@ public final class Main {
         return JSON.createObjectNode().put("reply", "error").put("message", message);
     }
 
+    /**
+     * Replies go out when no further request is waiting: cdr may send a whole trace at once, and
+     * one write for its answers saves a system call and a wake-up per request.
+     */
     private static void write(ObjectNode reply) throws Exception {
         synchronized (OUT_LOCK) {
             out.write(JSON.writeValueAsString(reply));
             out.write('\n');
-            out.flush();
+            if (!in.ready()) {
+                out.flush();
+            }
         }
     }
 
@@ -129,6 +137,9 @@ public final class Main {
                     try {
                         write(error("hung for 60 s on `" + request + "`: protocol thread at " + where
                                 + "; workers: " + driver.positions()));
+                        synchronized (OUT_LOCK) {
+                            out.flush();
+                        }
                     } catch (Exception e) {
                         // stdout is gone
                     }
