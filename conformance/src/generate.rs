@@ -10,14 +10,10 @@
 use recovery_model::{Action, RecoveryModel, State};
 use stateright::Model;
 use std::collections::HashMap;
-use std::collections::hash_map::DefaultHasher;
-use std::hash::{Hash, Hasher};
 
-/// A state's fingerprint.
+/// A state's fingerprint (the model's own: optimised even in a debug build of this crate).
 pub fn fingerprint(s: &State) -> u64 {
-    let mut h = DefaultHasher::new();
-    s.hash(&mut h);
-    h.finish()
+    recovery_model::check::state_fingerprint(s)
 }
 
 const NONE: u32 = u32::MAX;

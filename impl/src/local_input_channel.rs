@@ -450,23 +450,30 @@ impl RecoverableInputChannel for LocalInputChannel {
         let offered = {
             let mut state = self.recovered_buffers.lock();
             let snapshot = buffer.snapshot();
-            let offered = if self.shared.released.load(Ordering::SeqCst) {
-                Err((buffer, None))
-            } else {
-                state
-                    .offer_recovered_buffer(buffer)
-                    .map_err(|(buffer, error)| (buffer, Some(error)))
-            };
-            event_log::record(|| Event::OnRecoveredStateBuffer {
-                channel: self.context.channel_info,
-                buffer: snapshot,
-                outcome: match &offered {
-                    Ok(_) => Ok(true),
-                    Err((_, None)) => Ok(false),
-                    Err((_, Some(error))) => Err(error.clone()),
+            // `releaseAllResources` sets the flag outside this lock: the read and the append
+            // are one step of the event log's order, as the release's store is.
+            event_log::record_atomic(
+                || {
+                    if self.shared.released.load(Ordering::SeqCst) {
+                        Err((buffer, None))
+                    } else {
+                        state
+                            .offer_recovered_buffer(buffer)
+                            .map_err(|(buffer, error)| (buffer, Some(error)))
+                    }
                 },
-            });
-            offered
+                |offered| {
+                    Some(Event::OnRecoveredStateBuffer {
+                        channel: self.context.channel_info,
+                        buffer: snapshot,
+                        outcome: match offered {
+                            Ok(_) => Ok(true),
+                            Err((_, None)) => Ok(false),
+                            Err((_, Some(error))) => Err(error.clone()),
+                        },
+                    })
+                },
+            )
         };
         match offered {
             Ok(was_empty) => {
@@ -487,19 +494,26 @@ impl RecoverableInputChannel for LocalInputChannel {
         self.upstream_ready.wait();
         let was_empty = {
             let mut state = self.recovered_buffers.lock();
-            let offered = if self.shared.released.load(Ordering::SeqCst) {
-                // A released channel appends nothing.
-                Ok(false)
-            } else if !state.in_recovery {
-                Err(ChannelError::illegal_state("Recovery delivery already finished."))
-            } else {
-                let sentinel = NetworkBuffer::event(BufferKind::EndOfFetchedChannelState);
-                state.offer_recovered_buffer(sentinel).map_err(|(_, error)| error)
-            };
-            event_log::record(|| Event::FinishRecoveredBufferDelivery {
-                channel: self.context.channel_info,
-                outcome: offered.as_ref().map(|_| ()).map_err(Clone::clone),
-            });
+            // The release flag is read in the event log's order (see `on_recovered_state_buffer`).
+            let offered = event_log::record_atomic(
+                || {
+                    if self.shared.released.load(Ordering::SeqCst) {
+                        // A released channel appends nothing.
+                        Ok(false)
+                    } else if !state.in_recovery {
+                        Err(ChannelError::illegal_state("Recovery delivery already finished."))
+                    } else {
+                        let sentinel = NetworkBuffer::event(BufferKind::EndOfFetchedChannelState);
+                        state.offer_recovered_buffer(sentinel).map_err(|(_, error)| error)
+                    }
+                },
+                |offered| {
+                    Some(Event::FinishRecoveredBufferDelivery {
+                        channel: self.context.channel_info,
+                        outcome: offered.as_ref().map(|_| ()).map_err(Clone::clone),
+                    })
+                },
+            );
             offered?
         };
         if was_empty {
@@ -511,15 +525,23 @@ impl RecoverableInputChannel for LocalInputChannel {
     fn insert_recovery_checkpoint_barrier_if_in_recovery(&self, checkpoint_id: CheckpointId) -> Result<()> {
         let was_empty = {
             let mut state = self.recovered_buffers.lock();
-            event_log::record(|| Event::InsertRecoveryCheckpointBarrierIfInRecovery {
-                channel: self.context.channel_info,
-                checkpoint_id,
-            });
-            if self.shared.released.load(Ordering::SeqCst) || !state.in_recovery {
-                return Ok(());
-            }
-            let barrier = NetworkBuffer::event(BufferKind::RecoveryCheckpointBarrier(checkpoint_id));
-            state.offer_recovered_buffer(barrier).map_err(|(_, error)| error)?
+            // The release flag is read in the event log's order (see `on_recovered_state_buffer`).
+            let inserted = event_log::record_atomic(
+                || {
+                    if self.shared.released.load(Ordering::SeqCst) || !state.in_recovery {
+                        return Ok(false);
+                    }
+                    let barrier = NetworkBuffer::event(BufferKind::RecoveryCheckpointBarrier(checkpoint_id));
+                    state.offer_recovered_buffer(barrier).map_err(|(_, error)| error)
+                },
+                |_| {
+                    Some(Event::InsertRecoveryCheckpointBarrierIfInRecovery {
+                        channel: self.context.channel_info,
+                        checkpoint_id,
+                    })
+                },
+            );
+            inserted?
         };
         if was_empty {
             self.notify_channel_non_empty();
@@ -582,17 +604,27 @@ impl RecoverableInputChannel for LocalInputChannel {
                 drop(state);
                 return self.get_next_migrated_buffer(view, probe);
             }
-            let priority_pending = self.shared.has_pending_priority_event.load(Ordering::SeqCst);
-            if in_recovery
-                && !priority_pending
-                && let Some(buffer) = state.buffers.pop_front()
-            {
-                let next = Self::wrap_recovered_buffer(&mut state, buffer, probe);
-                event_log::record(|| Event::GetNextBuffer {
-                    channel: self.context.channel_info,
-                    buffer: next.buffer.snapshot(),
-                    sequence_number: next.sequence_number,
-                });
+            // The producer sets the flag outside this lock: its read and the poll are one step of
+            // the event log's order, as the producer's store is, so that a log never shows the
+            // flag set before a poll that read it clear.
+            let polled = event_log::record_atomic(
+                || {
+                    let priority_pending = self.shared.has_pending_priority_event.load(Ordering::SeqCst);
+                    if !in_recovery || priority_pending {
+                        return None;
+                    }
+                    let buffer = state.buffers.pop_front()?;
+                    Some(Self::wrap_recovered_buffer(&mut state, buffer, probe))
+                },
+                |polled| {
+                    polled.as_ref().map(|next| Event::GetNextBuffer {
+                        channel: self.context.channel_info,
+                        buffer: next.buffer.snapshot(),
+                        sequence_number: next.sequence_number,
+                    })
+                },
+            );
+            if let Some(next) = polled {
                 return Ok(Some(next));
             }
             in_recovery

@@ -599,23 +599,30 @@ impl RecoverableInputChannel for RemoteInputChannel {
         let appended = {
             let mut state = self.received_buffers.lock();
             let snapshot = buffer.snapshot();
-            let appended = if self.shared.released.load(Ordering::SeqCst) {
-                Err((buffer, None))
-            } else {
-                state
-                    .append_recovered_buffer(buffer)
-                    .map_err(|(buffer, error)| (buffer, Some(error)))
-            };
-            event_log::record(|| Event::OnRecoveredStateBuffer {
-                channel: self.context.channel_info,
-                buffer: snapshot,
-                outcome: match &appended {
-                    Ok(_) => Ok(true),
-                    Err((_, None)) => Ok(false),
-                    Err((_, Some(error))) => Err(error.clone()),
+            // `releaseAllResources` sets the flag outside this lock: the read and the append
+            // are one step of the event log's order, as the release's store is.
+            event_log::record_atomic(
+                || {
+                    if self.shared.released.load(Ordering::SeqCst) {
+                        Err((buffer, None))
+                    } else {
+                        state
+                            .append_recovered_buffer(buffer)
+                            .map_err(|(buffer, error)| (buffer, Some(error)))
+                    }
                 },
-            });
-            appended
+                |appended| {
+                    Some(Event::OnRecoveredStateBuffer {
+                        channel: self.context.channel_info,
+                        buffer: snapshot,
+                        outcome: match appended {
+                            Ok(_) => Ok(true),
+                            Err((_, None)) => Ok(false),
+                            Err((_, Some(error))) => Err(error.clone()),
+                        },
+                    })
+                },
+            )
         };
         match appended {
             Ok(was_empty) => {
@@ -637,19 +644,26 @@ impl RecoverableInputChannel for RemoteInputChannel {
         self.upstream_ready.wait();
         let was_empty = {
             let mut state = self.received_buffers.lock();
-            let appended = if self.shared.released.load(Ordering::SeqCst) {
-                // A released channel appends nothing.
-                Ok(false)
-            } else if !state.in_recovery {
-                Err(ChannelError::illegal_state("Recovery delivery already finished."))
-            } else {
-                let sentinel = NetworkBuffer::event(BufferKind::EndOfFetchedChannelState);
-                state.append_recovered_buffer(sentinel).map_err(|(_, error)| error)
-            };
-            event_log::record(|| Event::FinishRecoveredBufferDelivery {
-                channel: self.context.channel_info,
-                outcome: appended.as_ref().map(|_| ()).map_err(Clone::clone),
-            });
+            // The release flag is read in the event log's order (see `on_recovered_state_buffer`).
+            let appended = event_log::record_atomic(
+                || {
+                    if self.shared.released.load(Ordering::SeqCst) {
+                        // A released channel appends nothing.
+                        Ok(false)
+                    } else if !state.in_recovery {
+                        Err(ChannelError::illegal_state("Recovery delivery already finished."))
+                    } else {
+                        let sentinel = NetworkBuffer::event(BufferKind::EndOfFetchedChannelState);
+                        state.append_recovered_buffer(sentinel).map_err(|(_, error)| error)
+                    }
+                },
+                |appended| {
+                    Some(Event::FinishRecoveredBufferDelivery {
+                        channel: self.context.channel_info,
+                        outcome: appended.as_ref().map(|_| ()).map_err(Clone::clone),
+                    })
+                },
+            );
             appended?
         };
         if was_empty {
@@ -661,15 +675,23 @@ impl RecoverableInputChannel for RemoteInputChannel {
     fn insert_recovery_checkpoint_barrier_if_in_recovery(&self, checkpoint_id: CheckpointId) -> Result<()> {
         let was_empty = {
             let mut state = self.received_buffers.lock();
-            event_log::record(|| Event::InsertRecoveryCheckpointBarrierIfInRecovery {
-                channel: self.context.channel_info,
-                checkpoint_id,
-            });
-            if self.shared.released.load(Ordering::SeqCst) || !state.in_recovery {
-                return Ok(());
-            }
-            let barrier = NetworkBuffer::event(BufferKind::RecoveryCheckpointBarrier(checkpoint_id));
-            state.append_recovered_buffer(barrier).map_err(|(_, error)| error)?
+            // The release flag is read in the event log's order (see `on_recovered_state_buffer`).
+            let inserted = event_log::record_atomic(
+                || {
+                    if self.shared.released.load(Ordering::SeqCst) || !state.in_recovery {
+                        return Ok(false);
+                    }
+                    let barrier = NetworkBuffer::event(BufferKind::RecoveryCheckpointBarrier(checkpoint_id));
+                    state.append_recovered_buffer(barrier).map_err(|(_, error)| error)
+                },
+                |_| {
+                    Some(Event::InsertRecoveryCheckpointBarrierIfInRecovery {
+                        channel: self.context.channel_info,
+                        checkpoint_id,
+                    })
+                },
+            );
+            inserted?
         };
         if was_empty {
             self.context.gate.notify_channel_non_empty(self.channel_index());

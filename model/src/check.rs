@@ -226,6 +226,12 @@ fn fingerprint<S: Hash>(s: &S) -> u64 {
     foldhash::quality::FixedState::with_seed(0x5eed).hash_one(s)
 }
 
+/// The fingerprint of a channel-model state, for other crates' searches. Not generic, so it is
+/// compiled here, optimised, whatever the caller's build.
+pub fn state_fingerprint(s: &State) -> u64 {
+    fingerprint(s)
+}
+
 /// [`shortest_path`] for any model (the task level's too): the initial state the path starts
 /// from, and its actions.
 pub fn shortest_path_of<M: Model>(model: &M, target: impl Fn(&M::State) -> bool) -> Option<(M::State, Vec<M::Action>)>

@@ -198,9 +198,12 @@ impl ModelConfig {
                 ));
             }
             let data = c.upstream.iter().filter(|u| **u == Upstream::Data).count();
-            if c.kind == ChannelKind::Remote && data > 0 && c.exclusive + c.floating == 0 {
+            if c.kind == ChannelKind::Remote && data > 0 && c.exclusive == 0 {
+                // With an initial credit of 0, Flink's server announces the backlog on its own
+                // (`needAnnounceBacklog`, a BacklogAnnouncement) so that the client asks for
+                // floating buffers; the model's server announces backlog only with a buffer.
                 return Err(format!(
-                    "channel {i}: a remote channel that receives data needs at least one buffer"
+                    "channel {i}: a remote channel that receives data needs at least one exclusive buffer: with none (initial credit 0) Flink's server announces its backlog unasked (BacklogAnnouncement), which the model does not have"
                 ));
             }
         }
@@ -645,6 +648,31 @@ mod tests {
         cfg.faults = true;
         let err = cfg.validate().unwrap_err();
         assert!(err.contains("faults"), "{err}");
+    }
+
+    /// Without the server's own backlog announcement, a remote channel with floating buffers
+    /// only never gets credit: the model would report a liveness violation that is its own gap.
+    #[test]
+    fn a_remote_channel_without_exclusive_buffers_is_rejected_for_the_backlog_announcement_it_needs() {
+        let cfg = ModelConfig {
+            channels: vec![remote(0, &[D], 0, 1)],
+            checkpoints: 0,
+            delivery: Delivery::NoRecovery,
+            insert_recovery_barriers: false,
+            release: false,
+            faults: false,
+        };
+        let err = cfg.validate().unwrap_err();
+        assert!(err.contains("BacklogAnnouncement"), "{err}");
+        let model = crate::RecoveryModel::new(cfg.clone(), crate::Variant::Fixed);
+        assert!(crate::check::shortest_counterexample(&model, "all live data is delivered").is_some());
+        let one_exclusive = ModelConfig {
+            channels: vec![remote(0, &[D], 1, 0)],
+            ..cfg
+        };
+        one_exclusive.validate().unwrap();
+        let model = crate::RecoveryModel::new(one_exclusive, crate::Variant::Fixed);
+        assert!(crate::check::shortest_counterexample(&model, "all live data is delivered").is_none());
     }
 
     #[test]
