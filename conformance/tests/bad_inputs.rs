@@ -145,6 +145,7 @@ fn every_bad_input_gets_its_exit_code_and_a_clear_first_line() {
         ("an output in a missing directory", vec!["traces", "--preset", "tiny", "--out", nowhere], 2, "error: cannot write"),
         ("an unknown preset", vec!["traces", "--preset", "nonsense", "--out", "x.jsonl"], 2, "error: unknown preset"),
         ("--junit without --check", vec!["variants", "--junit", "x.xml"], 2, "error: the following required arguments"),
+        ("an unknown variant to check", vec!["variants", "--check", "--only", "nope"], 2, "error: unknown variant `nope`"),
         ("an unknown preset", vec!["explore", "--preset", "nonsense"], 2, "error: unknown preset"),
         ("an unknown subcommand", vec!["nonsense"], 2, "error: unrecognized subcommand"),
     ];
