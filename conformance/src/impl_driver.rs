@@ -219,6 +219,7 @@ struct Workers {
     io: Worker,
     netty_client: Worker,
     recycler: Worker,
+    canceler: Worker,
 }
 
 impl Workers {
@@ -228,6 +229,7 @@ impl Workers {
             io: Worker::spawn("io"),
             netty_client: Worker::spawn("netty-client"),
             recycler: Worker::spawn("recycler"),
+            canceler: Worker::spawn("canceler"),
         }
     }
 
@@ -237,12 +239,19 @@ impl Workers {
             Thread::Io => Some(&mut self.io),
             Thread::NettyClient => Some(&mut self.netty_client),
             Thread::Recycler => Some(&mut self.recycler),
+            Thread::Canceler => Some(&mut self.canceler),
             _ => None,
         }
     }
 
-    fn all(&mut self) -> [&mut Worker; 4] {
-        [&mut self.task, &mut self.io, &mut self.netty_client, &mut self.recycler]
+    fn all(&mut self) -> [&mut Worker; 5] {
+        [
+            &mut self.task,
+            &mut self.io,
+            &mut self.netty_client,
+            &mut self.recycler,
+            &mut self.canceler,
+        ]
     }
 }
 
@@ -909,8 +918,19 @@ impl ImplDriver {
         self.workers.recycler.start(c, job, timeout)
     }
 
+    /// `releaseAllResources` on the canceler's thread. It pauses once `isReleased` is set; the
+    /// model's `releaseQueuedBuffers` resumes it where the configuration splits the release
+    /// (`release_step`), otherwise it runs on at once.
     fn release_all_resources(&mut self, c: u8) -> Observation {
-        outcome(self.ch(c).handle.release_all_resources())
+        let timeout = self.watchdog;
+        let handle = self.ch(c).handle.clone();
+        let job: Job = Box::new(move || outcome(handle.release_all_resources()));
+        let canceler = &mut self.workers.canceler;
+        let observation = canceler.start(c, job, timeout);
+        match canceler.state {
+            WorkerState::Paused { .. } if !self.cfg.release_step => canceler.resume(timeout),
+            _ => observation,
+        }
     }
 
     /// `SingleInputGate::close`, then `lazyDestroy` of each channel's `LocalBufferPool`: the
@@ -994,6 +1014,9 @@ impl ImplDriver {
                 matches!(p, PausePoint::ReturnFloating { .. })
             }),
             ReleaseAllResources { channel } => self.release_all_resources(channel),
+            ReleaseQueuedBuffers { channel } => {
+                self.resume(Thread::Canceler, channel, |p| p == PausePoint::ReleaseQueuedBuffers)
+            }
             CloseGate => self.close_gate(),
             // impl/ makes these inside `add` and `get_next_buffer` (Action::MODEL_ONLY_KINDS).
             NotifyPriorityEvent { .. } | ClearPendingPriorityEvent { .. } => {

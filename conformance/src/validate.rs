@@ -31,8 +31,10 @@
 //! - `recycle` / `recycleFloatingBuffer` of a floating buffer: `LocalBufferPool.recycle`, then
 //!   the waiting manager's `notifyBufferAvailable(Buffer)` under `bufferQueue` (and the pool
 //!   again if it refuses);
-//! - `releaseAllResources`: `isReleased` set, the queue drained, then `releaseAllBuffers` under
-//!   `bufferQueue` and the floating buffers recycled;
+//! - `releaseAllResources`: `isReleased` set, the queue drained (a local channel's view with
+//!   it), then `releaseAllBuffers` under `bufferQueue` and the floating buffers recycled; where
+//!   the model's configuration has `release_step`, the drain starts a step of its own
+//!   (`releaseQueuedBuffers`), as the model splits the call there;
 //! - `convertRecoveredInputChannels`: the conversion's pushes into each new channel.
 //!
 //! Each part is recorded where it happens, and [`steps`] joins the parts of one call into one
@@ -612,6 +614,16 @@ impl Builder<'_> {
                 new(Action::ReleaseAllResources { channel: at(*channel) }, Observation::Done),
                 Open::Done,
             ),
+            // The second part of the release: a step of its own where the model splits the
+            // release (`release_step`), otherwise a part of `releaseAllResources`.
+            Event::ReleaseQueuedBuffers { channel } if self.m.cfg.release_step => self.start(
+                k,
+                new(
+                    Action::ReleaseQueuedBuffers { channel: at(*channel) },
+                    Observation::Done,
+                ),
+                Open::Done,
+            ),
             // Buffers leaving a manager or recycled: a model step on the recycler only.
             Event::Recycle { channel, buffer, then } if recycler => {
                 let c = at(*channel);
@@ -676,6 +688,7 @@ impl Builder<'_> {
             Event::Recycle { .. }
             | Event::LocalBufferPoolRecycle { .. }
             | Event::BufferListenerNotifyBufferAvailable { .. }
+            | Event::ReleaseQueuedBuffers { .. }
             | Event::ReleaseAllBuffers { .. } => {
                 if recycler {
                     return Err("releaseAllBuffers on the recycler thread".into());

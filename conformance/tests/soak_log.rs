@@ -49,6 +49,7 @@ fn config(delivery: ModelDelivery) -> ModelConfig {
         insert_recovery_barriers: true,
         release: delivery == ModelDelivery::Drainer,
         faults: false,
+        release_step: false,
     }
 }
 

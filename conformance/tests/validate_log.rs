@@ -40,6 +40,7 @@ fn config() -> ModelConfig {
         insert_recovery_barriers: true,
         release: false,
         faults: false,
+        release_step: false,
     }
 }
 
@@ -474,6 +475,7 @@ fn the_lost_update_of_the_pending_priority_flag_is_accepted_only_where_the_model
         insert_recovery_barriers: false,
         release: false,
         faults: false,
+        release_step: false,
     };
     let channel = InputChannelInfo {
         gate_idx: 0,

@@ -49,6 +49,7 @@ fn drainer() -> ModelConfig {
         insert_recovery_barriers: true,
         release: true,
         faults: false,
+        release_step: false,
     }
 }
 
@@ -63,6 +64,7 @@ fn conversion() -> ModelConfig {
         insert_recovery_barriers: true,
         release: false,
         faults: false,
+        release_step: false,
     }
 }
 
@@ -667,6 +669,7 @@ fn a_push_split_around_a_recovery_barrier_is_placed_at_its_append() {
         insert_recovery_barriers: true,
         release: false,
         faults: false,
+        release_step: false,
     };
     let m = RecoveryModel::new(cfg, Variant::Fixed);
     let channel = InputChannelInfo {
@@ -818,6 +821,7 @@ fn logs_of_a_drainer_with_a_floating_buffer_are_accepted() {
         insert_recovery_barriers: true,
         release: false,
         faults: false,
+        release_step: false,
     };
     let m = RecoveryModel::new(cfg, Variant::Fixed);
     let kinds = accept_runs(m.cfg, rounds());

@@ -254,9 +254,16 @@ pub enum Event {
         /// The credit to announce after the lock (0: none).
         announce: usize,
     },
-    /// `releaseAllResources()` set `isReleased` (the first call only); a remote channel's
-    /// drain and [`Event::ReleaseAllBuffers`] follow.
+    /// `releaseAllResources()` set `isReleased` (the first call only); the rest of the call,
+    /// [`Event::ReleaseQueuedBuffers`] and (with a buffer manager) [`Event::ReleaseAllBuffers`],
+    /// follows.
     ReleaseAllResources {
+        /// The channel.
+        channel: InputChannelInfo,
+    },
+    /// `releaseAllResources()` drained the channel's queue (and its stash; a local channel's
+    /// view went in the same critical section): from here no poll returns anything.
+    ReleaseQueuedBuffers {
         /// The channel.
         channel: InputChannelInfo,
     },

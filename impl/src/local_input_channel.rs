@@ -28,6 +28,7 @@ use crate::channel_state_persister::{ChannelStatePersister, ChannelStatePersiste
 use crate::error::{ChannelError, Result};
 use crate::event_log::{self, Event};
 use crate::network_buffer::{BufferKind, BufferSnapshot, CheckpointId, DataType, NetworkBuffer};
+use crate::pause_point::{self, PausePoint};
 use crate::recoverable_input_channel::{
     BufferAndAvailability, Cause, ChannelContext, ChannelSnapshot, FutureStatus, InputChannelInfo,
     RecoverableInputChannel, StateConsumedFuture, collect_pre_recovery_barrier,
@@ -587,11 +588,14 @@ impl RecoverableInputChannel for LocalInputChannel {
     /// otherwise nothing while in recovery; the master path afterwards.
     fn get_next_buffer(&self) -> Result<Option<BufferAndAvailability>> {
         self.check_error()?;
-        let view = self.subpartition_view();
-        if view.is_none() && self.shared.released.load(Ordering::SeqCst) {
-            // Released (the view went with it): nothing more, as Flink's `getNextBuffer`.
-            return Ok(None);
-        }
+        // Flink reads `subpartitionView` once without a lock, so its poll can follow the view's
+        // release. Here the field's lock is held to the end of the poll, so that the release's
+        // drain is one point between polls (docs/model.md, unlocked accesses).
+        let view_field = self.subpartition_view.lock();
+        let view = view_field.clone();
+        // Released (the view went with it): nothing more from upstream, as Flink's
+        // `getNextBuffer`. The recovered queue is polled first, without this check.
+        let released = view.is_none() && self.shared.released.load(Ordering::SeqCst);
         // Probe upstream outside the channel lock (Flink's `getAvailabilityAndBacklog(true)`).
         let probe = match &view {
             Some(view) if view.get_availability_and_backlog(true).0 => DataType::DataBuffer,
@@ -600,6 +604,9 @@ impl RecoverableInputChannel for LocalInputChannel {
         let in_recovery = {
             let mut state = self.recovered_buffers.lock();
             let in_recovery = state.in_recovery;
+            if !in_recovery && released {
+                return Ok(None);
+            }
             if !in_recovery && !state.to_be_consumed.is_empty() {
                 drop(state);
                 return self.get_next_migrated_buffer(view, probe);
@@ -631,6 +638,11 @@ impl RecoverableInputChannel for LocalInputChannel {
         };
         if in_recovery {
             if self.shared.has_pending_priority_event.load(Ordering::SeqCst) {
+                if released {
+                    // Flink's `checkState(subpartitionView != null)` throws here; the task is
+                    // being cancelled either way (docs/model.md, choice 26).
+                    return Ok(None);
+                }
                 return self.pull_priority_from_subpartition_view(view).map(Some);
             }
             // Live upstream data stays hidden during recovery.
@@ -712,12 +724,15 @@ impl RecoverableInputChannel for LocalInputChannel {
         }
         self.upstream_ready.count_down();
         self.state_consumed.complete_exceptionally();
-        {
-            let _request = self.request_lock.lock();
-            self.subpartition_view.lock().take();
-        }
+        pause_point::reached(PausePoint::ReleaseQueuedBuffers);
+        // The view and the queue go in one critical section, and a poll holds the view's lock
+        // throughout: it sees the channel before this part of the release or after it.
         let drained: Vec<NetworkBuffer> = {
+            let _request = self.request_lock.lock();
+            let mut view = self.subpartition_view.lock();
             let mut state = self.recovered_buffers.lock();
+            view.take();
+            event_log::record(|| Event::ReleaseQueuedBuffers { channel });
             let migrated: Vec<NetworkBuffer> = state.to_be_consumed.drain(..).map(|(b, _)| b).collect();
             state.buffers.drain(..).chain(migrated).collect()
         };

@@ -1,6 +1,7 @@
 //! Pause points: the places where a call has released a lock and is about to make the call
 //! Flink makes after it (a credit announcement, handing a floating buffer back, `enableNotify`
-//! after the unstash, `onSenderBacklog` after `onBuffer`'s enqueue). Flink's threads can be
+//! after the unstash, `onSenderBacklog` after `onBuffer`'s enqueue, the drain after
+//! `releaseAllResources` set `isReleased`). Flink's threads can be
 //! preempted exactly there.
 //!
 //! A thread may install a hook that is told when it reaches one; without a hook (the default)
@@ -33,6 +34,9 @@ pub enum PausePoint {
     /// `RemoteInputChannel.onRecoveredStateConsumed` left recovery and unstashed; about to call
     /// `bufferManager.enableNotify()`.
     EnableNotify,
+    /// `releaseAllResources` set `isReleased`; about to release the view, the queue and the
+    /// buffers. Other threads read the flag meanwhile while the queues are intact.
+    ReleaseQueuedBuffers,
 }
 
 type Hook = Box<dyn Fn(PausePoint)>;

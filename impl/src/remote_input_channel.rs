@@ -870,8 +870,10 @@ impl RecoverableInputChannel for RemoteInputChannel {
         if was_released {
             return Ok(());
         }
+        pause_point::reached(PausePoint::ReleaseQueuedBuffers);
         let drained: Vec<NetworkBuffer> = {
             let mut state = self.received_buffers.lock();
+            event_log::record(|| Event::ReleaseQueuedBuffers { channel });
             let mut drained: Vec<NetworkBuffer> = state.buffers.drain().map(|element| element.buffer).collect();
             drained.extend(state.recovery_event_stash.drain(..).map(|element| element.buffer));
             drained

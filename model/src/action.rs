@@ -183,8 +183,16 @@ pub enum Action {
         /// Channel index.
         channel: u8,
     },
-    /// Canceler: `releaseAllResources()`.
+    /// Canceler: `releaseAllResources()`; with `release_step`, only its first part: `isReleased`
+    /// (a local channel also opens `upstreamReady` and fails the state-consumed future).
     ReleaseAllResources {
+        /// Channel index.
+        channel: u8,
+    },
+    /// Canceler, the rest of `releaseAllResources()` (`release_step`): the local view released,
+    /// the queue and the stash drained under the channel's lock, `releaseAllBuffers` (a remote
+    /// channel then opens `upstreamReady` and fails the state-consumed future).
+    ReleaseQueuedBuffers {
         /// Channel index.
         channel: u8,
     },
@@ -220,7 +228,8 @@ impl Action {
             | AddBuffer { channel }
             | ReleasePartition { channel }
             | OnError { channel }
-            | ReleaseAllResources { channel } => Some(channel),
+            | ReleaseAllResources { channel }
+            | ReleaseQueuedBuffers { channel } => Some(channel),
         }
     }
 
@@ -252,6 +261,7 @@ impl Action {
             ReleasePartition { .. } => "releasePartition",
             OnError { .. } => "onError",
             ReleaseAllResources { .. } => "releaseAllResources",
+            ReleaseQueuedBuffers { .. } => "releaseQueuedBuffers",
             CloseGate => "close",
         }
     }
@@ -287,6 +297,7 @@ impl Action {
         "releasePartition",
         "onError",
         "releaseAllResources",
+        "releaseQueuedBuffers",
         "close",
     ];
 }

@@ -122,6 +122,12 @@ pub struct ModelConfig {
     /// when off, so traces of configurations without faults read as before.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub faults: bool,
+    /// Whether `releaseAllResources` is two steps, as in Flink's code: `isReleased` first, then,
+    /// after a window in which other threads read the flag but the queues are intact, the view,
+    /// the queue, the stash and the buffers (`ReleaseQueuedBuffers`). Off, one step
+    /// (docs/model.md, choice 26). Not written when off.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub release_step: bool,
 }
 
 fn yes() -> bool {
@@ -156,6 +162,12 @@ impl ModelConfig {
             // A failure before the conversion would hit a RecoveredInputChannel, whose errors
             // the model does not describe.
             return Err("faults are modelled on physical channels; use delivery drainer or no-recovery".into());
+        }
+        if self.release_step && !(self.release && matches!(self.delivery, Delivery::Drainer | Delivery::NoRecovery)) {
+            return Err("release_step splits the release of a physical channel: it needs release true and delivery drainer or no-recovery".into());
+        }
+        if self.release_step && self.faults {
+            return Err("release_step is not modelled together with faults".into());
         }
         for (i, c) in self.channels.iter().enumerate() {
             if c.recovered > 8 || c.upstream.len() > 8 {
@@ -338,6 +350,7 @@ pub const PRESETS: &[Preset] = &[
             insert_recovery_barriers: true,
             release: false,
             faults: false,
+            release_step: false,
         },
         unreachable: TINY_UNREACHABLE,
     },
@@ -356,6 +369,7 @@ pub const PRESETS: &[Preset] = &[
             insert_recovery_barriers: true,
             release: true,
             faults: false,
+            release_step: false,
         },
         // One local channel: no stash, no credit (nothing to race enableNotify), no second
         // channel to decline before, and no live data persisted on the consumer side (the
@@ -377,6 +391,7 @@ pub const PRESETS: &[Preset] = &[
             insert_recovery_barriers: true,
             release: true,
             faults: false,
+            release_step: false,
         },
         unreachable: &[],
     },
@@ -390,6 +405,7 @@ pub const PRESETS: &[Preset] = &[
             insert_recovery_barriers: true,
             release: false,
             faults: false,
+            release_step: false,
         },
         unreachable: NO_DECLINE,
     },
@@ -406,6 +422,7 @@ pub const PRESETS: &[Preset] = &[
             insert_recovery_barriers: true,
             release: false,
             faults: false,
+            release_step: false,
         },
         // One exclusive buffer: enableNotify and a recycle never both have one to announce.
         unreachable: TINY_UNREACHABLE,
@@ -422,6 +439,7 @@ pub const PRESETS: &[Preset] = &[
             insert_recovery_barriers: true,
             release: false,
             faults: false,
+            release_step: false,
         },
         // Recovered buffers live on the heap (the released RecoveredInputChannel's), so no
         // channel buffer is held at enableNotify; no release, so nothing declines.
@@ -437,6 +455,7 @@ pub const PRESETS: &[Preset] = &[
             insert_recovery_barriers: false,
             release: false,
             faults: false,
+            release_step: false,
         },
         // Without recovery barriers nothing recovered is persisted, and no queue has one.
         unreachable: &[
@@ -457,6 +476,7 @@ pub const PRESETS: &[Preset] = &[
             insert_recovery_barriers: true,
             release: true,
             faults: false,
+            release_step: false,
         },
         unreachable: NO_RECOVERY_STATE,
     },
@@ -472,6 +492,7 @@ pub const PRESETS: &[Preset] = &[
             insert_recovery_barriers: true,
             release: false,
             faults: false,
+            release_step: false,
         },
         unreachable: NO_RECOVERY_STATE,
     },
@@ -485,6 +506,7 @@ pub const PRESETS: &[Preset] = &[
             insert_recovery_barriers: true,
             release: true,
             faults: false,
+            release_step: false,
         },
         unreachable: NO_RECOVERY_STATE,
     },
@@ -498,6 +520,7 @@ pub const PRESETS: &[Preset] = &[
             insert_recovery_barriers: true,
             release: true,
             faults: false,
+            release_step: false,
         },
         // No channel is ever in recovery, but a checkpoint can start while migrated recovered
         // data is still queued (and persists it).
@@ -520,6 +543,7 @@ pub const PRESETS: &[Preset] = &[
             insert_recovery_barriers: true,
             release: false,
             faults: true,
+            release_step: false,
         },
         unreachable: TINY_UNREACHABLE,
     },
@@ -539,8 +563,46 @@ pub const PRESETS: &[Preset] = &[
             insert_recovery_barriers: true,
             release: false,
             faults: false,
+            release_step: false,
         },
         unreachable: TINY_UNREACHABLE,
+    },
+    Preset {
+        name: "release-window-local",
+        summary: "one local channel released at any point in Flink's two parts: isReleased, then the view, the queue and the buffers",
+        config: || ModelConfig {
+            channels: vec![local(1, &[D])],
+            checkpoints: 1,
+            delivery: Delivery::Drainer,
+            insert_recovery_barriers: true,
+            release: true,
+            faults: false,
+            release_step: true,
+        },
+        // One local channel: no stash, no credit, no second channel to decline before, and no
+        // live data persisted on the consumer side.
+        unreachable: &[
+            "checkpoint persists in-window live data",
+            "event stashed and replayed",
+            "recycle races enableNotify",
+            "stale recovery barrier polled",
+        ],
+    },
+    Preset {
+        name: "release-window-remote",
+        summary: "one remote channel released at any point in Flink's two parts: isReleased, then the queue, the stash and the buffers",
+        config: || ModelConfig {
+            channels: vec![remote(1, &[E, D], 1, 0)],
+            checkpoints: 1,
+            delivery: Delivery::Drainer,
+            insert_recovery_barriers: true,
+            release: true,
+            faults: false,
+            release_step: true,
+        },
+        // One channel: no second channel to decline before; one exclusive buffer and no floating
+        // one, as in tiny.
+        unreachable: &["recycle races enableNotify", "stale recovery barrier polled"],
     },
     Preset {
         name: "stash-order",
@@ -552,6 +614,7 @@ pub const PRESETS: &[Preset] = &[
             insert_recovery_barriers: true,
             release: false,
             faults: false,
+            release_step: false,
         },
         unreachable: TINY_UNREACHABLE,
     },
@@ -568,6 +631,7 @@ pub const PRESETS: &[Preset] = &[
             insert_recovery_barriers: true,
             release: false,
             faults: false,
+            release_step: false,
         },
         // One local channel: no stash, no credit, no second channel to decline before, and no
         // live data persisted on the consumer side (the barrier overtakes it).
@@ -589,6 +653,7 @@ pub const PRESETS: &[Preset] = &[
             insert_recovery_barriers: true,
             release: false,
             faults: false,
+            release_step: false,
         },
         unreachable: NO_DECLINE,
     },
@@ -602,6 +667,7 @@ pub const PRESETS: &[Preset] = &[
             insert_recovery_barriers: true,
             release: false,
             faults: false,
+            release_step: false,
         },
         unreachable: NO_DECLINE,
     },
@@ -661,6 +727,7 @@ mod tests {
             insert_recovery_barriers: false,
             release: false,
             faults: false,
+            release_step: false,
         };
         let err = cfg.validate().unwrap_err();
         assert!(err.contains("BacklogAnnouncement"), "{err}");

@@ -30,9 +30,10 @@ pub fn has_next(ch: &Channel) -> bool {
 }
 
 /// `getNextBuffer()` under the `inRecovery` predicate of PR2; `None` when there is nothing to
-/// return (a released channel has no view and returns nothing, as in Flink).
+/// return (a released channel has no view and returns nothing, as in Flink; between
+/// `isReleased` and the view's release, `release_step`, it still polls as before).
 pub fn get_next_buffer(ch: &mut Channel, variant: Variant) -> Result<Option<Polled>, Violation> {
-    if ch.released {
+    if ch.released && !ch.releasing {
         return Ok(None);
     }
     if ch.in_recovery {
@@ -117,7 +118,7 @@ fn pull_priority_from_subpartition_view(ch: &mut Channel) -> Result<Polled, Viol
 /// Whether `getNextBuffer()` takes the priority fast path: in recovery with a pending priority
 /// event.
 pub fn pulls_priority(ch: &Channel) -> bool {
-    !ch.released && ch.in_recovery && ch.pending_priority
+    (!ch.released || ch.releasing) && ch.in_recovery && ch.pending_priority
 }
 
 /// `pullPriorityFromSubpartitionView()` up to the flag (`priority_notify_step`): poll the

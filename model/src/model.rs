@@ -183,7 +183,7 @@ impl RecoveryModel {
             SendBuffer { .. } | OnAddCredit { .. } => Thread::NettyServer,
             OnBuffer { .. } | OnSenderBacklog { .. } | SendAddCredit { .. } | OnError { .. } => Thread::NettyClient,
             Recycle { .. } | ReturnFloatingBuffer { .. } => Thread::Recycler,
-            ReleaseAllResources { .. } | CloseGate => Thread::Canceler,
+            ReleaseAllResources { .. } | ReleaseQueuedBuffers { .. } | CloseGate => Thread::Canceler,
         }
     }
 
@@ -231,6 +231,7 @@ impl RecoveryModel {
                     },
                     upstream_ready: false,
                     released: false,
+                    releasing: false,
                     // `stateConsumedFuture` is created complete without recovery; the flag-off
                     // path's RecoveredInputChannel completes it at its legacy sentinel.
                     state_consumed: !needs_recovery
@@ -364,10 +365,11 @@ impl RecoveryModel {
                 let ch = s.ch(c);
                 // requestRecoveryBufferBlocking() awaits upstreamReady, then a buffer. Heap
                 // buffers (flag off, or a local channel without exclusive ones): no wait.
+                // A released channel throws once the latch is open (a remote channel's release
+                // opens it last, `release_step`).
                 let ready = !self.lends_recovery_buffers(c)
                     || self.is_recovered_channel(s)
-                    || ch.released
-                    || (ch.upstream_ready && ch.bm.can_request_buffer_blocking());
+                    || (ch.upstream_ready && (ch.released || ch.bm.can_request_buffer_blocking()));
                 if ready {
                     out.push(Action::OnRecoveredStateBuffer { channel: c });
                 }
@@ -695,7 +697,9 @@ impl RecoveryModel {
             (Variant::EnableNotifyFlagBeforeCount, TaskPc::EnableNotifyRest { .. }) => ch.bm.available(),
             _ => ch.bm.enable_notify(),
         };
-        if avail == 0 && !ch.released {
+        if avail == 0 {
+            // complete() (a released channel's future already failed; not yet with
+            // `release_step` before the drain).
             ch.state_consumed = true;
         }
         s.task = TaskPc::Idle;
@@ -718,7 +722,7 @@ impl RecoveryModel {
             return;
         }
         let ch = s.ch_mut(c);
-        if thread == Thread::Task && !ch.released {
+        if thread == Thread::Task {
             // onRecoveredStateConsumed: stateConsumedFuture.complete() after enableNotify().
             ch.state_consumed = true;
         }
@@ -757,12 +761,34 @@ impl RecoveryModel {
         }
     }
 
-    fn release_all_resources(&self, s: &mut State, c: u8) {
+    fn release_all_resources(&self, s: &mut State, c: u8, split: bool) {
         if self.is_recovered_channel(s) {
             return recovered::release_all_resources(s.ch_mut(c));
         }
         let ch = s.ch_mut(c);
+        if split {
+            // Only `isReleased` (a local channel: with the latch and the future, as in Flink's
+            // order); the queues stay intact until the canceler's next step.
+            ch.released = true;
+            ch.releasing = true;
+            if self.cfg.channels[c as usize].kind == ChannelKind::Local {
+                ch.upstream_ready = true;
+                ch.state_consumed = true;
+            }
+            return;
+        }
         let drained = rc::release_all_resources(ch);
+        ch.bm.release_all_buffers(drained, &mut ch.global_pool);
+    }
+
+    /// The rest of `releaseAllResources()` (`release_step`): the view, the queue and the stash,
+    /// `releaseAllBuffers`; a remote channel opens its latch and fails its future last.
+    fn release_queued_buffers(&self, s: &mut State, c: u8) {
+        let ch = s.ch_mut(c);
+        ch.releasing = false;
+        ch.upstream_ready = true;
+        ch.state_consumed = true;
+        let drained = rc::drain_released(ch);
         ch.bm.release_all_buffers(drained, &mut ch.global_pool);
     }
 
@@ -772,7 +798,9 @@ impl RecoveryModel {
         s.closed = true;
         for c in 0..s.channels.len() as u8 {
             if !s.ch(c).released {
-                self.release_all_resources(s, c);
+                // One step per channel even with `release_step`: `close` is the canceler's
+                // alternative to single releases, and the split is shown on those.
+                self.release_all_resources(s, c, false);
             }
         }
         for ch in &mut s.channels {
@@ -799,7 +827,10 @@ impl Model for RecoveryModel {
         self.producer_actions(s, out);
         self.netty_actions(s, out);
         self.recycler_actions(s, out);
-        if self.cfg.release {
+        if let Some(c) = s.channels.iter().position(|ch| ch.releasing) {
+            // The canceler is inside `releaseAllResources` of channel `c`.
+            out.push(Action::ReleaseQueuedBuffers { channel: c as u8 });
+        } else if self.cfg.release {
             for (c, ch) in s.channels.iter().enumerate() {
                 if !ch.released {
                     out.push(Action::ReleaseAllResources { channel: c as u8 });
@@ -837,13 +868,20 @@ impl Model for RecoveryModel {
                 let ch = s.ch_mut(c);
                 let i = ch.ghost_pushed;
                 ch.ghost_pushed += 1;
-                let buffer = if self.lends_recovery_buffers(c) && !ch.released {
+                // `requestBufferBlocking` throws for a released channel only when it finds no
+                // buffer; one it takes goes back at once (`recycleBuffer` of the released channel).
+                let buffer = if self.lends_recovery_buffers(c) {
                     ch.bm.request_buffer_blocking()
                 } else {
                     None
                 };
                 let r = rc::on_recovered_state_buffer(ch, kind, Payload::Recovered(i));
-                if let Some(b) = buffer {
+                if let Some(b) = buffer.filter(|_| ch.released) {
+                    match b {
+                        NetBuf::Exclusive(_) => ch.global_pool.push(b),
+                        NetBuf::Floating(_) => ch.bm.pool.push(b),
+                    }
+                } else if let Some(b) = buffer {
                     // The recovered data sits in a buffer lent by the channel's own manager.
                     match ch.queue.last_mut() {
                         Some(e) if e.payload == Payload::Recovered(i) => e.buffer = Some(b),
@@ -985,7 +1023,8 @@ impl Model for RecoveryModel {
                 let pool_destroyed = s.closed;
                 s.recycler = self.recycle_floating(s.ch_mut(c), c, buffer, pool_destroyed);
             }
-            Action::ReleaseAllResources { channel: c } => self.release_all_resources(&mut s, c),
+            Action::ReleaseAllResources { channel: c } => self.release_all_resources(&mut s, c, self.cfg.release_step),
+            Action::ReleaseQueuedBuffers { channel: c } => self.release_queued_buffers(&mut s, c),
             Action::CloseGate => self.close_gate(&mut s),
         }
         Some(s)

@@ -131,6 +131,12 @@ pub fn release_all_resources(ch: &mut Channel) -> Vec<crate::state::NetBuf> {
     ch.released = true;
     ch.upstream_ready = true;
     ch.state_consumed = true;
+    drain_released(ch)
+}
+
+/// The part of `releaseAllResources()` under the channel's lock: the queue and the stash
+/// drained; recovered buffers among them count as recycled. Returns their network buffers.
+pub fn drain_released(ch: &mut Channel) -> Vec<crate::state::NetBuf> {
     let mut buffers = Vec::new();
     for e in ch.queue.drain(..).chain(ch.stash.drain(..)) {
         if let Payload::Recovered(i) = e.payload {

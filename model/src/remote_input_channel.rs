@@ -29,11 +29,12 @@ pub struct OnBuffer {
 /// decoding a data buffer needs.
 pub fn on_buffer(ch: &mut Channel, variant: Variant) -> Result<OnBuffer, Violation> {
     let Wire { payload, seq, backlog } = ch.producer.wire.pop_front().expect("guarded");
-    // The first buffer from upstream proves the partition request went through.
-    ch.upstream_ready = true;
     if ch.released {
+        // The client handler drops a released channel's messages before `onBuffer`.
         return Ok(OnBuffer::default());
     }
+    // The first buffer from upstream proves the partition request went through.
+    ch.upstream_ready = true;
     let mut buffer: Option<NetBuf> = None;
     if payload.is_data() {
         buffer = ch.bm.request_buffer();

@@ -139,6 +139,9 @@ pub struct Channel {
     pub upstream_ready: bool,
     /// `isReleased`.
     pub released: bool,
+    /// `isReleased` is set and the rest of `releaseAllResources` (the view, the queue, the
+    /// buffers) has not run yet (`release_step`): the canceler's next step.
+    pub releasing: bool,
     /// `stateConsumedFuture` is complete (normally or, on release, exceptionally).
     pub state_consumed: bool,
     /// Local: `hasPendingPriorityEvent`.
