@@ -155,7 +155,12 @@ impl BufferManager {
             return 0;
         }
         self.floating.push(buffer);
-        let n = 1 + self.try_request_buffers();
+        let requested = self.try_request_buffers();
+        let n = if variant == Variant::FloatingBufferNotAnnounced {
+            requested
+        } else {
+            1 + requested
+        };
         if self.notify_available || variant == Variant::FloatingCreditDuringRecovery {
             n
         } else {

@@ -36,6 +36,7 @@ pub const PROPERTIES: &[(Expectation, &str, Pred)] = &[
         no_credit_during_recovery,
     ),
     (Expectation::Always, "credit conservation", credit_conservation),
+    (Expectation::Always, "no lost credit", no_lost_credit),
     (Expectation::Always, "buffer ownership", buffer_ownership),
     (Expectation::Always, "persisted at most once", persisted_at_most_once),
     (
@@ -290,32 +291,54 @@ fn no_credit_during_recovery(m: &RecoveryModel, s: &State) -> bool {
     })
 }
 
+/// The credit of remote channel `c` that exists anywhere: unannounced, pending announcement,
+/// in-flight `AddCredit`, the producer's reader credit, and data on the wire (sent on a credit,
+/// not yet given a buffer).
+fn credit(s: &State, c: u8) -> u32 {
+    let ch = s.ch(c);
+    let mine = |a: Option<Announce>| a.filter(|a| a.channel == c).map_or(0, |a| a.n as u32);
+    let recycler = match s.recycler {
+        RecyclerPc::Announce(a) if a.channel == c => a.n as u32,
+        _ => 0,
+    };
+    let on_wire = ch.producer.wire.iter().filter(|w| w.payload.is_data()).count() as u32;
+    ch.unannounced_credit as u32
+        + mine(s.task_announce)
+        + mine(s.client_announce)
+        + recycler
+        + ch.add_credit_in_flight.iter().map(|&k| k as u32).sum::<u32>()
+        + ch.producer.reader_credit.unwrap_or(0) as u32
+        + on_wire
+}
+
 /// S7: credit never exceeds buffers: unannounced + pending + in-flight AddCredit + producer
 /// credit + data on the wire <= buffers available, so `requestBuffer()` never returns null for
 /// arriving data.
 fn credit_conservation(m: &RecoveryModel, s: &State) -> bool {
-    let pending = |c: u8| -> u8 {
-        let mine = |a: Option<Announce>| a.filter(|a| a.channel == c).map_or(0, |a| a.n);
-        let r = match s.recycler {
-            RecyclerPc::Announce(a) if a.channel == c => a.n,
-            _ => 0,
-        };
-        mine(s.task_announce) + mine(s.client_announce) + r
-    };
     !matches!(s.violation, Some((_, Violation::NoBufferForData)))
         && channels(s).all(|(c, ch)| {
             // A local channel has no credit (its manager's announcements go nowhere).
             if ch.released || m.cfg.channels[c as usize].kind == ChannelKind::Local {
                 return true;
             }
-            let on_wire = ch.producer.wire.iter().filter(|w| w.payload.is_data()).count() as u32;
-            let credit = ch.unannounced_credit as u32
-                + pending(c) as u32
-                + ch.add_credit_in_flight.iter().map(|&k| k as u32).sum::<u32>()
-                + ch.producer.reader_credit.unwrap_or(0) as u32
-                + on_wire;
-            credit <= ch.bm.available() as u32
+            credit(s, c) <= ch.bm.available() as u32
         })
+}
+
+/// S7's lower bound: once a remote channel's gate is open, every buffer queued in its manager
+/// is credit somewhere, so credit equals the buffers available. Each critical section that
+/// queues a buffer computes its announcement with it (pending until made), and `enableNotify`
+/// counts what recovery left queued; a buffer queued and not announced would starve the
+/// producer for good. The reader's initial credit travels with the partition request, so the
+/// count starts once the reader exists.
+fn no_lost_credit(m: &RecoveryModel, s: &State) -> bool {
+    channels(s).all(|(c, ch)| {
+        m.cfg.channels[c as usize].kind == ChannelKind::Local
+            || ch.released
+            || !ch.bm.notify_available
+            || ch.producer.reader_credit.is_none()
+            || credit(s, c) == ch.bm.available() as u32
+    })
 }
 
 /// Where every buffer of channel `c` is, one entry per occurrence.

@@ -39,6 +39,10 @@ pub enum Variant {
     /// The trigger snapshots the drainer's remaining state when it starts the checkpoint on a
     /// channel, after inserting the barriers and outside the drainer lock.
     SpillSnapshotAfterInsertion,
+    /// `notifyBufferAvailable(Buffer)`, the `LocalBufferPool`'s callback, queues the floating
+    /// buffer it is handed but announces only those `tryRequestBuffers` adds: the `1 +` of
+    /// `numBuffers += 1 + tryRequestBuffers()` is off.
+    FloatingBufferNotAnnounced,
 }
 
 /// One row of the bug zoo: the variant, the bug it reintroduces, the property that catches it
@@ -150,6 +154,13 @@ pub const VARIANTS: &[VariantInfo] = &[
         bug: "the drainer's remaining state is snapshotted after the recovery barrier is inserted: a buffer drained in between is in neither",
         property: "persisted content is exact",
         preset: "tiny",
+    },
+    VariantInfo {
+        variant: Variant::FloatingBufferNotAnnounced,
+        name: "floating-buffer-not-announced",
+        bug: "the floating-buffer callback queues the buffer it is handed without announcing it: its credit is lost",
+        property: "no lost credit",
+        preset: "floating",
     },
 ];
 
