@@ -49,7 +49,8 @@ fn drainer() -> ModelConfig {
         insert_recovery_barriers: true,
         release: true,
         faults: false,
-        release_step: false,
+        // A release is two parts in the implementation, as in Flink: the log shows polls between.
+        release_step: true,
     }
 }
 
