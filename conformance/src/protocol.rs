@@ -167,6 +167,9 @@ pub fn features_needed(cfg: &ModelConfig) -> Vec<String> {
     if cfg.faults {
         f.push("faults".into());
     }
+    if cfg.release_step {
+        f.push("release-step".into());
+    }
     f
 }
 
@@ -176,7 +179,7 @@ pub fn all_features() -> Vec<String> {
         .iter()
         .map(|d| format!("delivery:{d}"))
         .collect();
-    f.extend(["kind:local", "kind:remote", "floating", "late", "release", "faults"].map(String::from));
+    f.extend(["kind:local", "kind:remote", "floating", "late", "release", "faults", "release-step"].map(String::from));
     f
 }
 
