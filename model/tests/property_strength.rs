@@ -1,0 +1,68 @@
+//! The oracle of the model's mutation score (docs/model.md, "Property strength"): property
+//! verdicts only. With every fix in place each preset of [`FIXED`] gets the verdicts it is meant
+//! to get, and every bug-zoo variant is found by its property on its preset. State counts,
+//! snapshots and frozen paths are left out on purpose: they would "catch" any change, also one
+//! that no property notices. Ignored in `cargo test`; cargo-mutants runs it in release.
+
+use recovery_model::check::{Status, check, shortest_counterexample};
+use recovery_model::config::find_preset;
+use recovery_model::variant::VARIANTS;
+use recovery_model::{RecoveryModel, Variant};
+
+/// The presets whose verdicts the oracle asserts: every preset that checks in a few seconds in
+/// release, so that each part of the protocol (both channel kinds, the drainer, the conversion,
+/// the flag-off path, 2.3.0's migration, releases, faults, late writes, stashes, the priority
+/// split, the release split) is under some property.
+const FIXED: &[&str] = &[
+    "tiny",
+    "local-buffers",
+    "stash-order",
+    "priority-race",
+    "release-window-local",
+    "release-window-remote",
+    "no-trigger",
+    "subsume",
+    "conversion",
+    "legacy",
+    "no-recovery",
+    "late",
+    "migration",
+    "faults",
+    "floating",
+];
+
+#[test]
+#[ignore = "the mutation oracle; run in release: cargo test --release -p recovery-model --test property_strength -- --ignored"]
+fn every_preset_gets_its_verdicts_and_every_variant_is_found() {
+    for name in FIXED {
+        let p = find_preset(name).unwrap();
+        let report = check(
+            RecoveryModel::new((p.config)(), Variant::Fixed),
+            name,
+            p.unreachable,
+            1,
+            true,
+        );
+        assert_eq!(report.acyclic, Some(true), "{name}: the state graph has a cycle");
+        for r in &report.properties {
+            let expected = match r.expectation {
+                "sometimes" if r.unreachable_by_design => Status::ExampleMissing,
+                _ if r.violated_by_design => Status::Violated,
+                "sometimes" => Status::ExampleFound,
+                _ => Status::Holds,
+            };
+            assert_eq!(r.status, expected, "{name}: {}", r.name);
+        }
+    }
+    for info in VARIANTS {
+        let cfg = (find_preset(info.preset).unwrap().config)();
+        let model = RecoveryModel::new(cfg, info.variant);
+        assert!(
+            shortest_counterexample(&model, info.property).is_some(),
+            "{}: {} not violated on {}",
+            info.name,
+            info.property,
+            info.preset
+        );
+    }
+}
