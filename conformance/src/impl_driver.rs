@@ -280,6 +280,8 @@ struct Chan {
     held: Vec<NetworkBuffer>,
     // IO: recovered buffers pushed so far.
     pushed: u8,
+    // The operator's side: what the gate handed on from this channel.
+    delivered: Vec<Item>,
     // Producer: how much of the channel's upstream it has written.
     written: u8,
 }
@@ -384,6 +386,7 @@ impl System {
                 credit_writes: 0,
                 held: Vec::new(),
                 pushed: 0,
+                delivered: Vec::new(),
                 written: written as u8,
             });
         }
@@ -723,6 +726,10 @@ impl ImplDriver {
         } else if let Err(e) = next.buffer.recycle_buffer() {
             return Observation::Error { error: error_kind(&e) };
         }
+        if item != Item::EndOfRecovery {
+            // The gate hands everything on but the sentinel, which the network input consumes.
+            self.ch(c).delivered.push(item.clone());
+        }
         if let Item::Barrier(cp) = item {
             self.sys.on_barrier(c, cp);
         }
@@ -1061,6 +1068,7 @@ impl ImplDriver {
                 global: &ch.global.snapshot(),
                 netty: netty.as_ref(),
                 held: &held,
+                delivered: &ch.delivered,
             }));
         }
         let queued = self.sys.gate.channels_with_data().snapshot();

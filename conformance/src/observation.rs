@@ -430,6 +430,10 @@ pub struct ChannelView {
     pub last_seen_barrier: i64,
     /// What the `ChannelStateWriter` received from this channel, per checkpoint, in order.
     pub persisted: BTreeMap<u8, Vec<Item>>,
+    /// What the gate handed on from this channel, in order: to the operator, or a barrier to
+    /// the barrier handler. The sentinel, which the gate consumes itself, is not in it.
+    #[serde(default)]
+    pub delivered: Vec<Item>,
     /// The producer's subpartition, head first.
     pub subpartition: Vec<Item>,
     /// Remote only: credit, wire and buffers.

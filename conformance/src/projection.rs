@@ -209,6 +209,7 @@ fn model_channel(m: &RecoveryModel, s: &State, c: u8) -> ChannelView {
         persist_status: model_persist(ch.persister.status),
         last_seen_barrier: ch.persister.last_seen_barrier as i64,
         persisted,
+        delivered: ch.ghost_delivered.iter().map(|d| d.payload.into()).collect(),
         subpartition: ch.producer.subpartition.iter().map(|p| (*p).into()).collect(),
         credit,
     }
@@ -461,6 +462,8 @@ pub struct ImplParts<'a> {
     pub netty: Option<&'a NettyParts>,
     /// Buffers the consumer holds, in the order it got them.
     pub held: &'a [BufferId],
+    /// What the gate handed on from the channel, in order.
+    pub delivered: &'a [Item],
 }
 
 fn impl_persist(s: persister::CheckpointStatus) -> PersistStatus {
@@ -537,6 +540,7 @@ pub fn impl_channel(p: &ImplParts<'_>) -> ChannelView {
             persist_status: impl_persist(l.persister.checkpoint_status),
             last_seen_barrier: l.persister.last_seen_barrier,
             persisted,
+            delivered: p.delivered.to_vec(),
             subpartition,
             // The recovery manager, when it has exclusive buffers to lend (a channel created
             // without recovery has none).
@@ -567,6 +571,7 @@ pub fn impl_channel(p: &ImplParts<'_>) -> ChannelView {
                 persist_status: impl_persist(r.persister.checkpoint_status),
                 last_seen_barrier: r.persister.last_seen_barrier,
                 persisted,
+                delivered: p.delivered.to_vec(),
                 subpartition,
                 credit: Some(impl_credit(p, &r.buffer_manager, r.unannounced_credit, r.released)),
             }
@@ -593,6 +598,7 @@ pub fn impl_channel(p: &ImplParts<'_>) -> ChannelView {
             persist_status: PersistStatus::Completed,
             last_seen_barrier: -1,
             persisted,
+            delivered: p.delivered.to_vec(),
             subpartition,
             credit: (p.kind == ChannelKind::Remote).then(|| {
                 let mut credit = impl_credit(p, &r.buffer_manager, 0, r.released);

@@ -179,7 +179,18 @@ pub fn all_features() -> Vec<String> {
         .iter()
         .map(|d| format!("delivery:{d}"))
         .collect();
-    f.extend(["kind:local", "kind:remote", "floating", "late", "release", "faults", "release-step"].map(String::from));
+    f.extend(
+        [
+            "kind:local",
+            "kind:remote",
+            "floating",
+            "late",
+            "release",
+            "faults",
+            "release-step",
+        ]
+        .map(String::from),
+    );
     f
 }
 

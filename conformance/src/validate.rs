@@ -37,6 +37,11 @@
 //!   (`releaseQueuedBuffers`), as the model splits the call there;
 //! - `convertRecoveredInputChannels`: the conversion's pushes into each new channel.
 //!
+//! The gate's hand-off (`pollNext`) is no step of its own: the model's `getNextBuffer` hands
+//! on what it polls. [`steps`] checks it instead: every element a channel's poll returned (the
+//! sentinel aside) must be handed on before the task polls again, so an element polled and
+//! then dropped is refused.
+//!
 //! Each part is recorded where it happens, and [`steps`] joins the parts of one call into one
 //! step, placed at its first part. The step's *span* is the number of later-starting steps of
 //! other threads logged before its last part: the search may place the model's atomic step at
@@ -67,7 +72,7 @@ use crate::observation::{Buf, DataType, Item, Observation, Pending, Refusal, Wir
 use crate::projection::{IdMap, impl_pending, item_of, model_observation, model_snapshot};
 use recovery_impl::event_log::{Event, Recorded};
 use recovery_impl::pause_point::PausePoint;
-use recovery_impl::{BufferId, BufferKind, ChannelError, DeclineReason, InputChannelInfo};
+use recovery_impl::{BufferId, BufferKind, BufferSnapshot, ChannelError, DeclineReason, InputChannelInfo};
 use recovery_model::model::GatePolling;
 use recovery_model::state::{NetBuf, State};
 use recovery_model::{Action, ChannelKind, RecoveryModel, Thread};
@@ -206,6 +211,9 @@ struct Builder<'a> {
     parts: Vec<(usize, usize)>,
     /// Per thread: its last step and what that step still expects.
     open: HashMap<String, (usize, Open)>,
+    /// Per thread: an element a channel's poll returned that `pollNext` has not handed on yet
+    /// (the log index of the poll, and the element).
+    unhanded: HashMap<String, (usize, Item)>,
 }
 
 fn outcome(r: &Result<(), ChannelError>) -> Observation {
@@ -425,6 +433,7 @@ impl Builder<'_> {
                 sequence_number,
             } => {
                 let c = at(*channel);
+                self.polled(k, thread, c, buffer)?;
                 let observation = Observation::Polled {
                     item: item_of(c, buffer),
                     seq: *sequence_number,
@@ -433,6 +442,26 @@ impl Builder<'_> {
                 let mut step = new(Action::GetNextBuffer { channel: c }, observation);
                 step.buffer = Some(self.name(c, buffer.id));
                 self.start(k, step, Open::Done);
+            }
+            // The gate's hand-off of what the poll returned: part of the model's
+            // `getNextBuffer`, which hands it on in the same step.
+            Event::PollNext { channel, buffer } => {
+                let c = at(*channel);
+                let item = item_of(c, buffer);
+                match self.unhanded.remove(thread) {
+                    Some((_, polled)) if polled == item => {}
+                    Some((at, polled)) => {
+                        return Err(format!(
+                            "pollNext handed on {item} of channel {c}, but the poll at event {} returned {polled}",
+                            at + 1
+                        ));
+                    }
+                    None => {
+                        return Err(format!(
+                            "pollNext handed on {item} of channel {c}, which no poll returned"
+                        ));
+                    }
+                }
             }
             Event::Add { subpartition, buffer } => {
                 let c = self.of_subpartition(*subpartition)?;
@@ -488,6 +517,9 @@ impl Builder<'_> {
             } => {
                 let c = self.of_subpartition(*subpartition)?;
                 let item = item_of(c, buffer);
+                if self.kind(c)? == ChannelKind::Local {
+                    self.polled(k, thread, c, buffer)?;
+                }
                 let step = match self.kind(c)? {
                     ChannelKind::Local => new(
                         Action::GetNextBuffer { channel: c },
@@ -699,6 +731,21 @@ impl Builder<'_> {
         Ok(())
     }
 
+    /// A channel's poll (event `k`) returned `buffer`: `pollNext` must hand it on before the
+    /// thread polls again, except the sentinel, which the gate consumes itself.
+    fn polled(&mut self, k: usize, thread: &str, c: u8, buffer: &BufferSnapshot) -> Result<(), String> {
+        if let Some((at, item)) = self.unhanded.remove(thread) {
+            return Err(format!(
+                "the poll at event {} returned {item}, which pollNext never handed on (dropped after the poll)",
+                at + 1
+            ));
+        }
+        if buffer.kind != BufferKind::EndOfFetchedChannelState {
+            self.unhanded.insert(thread.to_string(), (k, item_of(c, buffer)));
+        }
+        Ok(())
+    }
+
     fn finish(mut self) -> Vec<Step> {
         for i in 0..self.steps.len() {
             let last = self.parts[i].1;
@@ -727,10 +774,17 @@ pub fn steps(m: &RecoveryModel, log: &[Recorded], subpartitions: &[usize]) -> Re
         steps: Vec::new(),
         parts: Vec::new(),
         open: HashMap::new(),
+        unhanded: HashMap::new(),
     };
     for (k, r) in log.iter().enumerate() {
         b.event(k, r)
             .map_err(|e| format!("event {}: {e}: {:?}", k + 1, r.event))?;
+    }
+    if let Some((at, item)) = b.unhanded.values().next() {
+        return Err(format!(
+            "event {}: the poll returned {item}, which pollNext never handed on (dropped after the poll)",
+            at + 1
+        ));
     }
     Ok(b.finish())
 }

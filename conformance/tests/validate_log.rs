@@ -298,6 +298,23 @@ fn a_log_with_a_dropped_poll_is_rejected_at_the_next_poll_of_that_channel() {
 }
 
 #[test]
+fn an_element_polled_and_not_handed_on_by_the_gate_is_rejected() {
+    let m = model();
+    let r = run(&m.cfg, 100);
+    steps(&m, &r.log, &r.subpartitions).expect("the run's log maps to steps");
+    // The gate loses the first element it polled: the channel's poll is in the log, the
+    // hand-off to the operator is not.
+    let mut log = r.log.clone();
+    let handed = log
+        .iter()
+        .position(|e| matches!(e.event, Event::PollNext { .. }))
+        .expect("the task got something");
+    log.remove(handed);
+    let error = steps(&m, &log, &r.subpartitions).expect_err("an element is lost after its poll");
+    assert!(error.contains("never handed on"), "{error}");
+}
+
+#[test]
 fn a_log_with_two_polls_of_a_channel_swapped_is_rejected_at_the_first_of_them() {
     let m = model();
     let mut log = accepted_log(|_| true);
@@ -516,6 +533,13 @@ fn the_lost_update_of_the_pending_priority_flag_is_accepted_only_where_the_model
         ),
         event("producer", Event::NotifyPriorityEvent { channel }),
         event("task", Event::ClearPendingPriorityEvent { channel }),
+        event(
+            "task",
+            Event::PollNext {
+                channel,
+                buffer: barrier(1),
+            },
+        ),
         event(
             "task",
             Event::CheckpointStarted {

@@ -742,6 +742,13 @@ fn a_push_split_around_a_recovery_barrier_is_placed_at_its_append() {
         ),
         event(
             "task",
+            Event::PollNext {
+                channel,
+                buffer: barrier,
+            },
+        ),
+        event(
+            "task",
             Event::InsertRecoveryCheckpointBarrierIfInRecovery {
                 channel,
                 checkpoint_id: 1,

@@ -123,6 +123,14 @@ pub enum Event {
         /// Its sequence number.
         sequence_number: i32,
     },
+    /// `pollNext()` handed this element on (to the operator, or a barrier to the barrier
+    /// handler): the end of the gate's turn that a channel's poll began.
+    PollNext {
+        /// The channel it came from.
+        channel: InputChannelInfo,
+        /// The element.
+        buffer: BufferSnapshot,
+    },
     /// `notifyPriorityEvent(seq)` reached a local channel's listener, which set
     /// `hasPendingPriorityEvent` (the producer, after the subpartition's lock).
     NotifyPriorityEvent {

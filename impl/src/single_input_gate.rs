@@ -557,6 +557,10 @@ impl SingleInputGate {
                 gate_idx: self.gate_index,
                 input_channel_idx: index as u32,
             };
+            event_log::record(|| Event::PollNext {
+                channel: channel_info,
+                buffer: next.buffer.snapshot(),
+            });
             return Ok(Some(BufferOrEvent {
                 channel_info,
                 buffer: next.buffer,

@@ -124,6 +124,8 @@ public final class FlinkSystem {
         final ArrayDeque<Integer> addCreditInFlight = new ArrayDeque<>();
         long creditWrites;
         final List<Buffer> held = new ArrayList<>();
+        /** What the gate handed on from this channel, in order (the sentinel excepted). */
+        final List<String> delivered = new ArrayList<>();
         int pushed;
         int written;
         /** Netty client: between `onBuffer` and `onSenderBacklog`, with the response's backlog. */
@@ -620,6 +622,10 @@ public final class FlinkSystem {
             ch(c).held.add(buffer);
         } else {
             buffer.recycleBuffer();
+        }
+        if (!item.equals("EOR")) {
+            // The gate hands everything on but the sentinel, which the network input consumes.
+            ch(c).delivered.add(item);
         }
         if (item.startsWith("barrier")) {
             onBarrier(c, Integer.parseInt(item.substring("barrier".length())));

@@ -243,6 +243,8 @@ final class Projection {
                 names.forEach(a::add);
             }
         }
+        ArrayNode delivered = v.putArray("delivered");
+        ch.delivered.forEach(delivered::add);
         v.set("subpartition", subpartition(ch));
         if (ch.remote) {
             v.set("credit", credit(sys, ch, released));
