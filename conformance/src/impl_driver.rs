@@ -1026,7 +1026,7 @@ impl ImplDriver {
             }
             CloseGate => self.close_gate(),
             // impl/ makes these inside `add` and `get_next_buffer` (Action::MODEL_ONLY_KINDS).
-            NotifyPriorityEvent { .. } | ClearPendingPriorityEvent { .. } => {
+            NotifyPriorityEvent { .. } | ClearPendingPriorityEvent { .. } | RereadPendingPriorityEvent { .. } => {
                 unperformable("a model-only step: impl/ makes it inside the call before")
             }
         }

@@ -304,3 +304,24 @@ fn impl_md_names_every_module_and_its_loom_tests_exist() {
         );
     }
 }
+
+#[test]
+fn ci_md_counts_the_action_kinds_and_variants_the_code_has() {
+    use recovery_model::Action;
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/ci.md")).unwrap();
+    let flat = doc.split_whitespace().collect::<Vec<_>>().join(" ");
+    let kinds = Action::KINDS.len() - Action::MODEL_ONLY_KINDS.len();
+    assert!(
+        flat.contains(&format!("reach all {kinds} action kinds")),
+        "docs/ci.md should say the PR tier reaches all {kinds} action kinds"
+    );
+    let channel = recovery_model::variant::VARIANTS.len();
+    let task = recovery_model::task_level::variant::TASK_VARIANTS.len();
+    assert!(
+        flat.contains(&format!(
+            "all {} ({channel} channel, {task} task-level)",
+            channel + task
+        )),
+        "docs/ci.md should count {channel} channel and {task} task-level variants"
+    );
+}

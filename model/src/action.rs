@@ -124,6 +124,13 @@ pub enum Action {
         /// Channel index.
         channel: u8,
     },
+    /// Task, the second half of `getNextBuffer` in the variant
+    /// `recovered-buffer-dropped-for-priority-event`: the re-read of `hasPendingPriorityEvent`
+    /// after the poll, outside the lock; then the gate's turn ends.
+    RereadPendingPriorityEvent {
+        /// Channel index.
+        channel: u8,
+    },
     /// Netty server: the view reader sends the head of the subpartition.
     SendBuffer {
         /// Channel index.
@@ -218,6 +225,7 @@ impl Action {
             | EmitCheckpointBarrier { channel, .. }
             | NotifyPriorityEvent { channel }
             | ClearPendingPriorityEvent { channel }
+            | RereadPendingPriorityEvent { channel }
             | SendBuffer { channel }
             | OnAddCredit { channel }
             | OnBuffer { channel }
@@ -250,6 +258,7 @@ impl Action {
             EmitCheckpointBarrier { .. } => "emitCheckpointBarrier",
             NotifyPriorityEvent { .. } => "notifyPriorityEvent",
             ClearPendingPriorityEvent { .. } => "pullPriorityFromSubpartitionView",
+            RereadPendingPriorityEvent { .. } => "rereadPendingPriorityEvent",
             SendBuffer { .. } => "sendBuffer",
             OnAddCredit { .. } => "addCredit",
             OnBuffer { .. } => "onBuffer",
@@ -266,10 +275,15 @@ impl Action {
         }
     }
 
-    /// Kinds only configurations with `priority_notify_step` reach: impl/ makes each inside one
-    /// call (`ResultSubpartition::add`, `LocalInputChannel::get_next_buffer`), so conformance
-    /// does not replay them (the race they expose is shown on impl/ by a loom test).
-    pub const MODEL_ONLY_KINDS: &'static [&'static str] = &["notifyPriorityEvent", "pullPriorityFromSubpartitionView"];
+    /// Kinds impl/ cannot perform, so conformance does not replay them: the two that only
+    /// configurations with `priority_notify_step` reach (impl/ makes each inside one call,
+    /// `ResultSubpartition::add` and `LocalInputChannel::get_next_buffer`; a loom test shows the
+    /// race they expose on impl/), and the re-read of a bug variant.
+    pub const MODEL_ONLY_KINDS: &'static [&'static str] = &[
+        "notifyPriorityEvent",
+        "pullPriorityFromSubpartitionView",
+        "rereadPendingPriorityEvent",
+    ];
 
     /// Every action kind's method name, for coverage reports.
     pub const KINDS: &'static [&'static str] = &[
@@ -286,6 +300,7 @@ impl Action {
         "emitCheckpointBarrier",
         "notifyPriorityEvent",
         "pullPriorityFromSubpartitionView",
+        "rereadPendingPriorityEvent",
         "sendBuffer",
         "addCredit",
         "onBuffer",

@@ -328,6 +328,10 @@ pub fn task_pc(m: &RecoveryModel, pc: TaskPc) -> String {
             "polled barrier{cp} from the view of {}: next hasPendingPriorityEvent = false",
             m.channel_name(channel)
         ),
+        TaskPc::RereadPendingPriority { channel, payload, .. } => format!(
+            "polled {payload} from {}: next re-reads hasPendingPriorityEvent",
+            m.channel_name(channel)
+        ),
         TaskPc::Failed { channel, cause } => {
             let what = match cause {
                 Failure::Transport => "the connection's error (checkError)",

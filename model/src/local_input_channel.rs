@@ -98,7 +98,7 @@ fn poll_view(ch: &mut Channel) -> Payload {
 
 /// `pullPriorityFromSubpartitionView()`: `checkState(next.dataType.hasPriority(), "Expected
 /// priority event…")`, then `checkForBarrier` only.
-fn pull_priority_from_subpartition_view(ch: &mut Channel) -> Result<Polled, Violation> {
+pub fn pull_priority_from_subpartition_view(ch: &mut Channel) -> Result<Polled, Violation> {
     if !matches!(ch.producer.subpartition.first(), Some(Payload::Barrier(_))) {
         return Err(Violation::ExpectedPriorityEvent);
     }

@@ -179,7 +179,7 @@ impl RecoveryModel {
             EmitCheckpointBarrier { .. } | NotifyPriorityEvent { .. } | AddBuffer { .. } | ReleasePartition { .. } => {
                 Thread::Producer
             }
-            ClearPendingPriorityEvent { .. } => Thread::Task,
+            ClearPendingPriorityEvent { .. } | RereadPendingPriorityEvent { .. } => Thread::Task,
             SendBuffer { .. } | OnAddCredit { .. } => Thread::NettyServer,
             OnBuffer { .. } | OnSenderBacklog { .. } | SendAddCredit { .. } | OnError { .. } => Thread::NettyClient,
             Recycle { .. } | ReturnFloatingBuffer { .. } => Thread::Recycler,
@@ -355,6 +355,7 @@ impl RecoveryModel {
                 }
             }
             TaskPc::ClearPendingPriority { channel, .. } => out.push(Action::ClearPendingPriorityEvent { channel }),
+            TaskPc::RereadPendingPriority { channel, .. } => out.push(Action::RereadPendingPriorityEvent { channel }),
             TaskPc::Failed { .. } => {}
         }
     }
@@ -616,6 +617,20 @@ impl RecoveryModel {
                 }
             }
             ChannelKind::Local => match local::get_next_buffer(s.ch_mut(c), self.variant) {
+                Ok(Some(p))
+                    if self.variant == Variant::RecoveredBufferDroppedForPriorityEvent
+                        && s.ch(c).in_recovery
+                        && p.payload.is_recovery_element() =>
+                {
+                    // The bug: the flag is read again after the lock, in a step of its own.
+                    s.task = TaskPc::RereadPendingPriority {
+                        channel: c,
+                        payload: p.payload,
+                        seq: p.seq,
+                        buffer: p.buffer,
+                    };
+                    return;
+                }
                 Ok(Some(p)) => {
                     s.ch_mut(c).held.extend(p.buffer);
                     (p.payload, p.seq)
@@ -632,13 +647,39 @@ impl RecoveryModel {
                 (e.payload, e.seq)
             }
         };
-        if let Some(next) = self.next_after_poll(s, c, payload) {
-            // moreAvailable: queueChannel again, at the priority head for a priority event.
-            if self.models_gate_queue() {
-                s.gate.queue_channel(c, matches!(next, Payload::Barrier(_)));
-            }
+        self.hand_on(s, c, payload, seq);
+    }
+
+    /// The end of the gate's turn: re-queue the channel if more is available (`moreAvailable`;
+    /// at the priority head for a priority event) and hand what was polled on.
+    fn hand_on(&self, s: &mut State, c: u8, payload: Payload, seq: i32) {
+        if let Some(next) = self.next_after_poll(s, c, payload)
+            && self.models_gate_queue()
+        {
+            s.gate.queue_channel(c, matches!(next, Payload::Barrier(_)));
         }
         task::handle_polled(s, &self.cfg, c, payload, seq);
+    }
+
+    /// Variant `recovered-buffer-dropped-for-priority-event`: the re-read of
+    /// `hasPendingPriorityEvent` after the poll. Set meanwhile, the priority event is pulled
+    /// and returned instead, and the polled element is lost.
+    fn reread_pending_priority_event(&self, s: &mut State, c: u8) {
+        let TaskPc::RereadPendingPriority {
+            payload, seq, buffer, ..
+        } = s.task
+        else {
+            unreachable!("guarded");
+        };
+        s.task = TaskPc::Idle;
+        if !s.ch(c).pending_priority {
+            s.ch_mut(c).held.extend(buffer);
+            return self.hand_on(s, c, payload, seq);
+        }
+        match local::pull_priority_from_subpartition_view(s.ch_mut(c)) {
+            Ok(p) => self.hand_on(s, c, p.payload, p.seq),
+            Err(v) => s.violate(c, v),
+        }
     }
 
     /// The second half of `pullPriorityFromSubpartitionView` (`priority_notify_step`): clear
@@ -1025,6 +1066,7 @@ impl Model for RecoveryModel {
             }
             Action::ReleaseAllResources { channel: c } => self.release_all_resources(&mut s, c, self.cfg.release_step),
             Action::ReleaseQueuedBuffers { channel: c } => self.release_queued_buffers(&mut s, c),
+            Action::RereadPendingPriorityEvent { channel: c } => self.reread_pending_priority_event(&mut s, c),
             Action::CloseGate => self.close_gate(&mut s),
         }
         Some(s)

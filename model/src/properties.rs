@@ -356,6 +356,11 @@ fn buffer_places(s: &State, c: u8) -> Vec<NetBuf> {
     {
         v.push(buffer);
     }
+    if let TaskPc::RereadPendingPriority { channel, buffer, .. } = s.task
+        && channel == c
+    {
+        v.extend(buffer);
+    }
     v
 }
 
@@ -372,9 +377,12 @@ fn buffer_ownership(m: &RecoveryModel, s: &State) -> bool {
             .chain((0..cc.floating).map(NetBuf::Floating))
             .collect();
         expected.sort();
+        // An element the task polled and has yet to hand on is in its hands.
+        let in_hand = |p: Payload| matches!(s.task, TaskPc::RereadPendingPriority { channel, payload, .. } if channel == c && payload == p);
         let recovered_ok = (0..ch.ghost_pushed).all(|i| {
             let p = Payload::Recovered(i);
-            let n = ch.queue.iter().filter(|e| e.payload == p).count()
+            let n = usize::from(in_hand(p))
+                + ch.queue.iter().filter(|e| e.payload == p).count()
                 + ch.ghost_delivered.iter().filter(|d| d.payload == p).count()
                 + ch.ghost_freed.iter().filter(|&&f| f == i).count();
             n == 1
@@ -494,12 +502,20 @@ fn no_protocol_violation(_: &RecoveryModel, s: &State) -> bool {
     s.violation.is_none()
 }
 
+/// Whether the task is inside a turn of the gate on channel `c`, between two steps of it.
+fn polling(s: &State, c: u8) -> bool {
+    match s.task {
+        TaskPc::ClearPendingPriority { channel, .. } | TaskPc::RereadPendingPriority { channel, .. } => channel == c,
+        _ => false,
+    }
+}
+
 /// Every channel with something to return is in the gate's queue: otherwise the task, which
 /// only polls queued channels, never looks at it again (a lost `notifyChannelNonEmpty`). A
 /// failed task polls nothing more.
 fn no_lost_notification(m: &RecoveryModel, s: &State) -> bool {
     // The channel the task is polling, and one whose producer has yet to notify, are exempt.
-    let polling = |c: u8| matches!(s.task, TaskPc::ClearPendingPriority { channel, .. } if channel == c);
+    let polling = |c: u8| polling(s, c);
     let notifying = |c: u8| s.ch(c).producer.notify_pending.is_some();
     !m.models_gate_queue()
         || matches!(s.task, TaskPc::Failed { .. })
@@ -517,7 +533,7 @@ fn priority_channels_have_priority_events(m: &RecoveryModel, s: &State) -> bool 
         || priority.iter().all(|&c| {
             let ch = s.ch(c);
             let view_barrier = matches!(ch.producer.subpartition.first(), Some(Payload::Barrier(_)));
-            let polling = matches!(s.task, TaskPc::ClearPendingPriority { channel, .. } if channel == c);
+            let polling = polling(s, c);
             ch.released
                 || ch.producer.released
                 || polling

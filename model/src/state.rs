@@ -270,6 +270,19 @@ pub enum TaskPc {
         /// Its sequence number.
         seq: i32,
     },
+    /// `getNextBuffer` of `channel` polled `payload` from its recovered queue and has yet to
+    /// re-read `hasPendingPriorityEvent` outside the lock (variant
+    /// `recovered-buffer-dropped-for-priority-event` only). The gate's turn is still on.
+    RereadPendingPriority {
+        /// The channel.
+        channel: u8,
+        /// What the poll returned.
+        payload: Payload,
+        /// Its sequence number.
+        seq: i32,
+        /// The network buffer holding it, if any.
+        buffer: Option<NetBuf>,
+    },
     /// `getNextBuffer` of `channel` threw: the task fails (nothing runs after this).
     Failed {
         /// The channel whose upstream failed.

@@ -39,6 +39,10 @@ pub enum Variant {
     /// The trigger snapshots the drainer's remaining state when it starts the checkpoint on a
     /// channel, after inserting the barriers and outside the drainer lock.
     SpillSnapshotAfterInsertion,
+    /// `LocalInputChannel.getNextBuffer` polls a recovered element under the lock, then re-reads
+    /// `hasPendingPriorityEvent` outside it and, finding it set, pulls the priority event
+    /// instead: the polled element is lost (the window Flink's code comment guards against).
+    RecoveredBufferDroppedForPriorityEvent,
     /// `notifyBufferAvailable(Buffer)`, the `LocalBufferPool`'s callback, queues the floating
     /// buffer it is handed but announces only those `tryRequestBuffers` adds: the `1 +` of
     /// `numBuffers += 1 + tryRequestBuffers()` is off.
@@ -161,6 +165,13 @@ pub const VARIANTS: &[VariantInfo] = &[
         bug: "the floating-buffer callback queues the buffer it is handed without announcing it: its credit is lost",
         property: "no lost credit",
         preset: "floating",
+    },
+    VariantInfo {
+        variant: Variant::RecoveredBufferDroppedForPriorityEvent,
+        name: "recovered-buffer-dropped-for-priority-event",
+        bug: "LocalInputChannel.getNextBuffer re-reads hasPendingPriorityEvent after polling a recovered buffer and returns the priority event instead: the buffer is lost",
+        property: "buffer ownership",
+        preset: "local-buffers",
     },
 ];
 
