@@ -584,14 +584,16 @@ fn every_checkpoint_ends(_: &RecoveryModel, s: &State) -> bool {
 }
 
 /// L6: when nothing can move any more, every buffer is home: network buffers in their manager
-/// or pool, recovered buffers delivered or recycled, no queue holds anything.
+/// or pool (the global pool once the gate closed and destroyed its `LocalBufferPool`),
+/// recovered buffers delivered or recycled, no queue holds anything.
 fn every_buffer_returns_home(m: &RecoveryModel, s: &State) -> bool {
     let home = channels(s).all(|(c, ch)| {
         let cc = &m.cfg.channels[c as usize];
         let recovered_home = (0..cc.recovered).all(|i| {
             ch.ghost_freed.contains(&i) || ch.ghost_delivered.iter().any(|d| d.payload == Payload::Recovered(i))
         });
-        ch.queue.is_empty() && ch.stash.is_empty() && ch.held.is_empty() && recovered_home
+        let pool_home = !s.closed || ch.bm.pool.is_empty();
+        ch.queue.is_empty() && ch.stash.is_empty() && ch.held.is_empty() && recovered_home && pool_home
     });
     s.faulted() || (home && s.recycler == RecyclerPc::Idle && m.is_terminal(s))
 }
