@@ -185,10 +185,16 @@ impl BufferManager {
     pub fn release_all_buffers(&mut self, drained: impl IntoIterator<Item = NetBuf>, global_pool: &mut Vec<NetBuf>) {
         let queued: Vec<NetBuf> = self.exclusive.drain(..).chain(self.floating.drain(..)).collect();
         for b in drained.into_iter().chain(queued) {
-            match b {
-                NetBuf::Exclusive(_) => global_pool.push(b),
-                NetBuf::Floating(_) => self.pool.push(b),
-            }
+            self.release_buffer(b, global_pool);
+        }
+    }
+
+    /// A buffer leaving a released manager: an exclusive segment to the global pool, a floating
+    /// buffer back to the pool.
+    pub fn release_buffer(&mut self, b: NetBuf, global_pool: &mut Vec<NetBuf>) {
+        match b {
+            NetBuf::Exclusive(_) => global_pool.push(b),
+            NetBuf::Floating(_) => self.pool.push(b),
         }
     }
 }

@@ -49,6 +49,17 @@ pub struct PropertyResult {
 }
 
 impl PropertyResult {
+    /// The verdict a correct model gets: holds, or an example found, unless the configuration
+    /// declares the property violated or the example unreachable by design.
+    pub fn expected(&self) -> Status {
+        match self.expectation {
+            "sometimes" if self.unreachable_by_design => Status::ExampleMissing,
+            _ if self.violated_by_design => Status::Violated,
+            "sometimes" => Status::ExampleFound,
+            _ => Status::Holds,
+        }
+    }
+
     /// Whether this verdict makes the check fail.
     pub fn fails(&self) -> bool {
         (self.status == Status::Violated && !self.violated_by_design)

@@ -806,20 +806,19 @@ impl RecoveryModel {
         if self.is_recovered_channel(s) {
             return recovered::release_all_resources(s.ch_mut(c));
         }
+        // `isReleased` (a local channel: with the latch and the future, as in Flink's order);
+        // split, the queues stay intact until the canceler's next step.
+        let local = self.cfg.channels[c as usize].kind == ChannelKind::Local;
         let ch = s.ch_mut(c);
-        if split {
-            // Only `isReleased` (a local channel: with the latch and the future, as in Flink's
-            // order); the queues stay intact until the canceler's next step.
-            ch.released = true;
-            ch.releasing = true;
-            if self.cfg.channels[c as usize].kind == ChannelKind::Local {
-                ch.upstream_ready = true;
-                ch.state_consumed = true;
-            }
-            return;
+        ch.released = true;
+        ch.releasing = true;
+        if local {
+            ch.upstream_ready = true;
+            ch.state_consumed = true;
         }
-        let drained = rc::release_all_resources(ch);
-        ch.bm.release_all_buffers(drained, &mut ch.global_pool);
+        if !split {
+            self.release_queued_buffers(s, c);
+        }
     }
 
     /// The rest of `releaseAllResources()` (`release_step`): the view, the queue and the stash,
@@ -918,10 +917,7 @@ impl Model for RecoveryModel {
                 };
                 let r = rc::on_recovered_state_buffer(ch, kind, Payload::Recovered(i));
                 if let Some(b) = buffer.filter(|_| ch.released) {
-                    match b {
-                        NetBuf::Exclusive(_) => ch.global_pool.push(b),
-                        NetBuf::Floating(_) => ch.bm.pool.push(b),
-                    }
+                    ch.bm.release_buffer(b, &mut ch.global_pool);
                 } else if let Some(b) = buffer {
                     // The recovered data sits in a buffer lent by the channel's own manager.
                     match ch.queue.last_mut() {

@@ -125,15 +125,6 @@ pub fn collect_pre_recovery_barrier(
     Err(Declined::MissingBarrier)
 }
 
-/// `releaseAllResources()`: open the latch, fail the future, drain the queue and the stash.
-/// Returns the network buffers drained, for `bufferManager.releaseAllBuffers`.
-pub fn release_all_resources(ch: &mut Channel) -> Vec<crate::state::NetBuf> {
-    ch.released = true;
-    ch.upstream_ready = true;
-    ch.state_consumed = true;
-    drain_released(ch)
-}
-
 /// The part of `releaseAllResources()` under the channel's lock: the queue and the stash
 /// drained; recovered buffers among them count as recycled. Returns their network buffers.
 pub fn drain_released(ch: &mut Channel) -> Vec<crate::state::NetBuf> {

@@ -4,7 +4,7 @@
 //! snapshots and frozen paths are left out on purpose: they would "catch" any change, also one
 //! that no property notices. Ignored in `cargo test`; cargo-mutants runs it in release.
 
-use recovery_model::check::{Status, check, shortest_counterexample};
+use recovery_model::check::{check, shortest_counterexample};
 use recovery_model::config::{Delivery, ModelConfig, Upstream, find_preset, remote};
 use recovery_model::variant::VARIANTS;
 use recovery_model::{RecoveryModel, Variant};
@@ -51,13 +51,7 @@ fn gets_its_verdicts(name: &str, cfg: ModelConfig, unreachable: &[&str]) {
     let report = check(RecoveryModel::new(cfg, Variant::Fixed), name, unreachable, 1, true);
     assert_eq!(report.acyclic, Some(true), "{name}: the state graph has a cycle");
     for r in &report.properties {
-        let expected = match r.expectation {
-            "sometimes" if r.unreachable_by_design => Status::ExampleMissing,
-            _ if r.violated_by_design => Status::Violated,
-            "sometimes" => Status::ExampleFound,
-            _ => Status::Holds,
-        };
-        assert_eq!(r.status, expected, "{name}: {}", r.name);
+        assert_eq!(r.status, r.expected(), "{name}: {}", r.name);
     }
 }
 
