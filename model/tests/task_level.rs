@@ -33,7 +33,7 @@ fn task_preset_holds_with_every_fix_in_place() {
         assert!(matches!(r.status, Status::Holds | Status::ExampleFound), "{}", r.name);
     }
     // A change detector: a model change that alters the reachable graph shows up here.
-    assert_eq!(report.unique_states, 610);
+    assert_eq!(report.unique_states, 730);
 }
 
 #[test]
@@ -109,4 +109,38 @@ fn the_task_level_graph_is_acyclic_for_every_variant() {
         let model = TaskModel::new(task_shapes(), info.variant);
         assert!(graph_is_acyclic(&model), "{}", info.name);
     }
+}
+
+/// docs/model.md's table of the `task` preset's shapes: each row's unique states and maximum
+/// depth are what checking that shape alone gives.
+#[test]
+fn the_docs_table_of_task_shapes_matches_the_model() {
+    let docs = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/model.md")).unwrap();
+    let mut rows = 0;
+    for shape in task_shapes() {
+        let model = TaskModel::new(vec![shape.clone()], TaskVariant::Fixed);
+        let report = check(&model, "task", &[], 1, false);
+        let label = shape.label();
+        let (flag, rest) = label.split_once(", gates ").unwrap();
+        let cell = match rest {
+            "[]" => format!("{flag}, no gates"),
+            _ => format!(
+                "{flag}, `{}`{}",
+                &rest[..rest.find(']').unwrap() + 1],
+                &rest[rest.find(']').unwrap() + 1..]
+            ),
+        }
+        .replace('|', "\\|");
+        let expected = format!("| {} | {} |", report.unique_states, report.max_depth);
+        let row = docs
+            .lines()
+            .find(|l| l.starts_with(&format!("| {cell}")))
+            .unwrap_or_else(|| panic!("no row for `{cell}` in docs/model.md"));
+        assert!(
+            row.ends_with(&expected),
+            "docs/model.md row `{row}` should end `{expected}`"
+        );
+        rows += 1;
+    }
+    assert_eq!(rows, 8);
 }

@@ -50,7 +50,7 @@ impl TaskModel {
         if s.default_action != DefaultAction::Running {
             return; // blocked on the mailbox
         }
-        let readable = processor::readable(self.shape(s), s);
+        let readable = processor::next_readable(self.shape(s), s);
         if readable.is_empty() {
             out.push(TaskAction::ProcessInputNothingToRead);
         }

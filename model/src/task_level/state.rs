@@ -130,6 +130,9 @@ pub struct TaskState {
     pub mailbox: Vec<Mail>,
     /// The default action.
     pub default_action: DefaultAction,
+    /// `StreamMultipleInputProcessor.lastReadInputIndex` (1 at construction): the fair
+    /// selection reads the next available selected input after it.
+    pub last_read_input: u8,
 
     // --- recovery future (`recoveryCompletionFuture`, `allGatesRecoveredFuture`) ---
     /// Flag on: the chain reached its `thenCompose(allOf(stateConsumed))` stage.

@@ -24,8 +24,7 @@ pub fn is_selected(shape: &TaskShape, s: &TaskState, g: u8) -> bool {
     !shape.multiple_inputs() || shape.selection == Selection::All || s.gates[0].finished || g == 0
 }
 
-/// The channels `processInput` may read now: of selected, unfinished inputs with something to
-/// hand out. The gate's channel order is not modelled: any channel with data may come next.
+/// The channels of selected, unfinished inputs with something to hand out.
 pub fn readable(shape: &TaskShape, s: &TaskState) -> Vec<(u8, u8)> {
     let mut out = Vec::new();
     for (g, gate) in s.gates.iter().enumerate() {
@@ -42,6 +41,28 @@ pub fn readable(shape: &TaskShape, s: &TaskState) -> Vec<(u8, u8)> {
     out
 }
 
+/// The input `processInput` reads next: `InputSelection.fairSelectNextIndex` over the
+/// selected inputs with data, starting after the last one read and wrapping around.
+pub fn select_next_input(shape: &TaskShape, s: &TaskState) -> Option<u8> {
+    let mut with_data: Vec<u8> = readable(shape, s).into_iter().map(|(g, _)| g).collect();
+    with_data.dedup();
+    with_data
+        .iter()
+        .find(|&&g| g > s.last_read_input)
+        .or_else(|| with_data.first())
+        .copied()
+}
+
+/// The channels `processInput` may read now: those of the input the fair selection picks.
+/// Which of its channels comes first is the gate's queue, whose order depends on when data
+/// arrived: any channel with data may come next.
+pub fn next_readable(shape: &TaskShape, s: &TaskState) -> Vec<(u8, u8)> {
+    let Some(next) = select_next_input(shape, s) else {
+        return Vec::new();
+    };
+    readable(shape, s).into_iter().filter(|&(g, _)| g == next).collect()
+}
+
 /// `getAvailableFuture().isDone()`. Multiple inputs: AVAILABLE if a selected input is
 /// available or all inputs are finished (`StreamMultipleInputProcessor.getAvailableFuture`).
 pub fn is_available(shape: &TaskShape, s: &TaskState) -> bool {
@@ -52,6 +73,7 @@ pub fn is_available(shape: &TaskShape, s: &TaskState) -> bool {
 /// inputs) `MultipleInputSelectionHandler.updateStatus`.
 pub fn process_input(shape: &TaskShape, s: &mut TaskState, g: u8, c: u8) -> (Element, InputStatus) {
     let (element, gate_finished) = input_gate::poll_next(shape, s, g, c);
+    s.last_read_input = g;
     if gate_finished {
         // END_OF_INPUT of this input: `endMainOperatorInput`, `nextSelection()`.
         s.gates[g as usize].finished = true;
