@@ -88,6 +88,33 @@ pub fn check_output(path: &Path, create: bool) -> Result<(), String> {
     crate::junit::check_writable(path)
 }
 
+/// `conform` of a task-level preset: impl/'s `StreamTask` in this process, one job.
+fn conform_task_level(preset: &str, args: &ConformArgs) -> ExitCode {
+    let not_here = [
+        (args.driver_cmd.is_some(), "--driver-cmd"),
+        (args.shard.is_some(), "--shard"),
+        (args.junit.is_some(), "--junit"),
+    ];
+    if let Some((_, flag)) = not_here.iter().find(|(given, _)| *given) {
+        return usage_error(format!(
+            "{flag} is not available for the task level: its traces replay against impl/'s StreamTask in this process"
+        ));
+    }
+    if args.random == Some(0) {
+        return usage_error("--random needs at least one walk");
+    }
+    if let Err(e) = check_output(&args.save, args.save == Path::new(DEFAULT_SAVE)) {
+        return usage_error(e);
+    }
+    match crate::task_conform::conform_task(preset, args.random, args.seed) {
+        Ok(report) => crate::task_conform::finish(&report, args.json, &args.save, args.require_complete),
+        Err(e) => {
+            eprintln!("error: {e}\nno verdict: the harness failed, not the implementation");
+            ExitCode::from(2)
+        }
+    }
+}
+
 /// Parses `K/N` with 1 <= K <= N.
 pub fn parse_shard(s: &str) -> Result<(usize, usize), String> {
     let (k, n) = s.split_once('/').ok_or_else(|| format!("`{s}` is not K/N"))?;
@@ -333,6 +360,13 @@ fn print_report(args: &ConformArgs, label: &str, jobs: usize, r: &ConformReport)
 
 /// `cdr conform`.
 pub fn conform(args: ConformArgs) -> ExitCode {
+    if let Some(preset) = args
+        .preset
+        .as_deref()
+        .filter(|p| recovery_model::task_level::config::find_task_preset(p).is_some())
+    {
+        return conform_task_level(preset, &args);
+    }
     // The same resolution and validation as `check`: a preset, or a config file.
     let setup = match crate::setup::load(
         Some(args.preset.as_deref().unwrap_or("ci")).filter(|_| args.config.is_none()),

@@ -19,12 +19,12 @@ pub fn fingerprint(s: &State) -> u64 {
 const NONE: u32 = u32::MAX;
 
 /// The reachable state graph of a model, in compressed form: states are numbered in BFS order
-/// and each state's out-edges are stored contiguously.
-pub struct Graph {
+/// (the initial states first) and each state's out-edges are stored contiguously.
+pub struct Graph<A = Action> {
     /// Out-edges of state `i` are `edge_start[i]..edge_start[i + 1]`.
     edge_start: Vec<u32>,
     /// The action of each edge.
-    edge_action: Vec<Action>,
+    edge_action: Vec<A>,
     /// The target state of each edge.
     edge_target: Vec<u32>,
     /// The BFS-tree edge into each state (NONE for the initial state).
@@ -36,12 +36,30 @@ pub struct Graph {
 impl Graph {
     /// Explores every state reachable from the initial state (breadth first).
     pub fn explore(model: &RecoveryModel) -> Graph {
-        let init = model.init_states().remove(0);
+        Graph::explore_model(model, fingerprint, Action::method)
+    }
+}
+
+impl<A: Copy> Graph<A> {
+    /// Explores every state reachable from `model`'s initial states (breadth first), naming
+    /// states by `fingerprint` and action kinds by `kind`.
+    pub fn explore_model<M: Model<Action = A>>(
+        model: &M,
+        fingerprint: impl Fn(&M::State) -> u64,
+        kind: impl Fn(&A) -> &'static str,
+    ) -> Graph<A> {
         let mut ids: HashMap<u64, u32> = HashMap::new();
-        ids.insert(fingerprint(&init), 0);
-        let mut queue = std::collections::VecDeque::from([init]);
-        let (mut edge_start, mut edge_action, mut edge_target, mut parent) =
-            (vec![0u32], Vec::new(), Vec::new(), vec![NONE]);
+        let mut queue = std::collections::VecDeque::new();
+        let mut parent = Vec::new();
+        for init in model.init_states() {
+            let n = ids.len() as u32;
+            if let std::collections::hash_map::Entry::Vacant(e) = ids.entry(fingerprint(&init)) {
+                e.insert(n);
+                parent.push(NONE);
+                queue.push_back(init);
+            }
+        }
+        let (mut edge_start, mut edge_action, mut edge_target) = (vec![0u32], Vec::new(), Vec::new());
         let mut kinds = std::collections::BTreeSet::new();
         let mut actions = Vec::new();
         while let Some(s) = queue.pop_front() {
@@ -56,7 +74,7 @@ impl Graph {
                     queue.push_back(next);
                     n
                 });
-                kinds.insert(a.method());
+                kinds.insert(kind(&a));
                 edge_action.push(a);
                 edge_target.push(target);
             }
@@ -86,8 +104,8 @@ impl Graph {
         (self.edge_start.partition_point(|&start| start <= edge) - 1) as u32
     }
 
-    /// The BFS-tree path of actions from the initial state to state `s`.
-    fn tree_path(&self, mut s: u32) -> Vec<u32> {
+    /// The BFS-tree path of actions from an initial state to state `s`, and that initial state.
+    fn tree_path(&self, mut s: u32) -> (Vec<u32>, u32) {
         let mut edges = Vec::new();
         while self.parent[s as usize] != NONE {
             let e = self.parent[s as usize];
@@ -95,11 +113,11 @@ impl Graph {
             s = self.source_of(e);
         }
         edges.reverse();
-        edges
+        (edges, s)
     }
 
     /// Traces covering every edge: see the module documentation.
-    pub fn edge_cover(&self) -> EdgeCover<'_> {
+    pub fn edge_cover(&self) -> EdgeCover<'_, A> {
         EdgeCover {
             graph: self,
             covered: vec![false; self.edges()],
@@ -111,9 +129,11 @@ impl Graph {
 /// One generated trace: its actions, and how many of them (a prefix) only lead to the first
 /// uncovered edge.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CoverTrace {
+pub struct CoverTrace<A = Action> {
+    /// The initial state it starts from (its index among the model's initial states).
+    pub init: u32,
     /// The actions.
-    pub actions: Vec<Action>,
+    pub actions: Vec<A>,
     /// Steps before the first newly covered edge.
     pub prefix: usize,
     /// Edges this trace covers for the first time.
@@ -125,16 +145,16 @@ pub struct CoverTrace {
 }
 
 /// Iterator over an edge-complete set of traces.
-pub struct EdgeCover<'a> {
-    graph: &'a Graph,
+pub struct EdgeCover<'a, A = Action> {
+    graph: &'a Graph<A>,
     covered: Vec<bool>,
     next_edge: usize,
 }
 
-impl Iterator for EdgeCover<'_> {
-    type Item = CoverTrace;
+impl<A: Copy> Iterator for EdgeCover<'_, A> {
+    type Item = CoverTrace<A>;
 
-    fn next(&mut self) -> Option<CoverTrace> {
+    fn next(&mut self) -> Option<CoverTrace<A>> {
         let g = self.graph;
         while self.next_edge < g.edges() && self.covered[self.next_edge] {
             self.next_edge += 1;
@@ -143,7 +163,7 @@ impl Iterator for EdgeCover<'_> {
             return None;
         }
         let first = self.next_edge as u32;
-        let mut edges = g.tree_path(g.source_of(first));
+        let (mut edges, init) = g.tree_path(g.source_of(first));
         let prefix = edges
             .iter()
             .position(|e| !self.covered[*e as usize])
@@ -167,6 +187,7 @@ impl Iterator for EdgeCover<'_> {
             }
         }
         Some(CoverTrace {
+            init,
             actions: edges.iter().map(|e| g.edge_action[*e as usize]).collect(),
             prefix,
             new_edges: new_at.len(),

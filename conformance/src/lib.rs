@@ -25,5 +25,7 @@ pub mod report;
 pub mod setup;
 pub mod simulate_cmd;
 pub mod task_check;
+pub mod task_conform;
+pub mod task_driver;
 pub mod trace;
 pub mod validate;

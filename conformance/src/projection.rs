@@ -130,6 +130,8 @@ pub fn item_of(c: u8, b: &BufferSnapshot) -> Item {
         BufferKind::EndOfFetchedChannelState => Item::EndOfRecovery,
         // The flag-off path's sentinel of the recovered stream (its RecoveredInputChannel's).
         BufferKind::EndOfInputChannelState => Item::EndOfRecovery,
+        // Only the task level's gates end their partitions.
+        BufferKind::EndOfPartition => unknown(),
     }
 }
 
@@ -629,6 +631,9 @@ pub fn impl_pending(c: u8, ids: IdMap, point: PausePoint) -> Pending {
         // The canceler is not part of a snapshot; its release shows in the channel's state.
         PausePoint::ReleaseQueuedBuffers => Pending::Elsewhere {
             what: format!("releasing channel {c}"),
+        },
+        PausePoint::ReadInputData { gate } | PausePoint::FinishReadRecoveredState { gate } => Pending::Elsewhere {
+            what: format!("channel-IO thread at gate {gate}"),
         },
         PausePoint::ReturnFloating { buffer } => match ids.buf(buffer) {
             Some(buffer) => Pending::ReturnFloating { channel: c, buffer },

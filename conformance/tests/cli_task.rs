@@ -65,3 +65,34 @@ fn presets_and_variants_list_the_task_level_too() {
         assert!(listed.contains(info.name), "{}", info.name);
     }
 }
+
+#[test]
+fn conform_of_the_task_preset_replays_every_edge_on_impl() {
+    let out = cdr(&["conform", "--preset", "task", "--edges", "--require-complete", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(v["edges_replayed"], v["edges"]);
+    assert_eq!(v["action_kinds_replayed"], v["action_kinds"]);
+    assert!(v["divergence"].is_null());
+    let text = stdout(&cdr(&["conform", "--preset", "task", "--random", "20", "--seed", "4"]));
+    assert!(
+        text.contains("replayed 20 traces") && text.contains("no divergence"),
+        "{text}"
+    );
+}
+
+#[test]
+fn conform_of_the_task_level_refuses_what_only_the_channel_level_has() {
+    for flag in [
+        &["--driver-cmd", "true"][..],
+        &["--shard", "1/2"],
+        &["--junit", "x.xml"],
+    ] {
+        let mut args = vec!["conform", "--preset", "task"];
+        args.extend_from_slice(flag);
+        let out = cdr(&args);
+        assert_eq!(out.status.code(), Some(2), "{flag:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("not available for the task level"), "{err}");
+    }
+}

@@ -10,10 +10,14 @@
 pub mod buffer_manager;
 pub mod buffer_pool;
 pub mod channel_state_persister;
+pub mod completable_future;
 pub mod credit_based_sequence_numbering_view_reader;
 pub mod error;
 pub mod event_log;
+pub mod executor;
+pub mod input_gate;
 pub mod local_input_channel;
+pub mod mailbox_processor;
 pub mod netty_message;
 pub mod network_buffer;
 pub mod pause_point;
@@ -23,6 +27,8 @@ pub mod recovered_input_channel;
 pub mod remote_input_channel;
 pub mod result_subpartition;
 pub mod single_input_gate;
+pub mod stream_input_processor;
+pub mod stream_task;
 pub(crate) mod sync;
 
 pub use error::{ChannelError, DeclineReason, Result};

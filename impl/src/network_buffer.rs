@@ -48,6 +48,8 @@ pub enum BufferKind {
     EndOfFetchedChannelState,
     /// `EndOfInputChannelStateEvent`: the legacy tail of a `RecoveredInputChannel`'s queue.
     EndOfInputChannelState,
+    /// `EndOfPartitionEvent`: the upstream's last element.
+    EndOfPartition,
 }
 
 impl BufferKind {

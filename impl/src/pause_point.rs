@@ -37,6 +37,17 @@ pub enum PausePoint {
     /// `releaseAllResources` set `isReleased`; about to release the view, the queue and the
     /// buffers. Other threads read the flag meanwhile while the queues are intact.
     ReleaseQueuedBuffers,
+    /// The channel-IO thread is about to read the recovered state of one gate
+    /// (`readInputData`).
+    ReadInputData {
+        /// The gate's index.
+        gate: u32,
+    },
+    /// The channel-IO thread is about to call one gate's `finishReadRecoveredState()`.
+    FinishReadRecoveredState {
+        /// The gate's index.
+        gate: u32,
+    },
 }
 
 type Hook = Box<dyn Fn(PausePoint)>;

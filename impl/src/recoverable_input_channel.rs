@@ -16,7 +16,7 @@ use crate::network_buffer::{BufferKind, BufferSnapshot, CheckpointId, DataType, 
 use crate::recovered_input_channel::RecoveredInputChannelSnapshot;
 use crate::remote_input_channel::RemoteInputChannelSnapshot;
 use crate::single_input_gate::InputChannelsWithData;
-use crate::sync::{Arc, Condvar, Mutex};
+use crate::sync::{Arc, Mutex};
 
 /// Flink's `InputChannelInfo`: (gate index, channel index).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -40,89 +40,11 @@ pub struct BufferAndAvailability {
     pub sequence_number: i32,
 }
 
-/// The state of a [`StateConsumedFuture`].
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub enum FutureStatus {
-    /// Not completed.
-    Pending,
-    /// Completed normally: all recovered state was consumed (or there was none).
-    Completed,
-    /// Completed exceptionally with `CancelTaskException` (released).
-    Cancelled,
-}
+pub use crate::completable_future::FutureStatus;
 
-#[derive(Debug)]
-struct FutureState {
-    status: Mutex<FutureStatus>,
-    done: Condvar,
-}
-
-/// Flink's `stateConsumedFuture` (`CompletableFuture<Void>`): the first completion wins.
-#[derive(Debug, Clone)]
-pub struct StateConsumedFuture(Arc<FutureState>);
-
-impl Default for StateConsumedFuture {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl StateConsumedFuture {
-    /// A pending future.
-    pub fn new() -> Self {
-        Self(Arc::new(FutureState {
-            status: Mutex::new(FutureStatus::Pending),
-            done: Condvar::new(),
-        }))
-    }
-
-    /// `CompletableFuture.completedFuture(null)`.
-    pub fn completed() -> Self {
-        let future = Self::new();
-        future.complete();
-        future
-    }
-
-    fn finish(&self, status: FutureStatus) -> bool {
-        let mut current = self.0.status.lock();
-        if *current != FutureStatus::Pending {
-            return false;
-        }
-        *current = status;
-        drop(current);
-        self.0.done.notify_all();
-        true
-    }
-
-    /// `complete(null)`: false if it was already done.
-    pub fn complete(&self) -> bool {
-        self.finish(FutureStatus::Completed)
-    }
-
-    /// `completeExceptionally(new CancelTaskException(..))`: false if it was already done.
-    pub fn complete_exceptionally(&self) -> bool {
-        self.finish(FutureStatus::Cancelled)
-    }
-
-    /// `isDone()`.
-    pub fn is_done(&self) -> bool {
-        self.status() != FutureStatus::Pending
-    }
-
-    /// The current status.
-    pub fn status(&self) -> FutureStatus {
-        self.0.status.lock().clone()
-    }
-
-    /// `join()`: blocks until done; the caller holds no lock.
-    pub fn wait(&self) -> FutureStatus {
-        let mut status = self.0.status.lock();
-        while *status == FutureStatus::Pending {
-            status = self.0.done.wait(status);
-        }
-        status.clone()
-    }
-}
+/// Flink's `stateConsumedFuture` (`CompletableFuture<Void>`): completes once the channel has
+/// consumed all of its recovered state, exceptionally if it was released first.
+pub type StateConsumedFuture = crate::completable_future::CompletableFuture;
 
 /// What every channel of a gate is built with (Flink passes these through the constructors).
 #[derive(Debug, Clone)]

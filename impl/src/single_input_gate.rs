@@ -24,6 +24,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::buffer_pool::{LocalBufferPool, NetworkBufferPool};
 use crate::channel_state_persister::ChannelStateWriter;
+use crate::completable_future::CompletableFuture;
 use crate::error::{ChannelError, Result};
 use crate::event_log::{self, Event};
 use crate::local_input_channel::LocalInputChannel;
@@ -54,6 +55,8 @@ struct ChannelQueue {
     /// polled from each channel (absent: `Integer.MIN_VALUE`).
     last_priority_sequence_number: BTreeMap<usize, i32>,
     closed: bool,
+    /// `availabilityHelper`'s future, handed out while no channel was queued.
+    availability: Option<CompletableFuture>,
 }
 
 impl ChannelQueue {
@@ -125,22 +128,43 @@ impl InputChannelsWithData {
     /// channel's lock is released, so the task may already have polled the element it announces:
     /// such an outdated notification is dropped.
     pub fn notify_priority_event(&self, channel_index: usize, priority_sequence_number: i32) {
-        let queued = {
+        let (queued, availability) = {
             let mut queue = self.queue.lock();
             let last = queue.last_priority_sequence_number.get(&channel_index);
-            !last.is_some_and(|&last| is_outdated(priority_sequence_number, last))
-                && queue.queue_channel_unsafe(channel_index, true)
+            let queued = !last.is_some_and(|&last| is_outdated(priority_sequence_number, last))
+                && queue.queue_channel_unsafe(channel_index, true);
+            (queued, queued.then(|| queue.availability.take()).flatten())
         };
         if queued {
             self.available.notify_all();
+        }
+        if let Some(future) = availability {
+            future.complete();
         }
     }
 
     /// `queueChannel(channel, priority)`: ignores double notifications.
     pub fn queue_channel(&self, channel_index: usize, priority: bool) {
-        if self.queue.lock().queue_channel_unsafe(channel_index, priority) {
-            self.available.notify_all();
+        let availability = {
+            let mut queue = self.queue.lock();
+            let queued = queue.queue_channel_unsafe(channel_index, priority);
+            queued.then(|| queue.availability.take())
+        };
+        let Some(availability) = availability else { return };
+        self.available.notify_all();
+        // The gate's availability future completes outside the lock: its dependents may poll.
+        if let Some(future) = availability {
+            future.complete();
         }
+    }
+
+    /// `getAvailableFuture()`: done while a channel is queued (or the gate is closed).
+    pub fn get_available_future(&self) -> CompletableFuture {
+        let mut queue = self.queue.lock();
+        if !queue.channels.is_empty() || queue.closed {
+            return CompletableFuture::completed();
+        }
+        queue.availability.get_or_insert_with(CompletableFuture::new).clone()
     }
 
     /// The conversion replacing channel `channel_index` (Flink 2.3.0): `getAndRemove` of the
@@ -157,6 +181,11 @@ impl InputChannelsWithData {
         if in_use {
             queue.channels.push_back(channel_index);
             queue.enqueued.insert(channel_index);
+        }
+        let availability = if in_use { queue.availability.take() } else { None };
+        drop(queue);
+        if let Some(future) = availability {
+            future.complete();
         }
     }
 
@@ -200,8 +229,15 @@ impl InputChannelsWithData {
 
     /// Wakes blocked pollers for good (gate close).
     pub fn close(&self) {
-        self.queue.lock().closed = true;
+        let availability = {
+            let mut queue = self.queue.lock();
+            queue.closed = true;
+            queue.availability.take()
+        };
         self.available.notify_all();
+        if let Some(future) = availability {
+            future.complete();
+        }
     }
 
     /// A snapshot taken under the queue lock.
@@ -368,6 +404,9 @@ pub struct SingleInputGate {
     request_lock: Mutex<GateRequestState>,
     /// Flink's `channels` array; a leaf lock.
     channels: Mutex<Vec<InputChannelHandle>>,
+    /// Channels whose `EndOfPartitionEvent` was polled (`channelsWithEndOfPartitionEvents`); a
+    /// leaf lock, taken by the task thread only.
+    channels_with_end_of_partition: Mutex<BTreeSet<usize>>,
 }
 
 impl fmt::Debug for SingleInputGate {
@@ -387,6 +426,7 @@ impl SingleInputGate {
             buffer_pool,
             request_lock: Mutex::new(GateRequestState::default()),
             channels: Mutex::new(Vec::new()),
+            channels_with_end_of_partition: Mutex::new(BTreeSet::new()),
         })
     }
 
@@ -414,6 +454,11 @@ impl SingleInputGate {
     /// `setInputChannels(channels)`: index `i` must be channel `i`.
     pub fn set_input_channels(&self, channels: Vec<InputChannelHandle>) {
         *self.channels.lock() = channels;
+    }
+
+    /// `getGateIndex()`.
+    pub fn gate_index(&self) -> u32 {
+        self.gate_index
     }
 
     /// The channel at `index` (`getChannel(channelIndex)`).
@@ -553,6 +598,9 @@ impl SingleInputGate {
                 recoverable.on_recovered_state_consumed()?;
                 continue;
             }
+            if next.buffer.kind() == BufferKind::EndOfPartition {
+                self.channels_with_end_of_partition.lock().insert(index);
+            }
             let channel_info = InputChannelInfo {
                 gate_idx: self.gate_index,
                 input_channel_idx: index as u32,
@@ -568,6 +616,12 @@ impl SingleInputGate {
                 next_data_type: next.next_data_type,
             }));
         }
+    }
+
+    /// `isFinished()`: every channel's `EndOfPartitionEvent` was polled.
+    pub fn is_finished(&self) -> bool {
+        let channels = self.channels.lock().len();
+        self.channels_with_end_of_partition.lock().len() == channels
     }
 
     /// `getNext()` (task thread): blocks until an element is available; `None` once closed.

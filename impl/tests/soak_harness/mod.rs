@@ -1278,6 +1278,9 @@ fn task_thread(
             BufferKind::EndOfFetchedChannelState | BufferKind::EndOfInputChannelState => {
                 return Err(format!("channel {c}: the gate handed out a sentinel"));
             }
+            BufferKind::EndOfPartition => {
+                return Err(format!("channel {c}: no upstream of the soak ends its partition"));
+            }
             BufferKind::Data | BufferKind::Event => {
                 let spec = &run.specs[c];
                 let Some((class, i)) = (run.naming.decode)(c as u8, &snapshot) else {

@@ -61,11 +61,9 @@ pub fn is_available(shape: &TaskShape, s: &TaskState, g: u8) -> bool {
     (0..gate.channels.len() as u8).any(|c| next_element(shape, gate, c).is_some())
 }
 
-/// `pollNext` of channel `c`: the element is consumed. Returns whether the gate has finished
-/// (its last channel's `EndOfPartition`).
-pub fn poll_next(shape: &TaskShape, s: &mut TaskState, g: u8, c: u8) -> (Element, bool) {
-    let gate = &mut s.gates[g as usize];
-    let e = next_element(shape, gate, c).expect("polled a channel with nothing to return");
+/// Channel `c` of `gate` hands out its next element, which is consumed.
+pub fn take_next(shape: &TaskShape, gate: &mut Gate, c: u8) -> Option<Element> {
+    let e = next_element(shape, gate, c)?;
     let ch = &mut gate.channels[c as usize];
     match e {
         Element::Recovered => ch.recovered -= 1,
@@ -75,6 +73,14 @@ pub fn poll_next(shape: &TaskShape, s: &mut TaskState, g: u8, c: u8) -> (Element
         Element::Live => ch.live -= 1,
         Element::EndOfPartition => ch.end_of_partition = true,
     }
+    Some(e)
+}
+
+/// `pollNext` of channel `c`: the element is consumed. Returns whether the gate has finished
+/// (its last channel's `EndOfPartition`).
+pub fn poll_next(shape: &TaskShape, s: &mut TaskState, g: u8, c: u8) -> (Element, bool) {
+    let gate = &mut s.gates[g as usize];
+    let e = take_next(shape, gate, c).expect("polled a channel with nothing to return");
     let finished = gate.channels.iter().all(|c| c.end_of_partition);
     (e, finished)
 }

@@ -1,0 +1,319 @@
+//! `cdr conform` of a task-level preset: the task-level model's traces replayed step by step
+//! against impl/'s `StreamTask` ([`crate::task_driver`]), edge-complete or by random walks,
+//! stopping at the first divergence, which is saved as a trace file.
+
+use std::path::Path;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use recovery_model::task_level::config::find_task_preset;
+use recovery_model::task_level::{TaskAction, TaskModel, TaskState, TaskVariant};
+use serde::Serialize;
+use stateright::Model;
+
+use crate::driver::DriverError;
+use crate::generate::{Graph, SplitMix64};
+use crate::task_driver::{
+    TaskImplDriver, TaskObservation, TaskSnapshot, initial_states, model_observation, model_snapshot,
+};
+
+/// The model name a task-level trace file carries.
+pub const TASK_MODEL_NAME: &str = "task-recovery";
+
+/// One step of a task-level trace: the action and what the model predicts after it.
+#[derive(Clone, Debug, Serialize)]
+pub struct TaskStep {
+    /// The model action.
+    pub action: TaskAction,
+    /// What a caller sees.
+    pub observation: TaskObservation,
+    /// The abstract state after the step.
+    pub snapshot: TaskSnapshot,
+}
+
+/// A task-level trace file: the shape it starts from and its steps.
+#[derive(Clone, Debug, Serialize)]
+pub struct TaskTrace {
+    /// [`crate::trace::FORMAT_VERSION`].
+    pub format_version: u32,
+    /// [`TASK_MODEL_NAME`].
+    pub model: String,
+    /// The preset.
+    pub preset: String,
+    /// The variant (`fixed`).
+    pub variant: String,
+    /// Which of the preset's shapes (initial states) it starts from.
+    pub shape: u32,
+    /// That shape, readable.
+    pub shape_label: String,
+    /// Why it exists.
+    pub reason: String,
+    /// The steps.
+    pub steps: Vec<TaskStep>,
+}
+
+/// Where a replay first differed from the model.
+#[derive(Clone, Debug, Serialize)]
+pub struct TaskDivergence {
+    /// The trace, up to and including the diverging step.
+    pub trace: TaskTrace,
+    /// The diverging step, 1-based.
+    pub step: usize,
+    /// What the implementation showed: the observation, then the snapshot.
+    pub actual_observation: TaskObservation,
+    /// The implementation's snapshot after the step.
+    pub actual_snapshot: TaskSnapshot,
+    /// The first field that differs, with both values.
+    pub first_difference: String,
+}
+
+/// What a task-level conformance run did.
+#[derive(Clone, Debug, Serialize)]
+pub struct TaskConformReport {
+    /// The preset.
+    pub preset: String,
+    /// `edges` or `random`.
+    pub mode: String,
+    /// States of the reachable graph.
+    pub states: usize,
+    /// Edges of the reachable graph.
+    pub edges: usize,
+    /// Edges the replayed traces took.
+    pub edges_replayed: usize,
+    /// Traces replayed.
+    pub traces: usize,
+    /// Steps replayed.
+    pub steps: usize,
+    /// Action kinds of the graph.
+    pub action_kinds: Vec<&'static str>,
+    /// Action kinds replayed.
+    pub action_kinds_replayed: Vec<&'static str>,
+    /// The first divergence, if any.
+    pub divergence: Option<TaskDivergence>,
+    /// Seconds.
+    pub elapsed_s: f64,
+}
+
+/// An action's kind, for coverage.
+pub fn kind(a: &TaskAction) -> &'static str {
+    match a {
+        TaskAction::ReadInputData { .. } => "readInputData",
+        TaskAction::FinishReadRecoveredState { .. } => "finishReadRecoveredState",
+        TaskAction::ProcessMail { .. } => "processMail",
+        TaskAction::ProcessInput { .. } => "processInput",
+        TaskAction::ProcessInputNothingToRead => "processInput (nothing to read)",
+        TaskAction::OnGateStateConsumed { .. } => "onGateStateConsumed",
+        TaskAction::OnAllGatesStateConsumed => "onAllGatesStateConsumed",
+        TaskAction::CompleteRecovery => "completeRecovery",
+        TaskAction::RunSuspendCallback => "runSuspendCallback",
+        TaskAction::RunResumeCallback => "runResumeCallback",
+        TaskAction::OnInputAvailable => "onInputAvailable",
+    }
+}
+
+fn fingerprint(s: &TaskState) -> u64 {
+    use std::hash::{BuildHasher, BuildHasherDefault};
+    BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default().hash_one(s)
+}
+
+fn first_difference(expected: &impl Serialize, actual: &impl Serialize) -> Option<String> {
+    let (e, a) = (serde_json::to_value(expected).ok()?, serde_json::to_value(actual).ok()?);
+    if e == a {
+        return None;
+    }
+    if let (Some(e), Some(a)) = (e.as_object(), a.as_object()) {
+        for (key, ev) in e {
+            let av = a.get(key).unwrap_or(&serde_json::Value::Null);
+            if ev != av {
+                return Some(format!("{key}: expected {ev}, got {av}"));
+            }
+        }
+        for (key, av) in a {
+            if !e.contains_key(key) {
+                return Some(format!("{key}: expected nothing, got {av}"));
+            }
+        }
+    }
+    Some(format!("expected {e}, got {a}"))
+}
+
+/// Replays `actions` from initial state `init` on `driver`, comparing every step. Returns the
+/// divergence, if any.
+fn replay(
+    model: &TaskModel,
+    preset: &str,
+    init: u32,
+    actions: &[TaskAction],
+    reason: &str,
+    driver: &mut TaskImplDriver,
+) -> Result<Option<TaskDivergence>, DriverError> {
+    let inits = initial_states(model);
+    let mut state = inits[&init].clone();
+    driver.reset(&state)?;
+    let mut trace = TaskTrace {
+        format_version: crate::trace::FORMAT_VERSION,
+        model: TASK_MODEL_NAME.into(),
+        preset: preset.into(),
+        variant: model.variant.name().into(),
+        shape: init,
+        shape_label: model.shape(&state).label(),
+        reason: reason.into(),
+        steps: Vec::new(),
+    };
+    for (i, action) in actions.iter().enumerate() {
+        let observation = model_observation(model, &state, action);
+        state = model.next_state(&state, *action).expect("a generated step is enabled");
+        let snapshot = model_snapshot(model, &state);
+        let actual_observation = driver.apply(action)?;
+        let actual_snapshot = driver.snapshot()?;
+        let difference = first_difference(&observation, &actual_observation)
+            .map(|d| format!("observation {d}"))
+            .or_else(|| first_difference(&snapshot, &actual_snapshot).map(|d| format!("snapshot {d}")));
+        trace.steps.push(TaskStep {
+            action: *action,
+            observation,
+            snapshot,
+        });
+        if let Some(first_difference) = difference {
+            return Ok(Some(TaskDivergence {
+                trace,
+                step: i + 1,
+                actual_observation,
+                actual_snapshot,
+                first_difference,
+            }));
+        }
+    }
+    Ok(None)
+}
+
+/// Replays the traces of the task-level preset `preset` against impl/: every edge, or `random`
+/// walks from `seed`.
+pub fn conform_task(preset: &str, random: Option<usize>, seed: u64) -> Result<TaskConformReport, String> {
+    conform_task_variant(preset, TaskVariant::Fixed, random, seed)
+}
+
+/// [`conform_task`] with the model's `variant`: the implementation is the fixed protocol, so a
+/// variant whose bug is reachable diverges.
+pub fn conform_task_variant(
+    preset: &str,
+    variant: TaskVariant,
+    random: Option<usize>,
+    seed: u64,
+) -> Result<TaskConformReport, String> {
+    let p = find_task_preset(preset).ok_or_else(|| format!("unknown task-level preset `{preset}`"))?;
+    let model = TaskModel::new((p.shapes)(), variant);
+    let start = Instant::now();
+    let graph = Graph::explore_model(&model, fingerprint, kind);
+    let mut driver = TaskImplDriver::new(model.clone());
+    let mut report = TaskConformReport {
+        preset: preset.into(),
+        mode: if random.is_some() { "random" } else { "edges" }.into(),
+        states: graph.states(),
+        edges: graph.edges(),
+        edges_replayed: 0,
+        traces: 0,
+        steps: 0,
+        action_kinds: graph.kinds.clone(),
+        action_kinds_replayed: Vec::new(),
+        divergence: None,
+        elapsed_s: 0.0,
+    };
+    let mut kinds = std::collections::BTreeSet::new();
+    let traces: Vec<(u32, Vec<TaskAction>, usize, String)> = match random {
+        None => graph
+            .edge_cover()
+            .map(|t| (t.init, t.actions, t.new_edges, "edge cover".to_string()))
+            .collect(),
+        Some(n) => {
+            let mut rng = SplitMix64::new(seed);
+            let inits = initial_states(&model);
+            (0..n)
+                .map(|_| {
+                    let init = rng.below(inits.len()) as u32;
+                    let mut s = inits[&init].clone();
+                    let mut walk = Vec::new();
+                    let mut enabled = Vec::new();
+                    loop {
+                        enabled.clear();
+                        model.actions(&s, &mut enabled);
+                        if enabled.is_empty() {
+                            break;
+                        }
+                        let a = enabled[rng.below(enabled.len())];
+                        s = model.next_state(&s, a).expect("enabled");
+                        walk.push(a);
+                    }
+                    (init, walk, 0, format!("random walk, seed {seed}"))
+                })
+                .collect()
+        }
+    };
+    for (init, actions, new_edges, reason) in traces {
+        let divergence = replay(&model, preset, init, &actions, &reason, &mut driver).map_err(|e| e.to_string())?;
+        report.traces += 1;
+        match divergence {
+            Some(d) => {
+                report.steps += d.step;
+                report.divergence = Some(d);
+                break;
+            }
+            None => {
+                report.steps += actions.len();
+                report.edges_replayed += new_edges;
+                kinds.extend(actions.iter().map(kind));
+            }
+        }
+    }
+    report.action_kinds_replayed = kinds.into_iter().collect();
+    report.elapsed_s = start.elapsed().as_secs_f64();
+    Ok(report)
+}
+
+/// Prints `report` and saves its divergence to `save`; the exit code is the verdict.
+pub fn finish(report: &TaskConformReport, json: bool, save: &Path, require_complete: bool) -> ExitCode {
+    let complete = report.mode == "edges"
+        && report.edges_replayed == report.edges
+        && report.action_kinds_replayed == report.action_kinds;
+    if let Some(d) = &report.divergence {
+        let text = serde_json::to_string_pretty(&d.trace).expect("serializes");
+        if let Err(e) = std::fs::write(save, text) {
+            eprintln!("warning: cannot save the diverging trace to {}: {e}", save.display());
+        }
+    }
+    if json {
+        println!("{}", serde_json::to_string_pretty(report).expect("serializes"));
+    } else {
+        println!("model task-level / preset {} / impl StreamTask", report.preset);
+        println!(
+            "graph: {} states, {} edges; replayed {} traces, {} steps ({} of {} edges, {} of {} action kinds) in {:.2} s",
+            report.states,
+            report.edges,
+            report.traces,
+            report.steps,
+            report.edges_replayed,
+            report.edges,
+            report.action_kinds_replayed.len(),
+            report.action_kinds.len(),
+            report.elapsed_s
+        );
+        match &report.divergence {
+            None => println!("no divergence"),
+            Some(d) => {
+                println!(
+                    "DIVERGENCE at step {} of a trace from shape `{}`: {}",
+                    d.step, d.trace.shape_label, d.first_difference
+                );
+                for (i, step) in d.trace.steps.iter().enumerate() {
+                    println!("  {:>3}. {:?}", i + 1, step.action);
+                }
+                println!("saved to {}", save.display());
+            }
+        }
+    }
+    if report.divergence.is_some() || (require_complete && !complete) {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}

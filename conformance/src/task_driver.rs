@@ -1,0 +1,695 @@
+//! The task level under conformance: `impl/`'s `StreamTask`, `MailboxProcessor` and input
+//! processors driven step by step through the task-level model's traces.
+//!
+//! The unit under test is the task: its recovery chain, its mailbox loop and its input
+//! processor. Its environment is scripted from the model, as Flink's own task tests use mock
+//! gates: each [`ScriptedInputGate`] holds the model's abstraction of a gate (recovered buffers,
+//! the end-of-state marker, live records, `EndOfPartition` per channel) and hands out the channel
+//! the trace names, because which channel's data arrives first is the environment's choice. The
+//! task's own choices (which input it reads, when it requests partitions, what it returns) are
+//! compared with the model's at every step.
+//!
+//! Threads are real: the mailbox thread is a worker that owns the task; the channel-IO executor
+//! is impl/'s [`SingleThreadExecutor`], held at each of its steps by a pause point; a dependent
+//! action that becomes due on any of them is held back (the dependent-action hook) and run when
+//! the trace takes the model's matching completion step.
+
+use std::collections::BTreeMap;
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::Duration;
+
+use recovery_impl::completable_future::{CompletableFuture, DependentAction, set_thread_dependent_hook};
+use recovery_impl::error::Result as ImplResult;
+use recovery_impl::executor::{Executor, SingleThreadExecutor};
+use recovery_impl::input_gate::{IndexedInputGate, InputElement, InputElementKind, SequentialChannelStateReader};
+use recovery_impl::pause_point::{PausePoint, set_thread_hook};
+use recovery_impl::stream_input_processor::{DataInputStatus, InputSelection};
+use recovery_impl::stream_task::{DiscardingOutput, StreamTask, StreamTaskConfig, TaskPhase};
+use recovery_impl::{ChannelError, InputChannelInfo};
+use recovery_model::task_level::config::{Selection, TaskShape};
+use recovery_model::task_level::input_gate::{self, Element};
+use recovery_model::task_level::state::{DefaultAction, Gate, Mail, Phase, TaskState};
+use recovery_model::task_level::stream_input_processor::{self as processor, InputStatus};
+use recovery_model::task_level::{TaskAction, TaskModel};
+use serde::{Deserialize, Serialize};
+use stateright::Model;
+
+use crate::driver::DriverError;
+
+/// How long a thread of the implementation may take to reach its next stop before the run
+/// stops with a harness error.
+const WATCHDOG: Duration = Duration::from_secs(60);
+
+/// What a caller sees after one task-level step.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskObservation {
+    /// `processInput`: the element read (gate, channel, kind), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub element: Option<(u8, u8, InputElementKind)>,
+    /// `processInput`: the status it returned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<DataInputStatus>,
+    /// The step threw.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// One gate as both sides show it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GateView {
+    /// `readInputData` reached it.
+    pub read: bool,
+    /// `finishReadRecoveredState()` ran.
+    pub finished_read: bool,
+    /// `requestPartitions` ran.
+    pub partitions_requested: bool,
+    /// Per channel: recovered buffers left, state consumed, live records left, EndOfPartition read.
+    pub channels: Vec<(u8, bool, u8, bool)>,
+}
+
+impl GateView {
+    fn of(gate: &Gate) -> Self {
+        GateView {
+            read: gate.read,
+            finished_read: gate.finished_read,
+            partitions_requested: gate.partitions_requested,
+            channels: gate
+                .channels
+                .iter()
+                .map(|c| (c.recovered, c.state_consumed, c.live, c.end_of_partition))
+                .collect(),
+        }
+    }
+}
+
+/// The abstract state both sides are compared in.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskSnapshot {
+    /// The mailbox thread's phase.
+    pub phase: TaskPhase,
+    /// The mails, head first, by description.
+    pub mailbox: Vec<String>,
+    /// The default action is not suspended.
+    pub default_action_available: bool,
+    /// The recovery future is done.
+    pub recovered: bool,
+    /// Dependent actions due and not yet run, by description, sorted.
+    pub pending: Vec<String>,
+    /// Where the channel-IO thread is: the step it will take next, or `done`.
+    pub io: String,
+    /// The gates.
+    pub gates: Vec<GateView>,
+    /// END_OF_INPUT was deferred during recovery.
+    pub deferred_end_of_input: bool,
+    /// `processInput` retried at once on NOTHING_AVAILABLE.
+    pub busy_retried: bool,
+}
+
+/// A model mail as impl/ describes it.
+pub fn mail_description(mail: &Mail) -> String {
+    match mail {
+        Mail::RequestPartitions(g) => format!("requestPartitions of gate {g}"),
+        Mail::RequestPartitionsWithRecovery => "requestPartitions(true) of every gate".into(),
+        Mail::Suspend => "poison mail".into(),
+        Mail::Resume(_) => "resume default action".into(),
+    }
+}
+
+/// The dependent action impl/ holds back for a model completion step.
+pub fn completion_description(action: &TaskAction) -> Option<String> {
+    Some(match action {
+        TaskAction::OnGateStateConsumed { gate } => format!("thenRun(requestPartitions mail of gate {gate})"),
+        TaskAction::CompleteRecovery => "complete the recovery future".into(),
+        TaskAction::RunSuspendCallback => "whenComplete(suspend the mailbox loop)".into(),
+        TaskAction::RunResumeCallback => "thenRun(resume the default action)".into(),
+        TaskAction::OnInputAvailable => "ResumeWrapper: resume default action".into(),
+        _ => return None,
+    })
+}
+
+fn io_step(shape: &TaskShape, io_pc: u8) -> String {
+    let gates = shape.gates.len() as u8;
+    if io_pc < gates {
+        format!("readInputData(gate {io_pc})")
+    } else if io_pc < 2 * gates {
+        format!("finishReadRecoveredState(gate {})", io_pc - gates)
+    } else {
+        "done".into()
+    }
+}
+
+fn element_kind(e: Element) -> InputElementKind {
+    match e {
+        Element::Recovered => InputElementKind::RecoveredBuffer,
+        Element::EndOfState => InputElementKind::EndOfRecoveredState,
+        Element::Live => InputElementKind::Record,
+        Element::EndOfPartition => InputElementKind::EndOfPartition,
+    }
+}
+
+fn status(s: InputStatus) -> DataInputStatus {
+    match s {
+        InputStatus::MoreAvailable => DataInputStatus::MoreAvailable,
+        InputStatus::NothingAvailable => DataInputStatus::NothingAvailable,
+        InputStatus::EndOfInput => DataInputStatus::EndOfInput,
+    }
+}
+
+/// What the model predicts a caller sees when `action` is taken in `s`.
+pub fn model_observation(model: &TaskModel, s: &TaskState, action: &TaskAction) -> TaskObservation {
+    let shape = model.shape(s);
+    match *action {
+        TaskAction::ProcessInput { gate, channel } => {
+            let mut n = s.clone();
+            let (e, st) = processor::process_input(shape, &mut n, gate, channel);
+            TaskObservation {
+                element: Some((gate, channel, element_kind(e))),
+                status: Some(status(st)),
+                error: None,
+            }
+        }
+        TaskAction::ProcessInputNothingToRead => TaskObservation {
+            element: None,
+            status: Some(status(processor::process_input_nothing_to_read(
+                shape,
+                model.variant,
+                s,
+            ))),
+            error: None,
+        },
+        TaskAction::ProcessMail { mail: Mail::Suspend } if s.phase == Phase::RestoreLoop && !s.recovered => {
+            TaskObservation {
+                error: Some("illegal state: Mailbox loop interrupted before recovery was finished.".into()),
+                ..TaskObservation::default()
+            }
+        }
+        _ => TaskObservation::default(),
+    }
+}
+
+/// The model's state in the terms of [`TaskSnapshot`].
+pub fn model_snapshot(model: &TaskModel, s: &TaskState) -> TaskSnapshot {
+    let mut enabled = Vec::new();
+    model.actions(s, &mut enabled);
+    let mut pending: Vec<String> = enabled.iter().filter_map(completion_description).collect();
+    pending.sort();
+    TaskSnapshot {
+        phase: match s.phase {
+            Phase::RestoreLoop => TaskPhase::RestoreLoop,
+            Phase::MainLoop => TaskPhase::MainLoop,
+            Phase::Finished => TaskPhase::Finished,
+            Phase::Failed => TaskPhase::Failed,
+        },
+        mailbox: s.mailbox.iter().map(mail_description).collect(),
+        default_action_available: s.default_action == DefaultAction::Running,
+        recovered: s.recovered,
+        pending,
+        io: io_step(model.shape(s), s.io_pc),
+        gates: s.gates.iter().map(GateView::of).collect(),
+        deferred_end_of_input: s.deferred_end_of_input,
+        busy_retried: s.busy_spin,
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The environment: scripted gates and the channel-state reader.
+
+struct ScriptedState {
+    gate: Gate,
+    /// The channel the next `pollNext` hands out (the trace's choice); `None`: the first with
+    /// something.
+    pick: Option<u8>,
+    /// The availability future handed out while the gate had nothing.
+    waiting: Option<CompletableFuture>,
+}
+
+/// A gate whose channels are the model's abstraction, for the task under test.
+pub struct ScriptedInputGate {
+    index: u32,
+    shape: TaskShape,
+    state: Mutex<ScriptedState>,
+    consumed: Vec<CompletableFuture>,
+}
+
+impl ScriptedInputGate {
+    /// Gate `index` of `shape`, as the model starts it.
+    pub fn new(shape: &TaskShape, index: u8, initial: &Gate) -> Arc<Self> {
+        Arc::new(ScriptedInputGate {
+            index: index as u32,
+            shape: shape.clone(),
+            consumed: initial.channels.iter().map(|_| CompletableFuture::new()).collect(),
+            state: Mutex::new(ScriptedState {
+                gate: initial.clone(),
+                pick: None,
+                waiting: None,
+            }),
+        })
+    }
+
+    fn has_data(&self, gate: &Gate) -> bool {
+        (0..gate.channels.len() as u8).any(|c| input_gate::next_element(&self.shape, gate, c).is_some())
+    }
+
+    /// Changes the gate, then completes a waiting availability future if data showed.
+    fn update(&self, f: impl FnOnce(&mut Gate) -> ImplResult<()>) -> ImplResult<()> {
+        let waiting = {
+            let mut state = self.state.lock().unwrap();
+            f(&mut state.gate)?;
+            if self.has_data(&state.gate) {
+                state.waiting.take()
+            } else {
+                None
+            }
+        };
+        if let Some(future) = waiting {
+            future.complete();
+        }
+        Ok(())
+    }
+
+    /// The next `pollNext` hands out channel `c`.
+    pub fn pick(&self, c: u8) {
+        self.state.lock().unwrap().pick = Some(c);
+    }
+
+    /// The gate as the model sees it.
+    pub fn view(&self) -> GateView {
+        GateView::of(&self.state.lock().unwrap().gate)
+    }
+
+    fn read_input_data(&self) -> ImplResult<()> {
+        self.update(|g| {
+            g.read = true;
+            Ok(())
+        })
+    }
+}
+
+impl IndexedInputGate for ScriptedInputGate {
+    fn get_gate_index(&self) -> u32 {
+        self.index
+    }
+
+    fn finish_read_recovered_state(&self) -> ImplResult<()> {
+        self.update(|g| {
+            g.finished_read = true;
+            Ok(())
+        })
+    }
+
+    fn request_partitions(&self, needs_recovery: bool) -> ImplResult<()> {
+        let flag = self.shape.checkpointing_during_recovery;
+        self.update(|g| {
+            if g.partitions_requested {
+                return Ok(());
+            }
+            if needs_recovery != flag {
+                return Err(ChannelError::IllegalState(format!(
+                    "requestPartitions({needs_recovery}) with the flag {}",
+                    if flag { "on" } else { "off" }
+                )));
+            }
+            if !needs_recovery && !g.state_consumed() {
+                // toInputChannel(false): checkState(receivedBuffers.isEmpty()).
+                return Err(ChannelError::IllegalState(
+                    "toInputChannel(false) of a channel with unconsumed recovered state".into(),
+                ));
+            }
+            g.partitions_requested = true;
+            Ok(())
+        })
+    }
+
+    fn get_state_consumed_future(&self) -> CompletableFuture {
+        CompletableFuture::all_of(&self.consumed)
+    }
+
+    fn poll_next(&self) -> ImplResult<Option<InputElement>> {
+        let (c, e) = {
+            let mut state = self.state.lock().unwrap();
+            let pick = state.pick.take();
+            let channels = state.gate.channels.len() as u8;
+            let c = pick
+                .or_else(|| (0..channels).find(|&c| input_gate::next_element(&self.shape, &state.gate, c).is_some()));
+            let Some(c) = c else { return Ok(None) };
+            let Some(e) = input_gate::take_next(&self.shape, &mut state.gate, c) else {
+                return Ok(None);
+            };
+            (c, e)
+        };
+        if e == Element::EndOfState {
+            self.consumed[c as usize].complete();
+        }
+        Ok(Some(InputElement {
+            channel_info: InputChannelInfo {
+                gate_idx: self.index,
+                input_channel_idx: c as u32,
+            },
+            kind: element_kind(e),
+        }))
+    }
+
+    fn get_available_future(&self) -> CompletableFuture {
+        let mut state = self.state.lock().unwrap();
+        if self.has_data(&state.gate) {
+            return CompletableFuture::completed();
+        }
+        state.waiting.get_or_insert_with(CompletableFuture::new).clone()
+    }
+
+    fn is_finished(&self) -> bool {
+        self.state
+            .lock()
+            .unwrap()
+            .gate
+            .channels
+            .iter()
+            .all(|c| c.end_of_partition)
+    }
+}
+
+struct ScriptedReader(Vec<Arc<ScriptedInputGate>>);
+
+impl SequentialChannelStateReader for ScriptedReader {
+    fn read_input_data(&self, gate: &dyn IndexedInputGate) -> ImplResult<()> {
+        self.0[gate.get_gate_index() as usize].read_input_data()
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The driver.
+
+type Deferred = Arc<Mutex<Vec<DependentAction>>>;
+
+fn defer_into(deferred: &Deferred) -> Box<dyn Fn(DependentAction)> {
+    let deferred = Arc::clone(deferred);
+    Box::new(move |action| deferred.lock().unwrap().push(action))
+}
+
+enum Command {
+    Reset(Box<dyn FnOnce() -> StreamTask + Send>),
+    Mail,
+    DefaultAction,
+    Snapshot,
+}
+
+enum Reply {
+    Done(Result<TaskObservation, String>),
+    Snapshot(Box<recovery_impl::stream_task::StreamTaskSnapshot>),
+}
+
+enum IoReport {
+    At(PausePoint),
+    Done,
+}
+
+/// impl/'s task level behind the task-level model's actions.
+pub struct TaskImplDriver {
+    model: TaskModel,
+    commands: Sender<Command>,
+    replies: Receiver<Reply>,
+    deferred: Deferred,
+    gates: Vec<Arc<ScriptedInputGate>>,
+    io: Option<(Arc<SingleThreadExecutor>, Sender<()>, Receiver<IoReport>)>,
+    io_at: String,
+}
+
+impl TaskImplDriver {
+    /// A driver for `model`'s shapes; `reset` picks one.
+    pub fn new(model: TaskModel) -> Self {
+        let (commands, command_rx) = mpsc::channel::<Command>();
+        let (reply_tx, replies) = mpsc::channel::<Reply>();
+        let deferred: Deferred = Arc::default();
+        let hook_target = Arc::clone(&deferred);
+        thread::Builder::new()
+            .name("mailbox".into())
+            .spawn(move || mailbox_thread(command_rx, reply_tx, hook_target))
+            .expect("spawn the mailbox thread");
+        TaskImplDriver {
+            model,
+            commands,
+            replies,
+            deferred,
+            gates: Vec::new(),
+            io: None,
+            io_at: "done".into(),
+        }
+    }
+
+    fn ask(&self, command: Command) -> Result<Reply, DriverError> {
+        self.commands
+            .send(command)
+            .map_err(|_| harness("the mailbox thread ended"))?;
+        match self.replies.recv_timeout(WATCHDOG) {
+            Ok(reply) => Ok(reply),
+            Err(_) => Err(harness("the mailbox thread neither returned nor parked")),
+        }
+    }
+
+    fn mailbox_step(&self, command: Command) -> Result<TaskObservation, DriverError> {
+        match self.ask(command)? {
+            Reply::Done(Ok(observation)) => Ok(observation),
+            Reply::Done(Err(e)) => Ok(TaskObservation {
+                error: Some(e),
+                ..TaskObservation::default()
+            }),
+            Reply::Snapshot(_) => Err(harness("the mailbox thread answered out of turn")),
+        }
+    }
+
+    fn end_io(&mut self) {
+        // Letting the paused IO thread go lets the executor finish and join.
+        if let Some((executor, go, _)) = self.io.take() {
+            drop(go);
+            executor.shutdown();
+        }
+    }
+
+    fn next_io_report(&mut self) -> Result<(), DriverError> {
+        let Some((_, _, reports)) = &self.io else {
+            return Err(harness("no channel-IO thread"));
+        };
+        self.io_at = match reports.recv_timeout(WATCHDOG) {
+            Ok(IoReport::At(PausePoint::ReadInputData { gate })) => format!("readInputData(gate {gate})"),
+            Ok(IoReport::At(PausePoint::FinishReadRecoveredState { gate })) => {
+                format!("finishReadRecoveredState(gate {gate})")
+            }
+            Ok(IoReport::At(other)) => return Err(harness(&format!("channel-IO thread at {other:?}"))),
+            Ok(IoReport::Done) => "done".into(),
+            Err(RecvTimeoutError::Timeout) => return Err(harness("the channel-IO thread neither returned nor parked")),
+            Err(RecvTimeoutError::Disconnected) => return Err(harness("the channel-IO thread ended")),
+        };
+        Ok(())
+    }
+
+    /// Back to initial state `init` of the model.
+    pub fn reset(&mut self, init: &TaskState) -> Result<(), DriverError> {
+        self.end_io();
+        self.deferred.lock().unwrap().clear();
+        let shape = self.model.shape(init).clone();
+        self.gates = init
+            .gates
+            .iter()
+            .enumerate()
+            .map(|(g, gate)| ScriptedInputGate::new(&shape, g as u8, gate))
+            .collect();
+        let executor =
+            Arc::new(SingleThreadExecutor::spawn("channel-state-unspilling").map_err(|e| harness(&e.to_string()))?);
+        let (go, go_rx) = mpsc::channel::<()>();
+        let (report_tx, reports) = mpsc::channel::<IoReport>();
+        {
+            let (report_tx, deferred) = (report_tx.clone(), Arc::clone(&self.deferred));
+            executor.execute(Box::new(move || {
+                set_thread_dependent_hook(Some(defer_into(&deferred)));
+                set_thread_hook(Some(Box::new(move |point| {
+                    let _ = report_tx.send(IoReport::At(point));
+                    let _ = go_rx.recv();
+                })));
+            }));
+        }
+        let gates: Vec<Arc<dyn IndexedInputGate>> = self
+            .gates
+            .iter()
+            .map(|g| Arc::clone(g) as Arc<dyn IndexedInputGate>)
+            .collect();
+        let reader = Arc::new(ScriptedReader(self.gates.clone()));
+        let io_executor: Arc<dyn Executor> = executor.clone();
+        let build = move || {
+            StreamTask::new(StreamTaskConfig {
+                output: Arc::new(DiscardingOutput),
+                gates,
+                selection: match shape.selection {
+                    Selection::All => InputSelection::All,
+                    Selection::FirstUntilEnd => InputSelection::FirstUntilEnd,
+                },
+                checkpointing_during_recovery: shape.checkpointing_during_recovery,
+                reader,
+                channel_io_executor: io_executor,
+            })
+        };
+        match self.ask(Command::Reset(Box::new(build)))? {
+            Reply::Done(Ok(_)) => {}
+            Reply::Done(Err(e)) => return Err(harness(&format!("restoreStateAndGates failed: {e}"))),
+            Reply::Snapshot(_) => return Err(harness("the mailbox thread answered out of turn")),
+        }
+        executor.execute(Box::new(move || {
+            let _ = report_tx.send(IoReport::Done);
+        }));
+        self.io = Some((executor, go, reports));
+        self.next_io_report()
+    }
+
+    /// Performs `action`.
+    pub fn apply(&mut self, action: &TaskAction) -> Result<TaskObservation, DriverError> {
+        match *action {
+            TaskAction::ReadInputData { gate } | TaskAction::FinishReadRecoveredState { gate } => {
+                let expected = match action {
+                    TaskAction::ReadInputData { .. } => format!("readInputData(gate {gate})"),
+                    _ => format!("finishReadRecoveredState(gate {gate})"),
+                };
+                if self.io_at != expected {
+                    return Ok(TaskObservation {
+                        error: Some(format!("the channel-IO thread is at {}, not {expected}", self.io_at)),
+                        ..TaskObservation::default()
+                    });
+                }
+                let go = self.io.as_ref().map(|(_, go, _)| go.clone());
+                go.ok_or_else(|| harness("no channel-IO thread"))?
+                    .send(())
+                    .map_err(|_| harness("the channel-IO thread ended"))?;
+                self.next_io_report()?;
+                Ok(TaskObservation::default())
+            }
+            TaskAction::ProcessMail { .. } => self.mailbox_step(Command::Mail),
+            TaskAction::ProcessInput { gate, channel } => {
+                if let Some(g) = self.gates.get(gate as usize) {
+                    g.pick(channel);
+                }
+                self.mailbox_step(Command::DefaultAction)
+            }
+            TaskAction::ProcessInputNothingToRead => self.mailbox_step(Command::DefaultAction),
+            _ => {
+                let description = completion_description(action).expect("a completion step");
+                let due = {
+                    let mut deferred = self.deferred.lock().unwrap();
+                    let at = deferred.iter().position(|d| d.description == description);
+                    at.map(|i| deferred.remove(i))
+                };
+                let Some(due) = due else {
+                    return Ok(TaskObservation {
+                        error: Some(format!("no dependent action `{description}` is due")),
+                        ..TaskObservation::default()
+                    });
+                };
+                // This thread is not the mailbox thread; what the action makes due is held back.
+                set_thread_dependent_hook(Some(defer_into(&self.deferred)));
+                due.run();
+                set_thread_dependent_hook(None);
+                Ok(TaskObservation::default())
+            }
+        }
+    }
+
+    /// The abstract state now.
+    pub fn snapshot(&mut self) -> Result<TaskSnapshot, DriverError> {
+        let task = match self.ask(Command::Snapshot)? {
+            Reply::Snapshot(s) => *s,
+            Reply::Done(_) => return Err(harness("the mailbox thread answered out of turn")),
+        };
+        let mut pending: Vec<String> = self
+            .deferred
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|d| d.description.clone())
+            .collect();
+        pending.sort();
+        Ok(TaskSnapshot {
+            phase: task.phase,
+            mailbox: task.mailbox,
+            default_action_available: task.default_action_available,
+            recovered: task.recovered,
+            pending,
+            io: self.io_at.clone(),
+            gates: self.gates.iter().map(|g| g.view()).collect(),
+            deferred_end_of_input: task.deferred_end_of_input,
+            busy_retried: task.busy_retried,
+        })
+    }
+}
+
+impl Drop for TaskImplDriver {
+    fn drop(&mut self) {
+        self.end_io();
+    }
+}
+
+fn harness(message: &str) -> DriverError {
+    DriverError::Harness {
+        message: message.to_string(),
+    }
+}
+
+fn mailbox_thread(commands: Receiver<Command>, replies: Sender<Reply>, deferred: Deferred) {
+    let mut task: Option<StreamTask> = None;
+    for command in commands {
+        let reply = match command {
+            Command::Reset(build) => {
+                // The task is built here, so this is its mailbox thread. `restoreStateAndGates`
+                // runs as in Flink: a callback on an already complete future runs at once.
+                set_thread_dependent_hook(None);
+                let t = build();
+                let restored = t.restore_state_and_gates();
+                task = Some(t);
+                set_thread_dependent_hook(Some(defer_into(&deferred)));
+                Reply::Done(restored.map(|()| TaskObservation::default()).map_err(|e| e.to_string()))
+            }
+            Command::Mail => Reply::Done(match &task {
+                Some(t) => t
+                    .run_single_mail()
+                    .map(|_| TaskObservation::default())
+                    .map_err(|e| e.to_string()),
+                None => Err("no task".into()),
+            }),
+            Command::DefaultAction => Reply::Done(match &task {
+                Some(t) => t
+                    .run_default_action()
+                    .map(|()| {
+                        let last = t.last_process_input();
+                        TaskObservation {
+                            element: last.element.map(|e| {
+                                (
+                                    e.channel_info.gate_idx as u8,
+                                    e.channel_info.input_channel_idx as u8,
+                                    e.kind,
+                                )
+                            }),
+                            status: last.status,
+                            error: None,
+                        }
+                    })
+                    .map_err(|e| e.to_string()),
+                None => Err("no task".into()),
+            }),
+            Command::Snapshot => match &task {
+                Some(t) => Reply::Snapshot(Box::new(t.snapshot())),
+                None => Reply::Done(Err("no task".into())),
+            },
+        };
+        if replies.send(reply).is_err() {
+            return;
+        }
+    }
+}
+
+/// The model's initial states by index.
+pub fn initial_states(model: &TaskModel) -> BTreeMap<u32, TaskState> {
+    model
+        .init_states()
+        .into_iter()
+        .enumerate()
+        .map(|(i, s)| (i as u32, s))
+        .collect()
+}

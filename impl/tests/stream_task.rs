@@ -1,0 +1,227 @@
+//! `StreamTask` on real threads over real gates: recovered local channels, the channel-IO thread
+//! reading their state, the mailbox loop, and an operator reading one or two inputs. The task
+//! must finish with every element delivered once, each channel's recovered buffers before its
+//! live records; with a select-first operator, input 0 wholly before input 1. Also
+//! `getChannel(InputChannelInfo)` on a union gate.
+
+use std::sync::{Arc, Mutex};
+
+use recovery_impl::buffer_pool::{LocalBufferPool, NetworkBufferPool};
+use recovery_impl::channel_state_persister::ChannelStateWriter;
+use recovery_impl::executor::SingleThreadExecutor;
+use recovery_impl::input_gate::{
+    IndexedInputGate, InputElement, InputElementKind, SequentialChannelStateReader, UnionInputGate,
+};
+use recovery_impl::recovered_input_channel::{RecoveredChannelKind, RecoveredInputChannel};
+use recovery_impl::result_subpartition::ResultSubpartition;
+use recovery_impl::single_input_gate::{InputChannelHandle, SingleInputGate};
+use recovery_impl::stream_input_processor::InputSelection;
+use recovery_impl::stream_task::{DataOutput, StreamTask, StreamTaskConfig, TaskPhase};
+use recovery_impl::{BufferId, BufferKind, InputChannelInfo, NetworkBuffer, Result};
+
+/// One gate: recovered local channels, each with `recovered` buffers of state and `live` records
+/// (then `EndOfPartition`) already in its subpartition.
+struct TestGate {
+    gate: Arc<SingleInputGate>,
+    channels: Vec<(Arc<RecoveredInputChannel>, u32)>,
+}
+
+fn gate(index: u32, global: &Arc<NetworkBufferPool>, channels: &[(u32, u32)]) -> TestGate {
+    let pool = LocalBufferPool::new(Arc::clone(global), 0).unwrap();
+    let gate = SingleInputGate::new(index, pool);
+    let writer = Arc::new(ChannelStateWriter::new());
+    let mut recovered = Vec::new();
+    for (c, &(state, live)) in channels.iter().enumerate() {
+        let partition = ResultSubpartition::new();
+        for record in 0..live {
+            let id = 1000 * (index + 1) + 100 * c as u32 + record;
+            partition
+                .add(NetworkBuffer::unpooled(BufferId(id), BufferKind::Data, id as u64))
+                .unwrap();
+        }
+        partition
+            .add(NetworkBuffer::unpooled(
+                BufferId::UNPOOLED,
+                BufferKind::EndOfPartition,
+                0,
+            ))
+            .unwrap();
+        let context = gate.channel_context(c as u32, Arc::clone(global), Arc::clone(&writer), 2);
+        recovered.push((
+            RecoveredInputChannel::new(context, RecoveredChannelKind::Local { partition }),
+            state,
+        ));
+    }
+    gate.set_input_channels(
+        recovered
+            .iter()
+            .map(|(ch, _)| InputChannelHandle::Recovered(Arc::clone(ch)))
+            .collect(),
+    );
+    TestGate {
+        gate,
+        channels: recovered,
+    }
+}
+
+/// The channel-IO thread's reader: each channel's recovered buffers, from the network pool.
+struct Reader(Vec<Vec<(Arc<RecoveredInputChannel>, u32)>>);
+
+impl SequentialChannelStateReader for Reader {
+    fn read_input_data(&self, gate: &dyn IndexedInputGate) -> Result<()> {
+        for (channel, buffers) in &self.0[gate.get_gate_index() as usize] {
+            for payload in 0..*buffers {
+                let buffer = channel
+                    .request_buffer_blocking()?
+                    .fill(BufferKind::Data, payload as u64);
+                channel.on_recovered_state_buffer(buffer)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+#[derive(Default)]
+struct Collect(Mutex<Vec<InputElement>>);
+
+impl DataOutput for Collect {
+    fn emit(&self, element: InputElement) {
+        self.0.lock().unwrap().push(element);
+    }
+}
+
+/// Runs a task over gates of `shapes` to its end on a real mailbox thread and channel-IO thread;
+/// returns what the operator read.
+fn run(shapes: &[&[(u32, u32)]], flag: bool, selection: InputSelection) -> Vec<InputElement> {
+    let global = NetworkBufferPool::new(64);
+    let gates: Vec<TestGate> = shapes
+        .iter()
+        .enumerate()
+        .map(|(i, s)| gate(i as u32, &global, s))
+        .collect();
+    let reader = Arc::new(Reader(gates.iter().map(|g| g.channels.clone()).collect()));
+    let output = Arc::new(Collect::default());
+    let io = Arc::new(SingleThreadExecutor::spawn("channel-state-unspilling").unwrap());
+    let task_gates: Vec<Arc<dyn IndexedInputGate>> = gates
+        .iter()
+        .map(|g| Arc::clone(&g.gate) as Arc<dyn IndexedInputGate>)
+        .collect();
+    let out = Arc::clone(&output);
+    let io_executor = Arc::clone(&io);
+    let mailbox = std::thread::spawn(move || {
+        let task = StreamTask::new(StreamTaskConfig {
+            output: out,
+            gates: task_gates,
+            selection,
+            checkpointing_during_recovery: flag,
+            reader,
+            channel_io_executor: io_executor,
+        });
+        task.invoke().map(|()| task.snapshot())
+    });
+    let snapshot = mailbox.join().unwrap().expect("the task finishes");
+    assert_eq!(snapshot.phase, TaskPhase::Finished);
+    assert!(snapshot.recovered);
+    io.shutdown();
+    for g in &gates {
+        assert!(g.gate.is_finished());
+        g.gate.close().unwrap();
+    }
+    assert!(
+        global.snapshot().lent.is_empty(),
+        "every recovered buffer went back to the pool"
+    );
+    output.0.lock().unwrap().clone()
+}
+
+/// Each channel's elements: recovered buffers first, then its live records in order, then
+/// `EndOfPartition`; every one exactly once.
+fn check_channel_order(read: &[InputElement], shapes: &[&[(u32, u32)]]) {
+    for (g, channels) in shapes.iter().enumerate() {
+        for (c, &(state, live)) in channels.iter().enumerate() {
+            let info = InputChannelInfo {
+                gate_idx: g as u32,
+                input_channel_idx: c as u32,
+            };
+            let kinds: Vec<InputElementKind> = read.iter().filter(|e| e.channel_info == info).map(|e| e.kind).collect();
+            let mut expected = vec![InputElementKind::RecoveredBuffer; state as usize];
+            expected.extend(vec![InputElementKind::Record; live as usize]);
+            expected.push(InputElementKind::EndOfPartition);
+            assert_eq!(kinds, expected, "channel {info:?}");
+        }
+    }
+}
+
+#[test]
+fn a_one_input_task_finishes_with_recovered_state_first_with_the_flag_off_and_on() {
+    let shapes: &[&[(u32, u32)]] = &[&[(2, 2), (0, 1), (1, 0)]];
+    for flag in [false, true] {
+        let read = run(shapes, flag, InputSelection::All);
+        check_channel_order(&read, shapes);
+    }
+}
+
+#[test]
+fn a_two_input_task_finishes_reading_both_inputs() {
+    let shapes: &[&[(u32, u32)]] = &[&[(1, 2), (2, 1)], &[(1, 1)]];
+    for flag in [false, true] {
+        let read = run(shapes, flag, InputSelection::All);
+        check_channel_order(&read, shapes);
+    }
+}
+
+/// The selective-reading case of B7: input 1's recovered state can only be read once input 0
+/// ended, so input 0 must go live on its own.
+#[test]
+fn a_select_first_operator_reads_input_0_to_its_end_before_input_1() {
+    let shapes: &[&[(u32, u32)]] = &[&[(1, 2)], &[(2, 1)]];
+    for flag in [false, true] {
+        let read = run(shapes, flag, InputSelection::FirstUntilEnd);
+        check_channel_order(&read, shapes);
+        let last_of_input_0 = read.iter().rposition(|e| e.channel_info.gate_idx == 0).unwrap();
+        let first_of_input_1 = read.iter().position(|e| e.channel_info.gate_idx == 1).unwrap();
+        assert!(last_of_input_0 < first_of_input_1, "flag {flag}: {read:?}");
+    }
+}
+
+#[test]
+fn a_source_task_finishes_at_once() {
+    let read = run(&[], true, InputSelection::All);
+    assert!(read.is_empty());
+}
+
+#[test]
+fn get_channel_of_a_union_gate_resolves_the_member_gate_by_the_channel_info() {
+    let global = NetworkBufferPool::new(8);
+    let (a, b) = (gate(3, &global, &[(0, 0); 2]), gate(5, &global, &[(0, 0); 3]));
+    let union = UnionInputGate::new(vec![(Arc::clone(&a.gate), 2), (Arc::clone(&b.gate), 3)]);
+    let info_of = |handle: InputChannelHandle| match handle {
+        InputChannelHandle::Recovered(channel) => channel.channel_info(),
+        _ => unreachable!("not converted"),
+    };
+    let member = InputChannelInfo {
+        gate_idx: 5,
+        input_channel_idx: 1,
+    };
+    assert_eq!(info_of(union.get_channel(&member).unwrap()), member);
+    assert_eq!(info_of(b.gate.get_channel(&member).unwrap()), member);
+    // The member index read as a global one names gate 3's channel: the bug the overload fixes.
+    let wrong = info_of(
+        union
+            .get_channel_by_global_index(member.input_channel_idx as usize)
+            .unwrap(),
+    );
+    assert_eq!((wrong.gate_idx, wrong.input_channel_idx), (3, 1));
+    // The global index of gate 5's channel 1 is 2 + 1.
+    assert_eq!(info_of(union.get_channel_by_global_index(3).unwrap()), member);
+    assert!(union.get_channel_by_global_index(5).is_none());
+    assert!(
+        union
+            .get_channel(&InputChannelInfo {
+                gate_idx: 4,
+                input_channel_idx: 0
+            })
+            .is_err()
+    );
+    assert!(a.gate.get_channel(&member).is_err(), "gate 3 has no channel of gate 5");
+}
