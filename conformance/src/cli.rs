@@ -93,7 +93,6 @@ fn conform_task_level(preset: &str, args: &ConformArgs) -> ExitCode {
     let not_here = [
         (args.driver_cmd.is_some(), "--driver-cmd"),
         (args.shard.is_some(), "--shard"),
-        (args.junit.is_some(), "--junit"),
     ];
     if let Some((_, flag)) = not_here.iter().find(|(given, _)| *given) {
         return usage_error(format!(
@@ -103,11 +102,27 @@ fn conform_task_level(preset: &str, args: &ConformArgs) -> ExitCode {
     if args.random == Some(0) {
         return usage_error("--random needs at least one walk");
     }
-    if let Err(e) = check_output(&args.save, args.save == Path::new(DEFAULT_SAVE)) {
-        return usage_error(e);
+    for (path, create) in [
+        (Some(&args.save), args.save == Path::new(DEFAULT_SAVE)),
+        (args.junit.as_ref(), false),
+    ] {
+        if let Some(path) = path
+            && let Err(e) = check_output(path, create)
+        {
+            return usage_error(e);
+        }
     }
     match crate::task_conform::conform_task(preset, args.random, args.seed) {
-        Ok(report) => crate::task_conform::finish(&report, args.json, &args.save, args.require_complete),
+        Ok(report) => {
+            if let Some(path) = &args.junit {
+                let case = junit::task_conform_case(&report, args.require_complete);
+                if let Err(e) = junit::write(path, vec![junit::suite_of("conform", case)]) {
+                    eprintln!("error: {e}");
+                    return ExitCode::from(2);
+                }
+            }
+            crate::task_conform::finish(&report, args.json, &args.save, args.require_complete)
+        }
         Err(e) => {
             eprintln!("error: {e}\nno verdict: the harness failed, not the implementation");
             ExitCode::from(2)

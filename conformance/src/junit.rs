@@ -85,6 +85,41 @@ pub fn conform_case(preset: &str, r: &ConformReport, require_complete: bool) -> 
     case
 }
 
+/// The test case of a task-level conformance run: failing on a divergence, or (with
+/// `require_complete`) on an edge or action kind not replayed.
+pub fn task_conform_case(r: &crate::task_conform::TaskConformReport, require_complete: bool) -> TestCase {
+    let mut problems = Vec::new();
+    if let Some(d) = &r.divergence {
+        problems.push(format!("divergence at step {}: {}", d.step, d.first_difference));
+    }
+    if require_complete && !r.is_complete() {
+        problems.push(format!(
+            "{} of {} edges, {} of {} action kinds replayed",
+            r.edges_replayed,
+            r.edges,
+            r.action_kinds_replayed.len(),
+            r.action_kinds.len()
+        ));
+    }
+    let status = match problems.is_empty() {
+        true => TestCaseStatus::success(),
+        false => failure(&problems.join("; "), None),
+    };
+    let mut case = TestCase::new(format!("conform {}", r.preset), status);
+    case.set_classname("conform.impl-task");
+    case.set_time(Duration::from_secs_f64(r.elapsed_s.max(0.0)));
+    case.set_system_out(format!(
+        "traces {} steps {} edges {}/{} action kinds {}/{}",
+        r.traces,
+        r.steps,
+        r.edges_replayed,
+        r.edges,
+        r.action_kinds_replayed.len(),
+        r.action_kinds.len()
+    ));
+    case
+}
+
 /// A suite holding one case.
 pub fn suite_of(name: &str, case: TestCase) -> TestSuite {
     let mut suite = TestSuite::new(name);

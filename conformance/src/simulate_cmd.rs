@@ -52,6 +52,12 @@ fn usage_error(msg: impl std::fmt::Display) -> ExitCode {
 
 /// `cdr simulate`.
 pub fn simulate(args: SimulateArgs) -> ExitCode {
+    if crate::task_check::is_task_check(args.preset.as_deref(), &args.variant) {
+        return usage_error(
+            "simulation is for the channel model; the task level is checked exhaustively in well under a second: \
+             cdr check --preset task [--variant NAME]",
+        );
+    }
     let setup = match load(args.preset.as_deref(), args.config.as_deref(), &args.variant) {
         Ok(s) => s,
         Err(e) => return usage_error(e),

@@ -94,6 +94,13 @@ pub struct TaskConformReport {
     pub elapsed_s: f64,
 }
 
+impl TaskConformReport {
+    /// Every edge of the graph and every action kind was replayed (edge-complete runs only).
+    pub fn is_complete(&self) -> bool {
+        self.mode == "edges" && self.edges_replayed == self.edges && self.action_kinds_replayed == self.action_kinds
+    }
+}
+
 /// An action's kind, for coverage.
 pub fn kind(a: &TaskAction) -> &'static str {
     match a {
@@ -272,9 +279,7 @@ pub fn conform_task_variant(
 
 /// Prints `report` and saves its divergence to `save`; the exit code is the verdict.
 pub fn finish(report: &TaskConformReport, json: bool, save: &Path, require_complete: bool) -> ExitCode {
-    let complete = report.mode == "edges"
-        && report.edges_replayed == report.edges
-        && report.action_kinds_replayed == report.action_kinds;
+    let complete = report.is_complete();
     if let Some(d) = &report.divergence {
         let text = serde_json::to_string_pretty(&d.trace).expect("serializes");
         if let Err(e) = std::fs::write(save, text) {

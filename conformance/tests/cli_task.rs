@@ -68,8 +68,23 @@ fn presets_and_variants_list_the_task_level_too() {
 
 #[test]
 fn conform_of_the_task_preset_replays_every_edge_on_impl() {
-    let out = cdr(&["conform", "--preset", "task", "--edges", "--require-complete", "--json"]);
+    let dir = std::env::temp_dir().join(format!("cdr-task-conform-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let junit = dir.join("task.xml");
+    let out = cdr(&[
+        "conform",
+        "--preset",
+        "task",
+        "--edges",
+        "--require-complete",
+        "--json",
+        "--junit",
+        junit.to_str().unwrap(),
+    ]);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(xml.contains("conform task") && !xml.contains("<failure"), "{xml}");
+    std::fs::remove_dir_all(&dir).unwrap();
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
     assert_eq!(v["edges_replayed"], v["edges"]);
     assert_eq!(v["action_kinds_replayed"], v["action_kinds"]);
@@ -83,16 +98,24 @@ fn conform_of_the_task_preset_replays_every_edge_on_impl() {
 
 #[test]
 fn conform_of_the_task_level_refuses_what_only_the_channel_level_has() {
-    for flag in [
-        &["--driver-cmd", "true"][..],
-        &["--shard", "1/2"],
-        &["--junit", "x.xml"],
-    ] {
+    for flag in [&["--driver-cmd", "true"][..], &["--shard", "1/2"]] {
         let mut args = vec!["conform", "--preset", "task"];
         args.extend_from_slice(flag);
         let out = cdr(&args);
         assert_eq!(out.status.code(), Some(2), "{flag:?}");
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains("not available for the task level"), "{err}");
+    }
+}
+
+#[test]
+fn simulate_sends_the_task_level_to_check() {
+    for args in [
+        &["simulate", "--preset", "task"][..],
+        &["simulate", "--variant", TASK_VARIANTS[0].name],
+    ] {
+        let out = cdr(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(String::from_utf8_lossy(&out.stderr).contains("cdr check --preset task"));
     }
 }
