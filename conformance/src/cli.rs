@@ -479,6 +479,14 @@ pub fn conform(args: ConformArgs) -> ExitCode {
 pub fn replay(args: ReplayArgs) -> ExitCode {
     let trace = match Trace::read(&args.file) {
         Ok(t) => t,
+        Err(crate::trace::TraceError::WrongModel { found }) if found == crate::task_conform::TASK_MODEL_NAME => {
+            if args.driver_cmd.is_some() {
+                return usage_error(
+                    "--driver-cmd is not available for the task level: its traces replay against impl/'s StreamTask in this process",
+                );
+            }
+            return crate::task_conform::replay_file(&args.file, args.json);
+        }
         Err(e) => return usage_error(format!("{}: {e}", args.file.display())),
     };
     let model = match trace.model() {

@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use recovery_model::task_level::config::find_task_preset;
 use recovery_model::task_level::{TaskAction, TaskModel, TaskState, TaskVariant};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use stateright::Model;
 
 use crate::driver::DriverError;
@@ -21,7 +21,8 @@ use crate::task_driver::{
 pub const TASK_MODEL_NAME: &str = "task-recovery";
 
 /// One step of a task-level trace: the action and what the model predicts after it.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct TaskStep {
     /// The model action.
     pub action: TaskAction,
@@ -32,7 +33,8 @@ pub struct TaskStep {
 }
 
 /// A task-level trace file: the shape it starts from and its steps.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct TaskTrace {
     /// [`crate::trace::FORMAT_VERSION`].
     pub format_version: u32,
@@ -142,6 +144,48 @@ fn first_difference(expected: &impl Serialize, actual: &impl Serialize) -> Optio
         }
     }
     Some(format!("expected {e}, got {a}"))
+}
+
+/// The trace of `actions` from initial state `init` of `model`, with the model's predictions;
+/// an error if `init` is out of range or an action is not enabled where it is taken.
+pub fn record_trace(
+    model: &TaskModel,
+    preset: &str,
+    init: u32,
+    actions: &[TaskAction],
+    reason: &str,
+) -> Result<TaskTrace, String> {
+    let mut state = initial_states(model)
+        .remove(&init)
+        .ok_or_else(|| format!("no initial state {init}"))?;
+    let mut trace = TaskTrace {
+        format_version: crate::trace::FORMAT_VERSION,
+        model: TASK_MODEL_NAME.into(),
+        preset: preset.into(),
+        variant: model.variant.name().into(),
+        shape: init,
+        shape_label: model.shape(&state).label(),
+        reason: reason.into(),
+        steps: Vec::new(),
+    };
+    for (i, action) in actions.iter().enumerate() {
+        let mut enabled = Vec::new();
+        model.actions(&state, &mut enabled);
+        if !enabled.contains(action) {
+            return Err(format!(
+                "step {}: {action:?} is not enabled; enabled are {enabled:?}",
+                i + 1
+            ));
+        }
+        let observation = model_observation(model, &state, action);
+        state = model.next_state(&state, *action).expect("enabled");
+        trace.steps.push(TaskStep {
+            action: *action,
+            observation,
+            snapshot: model_snapshot(model, &state),
+        });
+    }
+    Ok(trace)
 }
 
 /// Replays `actions` from initial state `init` on `driver`, comparing every step. Returns the
@@ -320,5 +364,121 @@ pub fn finish(report: &TaskConformReport, json: bool, save: &Path, require_compl
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
+    }
+}
+
+/// Why a task-level trace file cannot be replayed.
+fn unusable(path: &Path, why: impl std::fmt::Display) -> String {
+    format!("{}: {why}", path.display())
+}
+
+/// Reads a task-level trace file and checks it against the model: its preset, variant and shape
+/// exist, every action is enabled where it is taken, and every recorded observation and snapshot
+/// is the model's own. Returns the model, the shape and the actions.
+pub fn read_trace(path: &Path) -> Result<(TaskModel, TaskTrace), String> {
+    let size = std::fs::metadata(path).map_err(|e| unusable(path, e))?.len();
+    if size > crate::trace::MAX_TRACE_BYTES {
+        return Err(unusable(
+            path,
+            format!(
+                "{size} bytes; traces larger than {} bytes are refused",
+                crate::trace::MAX_TRACE_BYTES
+            ),
+        ));
+    }
+    let text = std::fs::read_to_string(path).map_err(|e| unusable(path, e))?;
+    let trace: TaskTrace =
+        serde_json::from_str(&text).map_err(|e| unusable(path, format!("not a valid task-level trace: {e}")))?;
+    if trace.format_version != crate::trace::FORMAT_VERSION || trace.model != TASK_MODEL_NAME {
+        return Err(unusable(
+            path,
+            format!(
+                "not a version {} `{TASK_MODEL_NAME}` trace",
+                crate::trace::FORMAT_VERSION
+            ),
+        ));
+    }
+    let preset = find_task_preset(&trace.preset)
+        .ok_or_else(|| unusable(path, format!("unknown task-level preset `{}`", trace.preset)))?;
+    let variant = TaskVariant::from_name(&trace.variant)
+        .ok_or_else(|| unusable(path, format!("unknown task-level variant `{}`", trace.variant)))?;
+    let model = TaskModel::new((preset.shapes)(), variant);
+    let inits = initial_states(&model);
+    let mut state = inits
+        .get(&trace.shape)
+        .ok_or_else(|| {
+            unusable(
+                path,
+                format!("shape {} out of range (the preset has {})", trace.shape, inits.len()),
+            )
+        })?
+        .clone();
+    for (i, step) in trace.steps.iter().enumerate() {
+        let mut enabled = Vec::new();
+        model.actions(&state, &mut enabled);
+        if !enabled.contains(&step.action) {
+            return Err(unusable(
+                path,
+                format!(
+                    "step {}: {:?} is not enabled; enabled are {enabled:?}",
+                    i + 1,
+                    step.action
+                ),
+            ));
+        }
+        let observation = model_observation(&model, &state, &step.action);
+        state = model.next_state(&state, step.action).expect("enabled");
+        if observation != step.observation || model_snapshot(&model, &state) != step.snapshot {
+            return Err(unusable(
+                path,
+                format!("step {}: the recorded prediction is not the model's", i + 1),
+            ));
+        }
+    }
+    Ok((model, trace))
+}
+
+/// `cdr replay` of a task-level trace file against impl/'s `StreamTask`.
+pub fn replay_file(path: &Path, json: bool) -> ExitCode {
+    let (model, trace) = match read_trace(path) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let actions: Vec<TaskAction> = trace.steps.iter().map(|s| s.action).collect();
+    let mut driver = TaskImplDriver::new(model.clone());
+    match replay(&model, &trace.preset, trace.shape, &actions, &trace.reason, &mut driver) {
+        Err(e) => {
+            eprintln!("error: {e}\nno verdict: the harness failed, not the implementation");
+            ExitCode::from(2)
+        }
+        Ok(None) => {
+            if json {
+                println!(
+                    "{}",
+                    serde_json::json!({"steps": actions.len(), "diverged_at": null, "driver": "impl-task"})
+                );
+            } else {
+                println!(
+                    "replay {}: {} steps, no divergence\nPASSED",
+                    path.display(),
+                    actions.len()
+                );
+            }
+            ExitCode::SUCCESS
+        }
+        Ok(Some(d)) => {
+            if json {
+                println!(
+                    "{}",
+                    serde_json::json!({"steps": actions.len(), "diverged_at": d.step, "driver": "impl-task", "first_difference": d.first_difference})
+                );
+            } else {
+                println!("DIVERGENCE at step {}: {}", d.step, d.first_difference);
+            }
+            ExitCode::from(1)
+        }
     }
 }

@@ -119,3 +119,61 @@ fn simulate_sends_the_task_level_to_check() {
         assert!(String::from_utf8_lossy(&out.stderr).contains("cdr check --preset task"));
     }
 }
+
+/// A task-level trace file replays with `cdr replay`: the fixed model's passes, B4's diverges
+/// from the fixed implementation, and a file whose predictions are not the model's is refused.
+#[test]
+fn replay_of_a_task_level_trace_file() {
+    use conformance::task_conform::record_trace;
+    use recovery_model::task_level::config::find_task_preset;
+    use recovery_model::task_level::{TaskModel, TaskVariant};
+    use stateright::{Checker, Model};
+
+    let dir = std::env::temp_dir().join(format!("cdr-task-replay-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let shapes = (find_task_preset("task").unwrap().shapes)();
+    let b4 = TaskModel::new(shapes.clone(), TaskVariant::SuspendOnEndOfInputDuringRecovery);
+    // A path of `model` to its discovery of `property`, and the initial state it starts from.
+    let path_to = |model: &TaskModel, property: &'static str| {
+        let checker = model.clone().checker().spawn_bfs().join();
+        let path = checker.discovery(property).expect("discovered");
+        let actions: Vec<_> = path.clone().into_actions();
+        let first = path.into_states().remove(0);
+        let init = model.init_states().iter().position(|s| *s == first).unwrap() as u32;
+        (init, actions)
+    };
+    let file = |name: &str, trace: &conformance::task_conform::TaskTrace| {
+        let f = dir.join(name);
+        std::fs::write(&f, serde_json::to_string(trace).unwrap()).unwrap();
+        f
+    };
+    let (init, actions) = path_to(&b4, "restore loop never exits before recovery completes");
+    let diverging = file("b4.json", &record_trace(&b4, "task", init, &actions, "B4").unwrap());
+    let out = cdr(&["replay", diverging.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    assert!(stdout(&out).contains("DIVERGENCE"), "{}", stdout(&out));
+
+    let fixed = TaskModel::new(shapes, TaskVariant::Fixed);
+    let (init, actions) = path_to(&fixed, "end of input deferred until recovery completes");
+    let passing = file(
+        "fixed.json",
+        &record_trace(&fixed, "task", init, &actions, "defer-finish").unwrap(),
+    );
+    let out = cdr(&["replay", passing.to_str().unwrap()]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&out),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout(&out).contains("no divergence"));
+
+    let mut tampered = record_trace(&fixed, "task", init, &actions, "tampered").unwrap();
+    tampered.steps.last_mut().unwrap().snapshot.recovered ^= true;
+    let tampered = file("tampered.json", &tampered);
+    let out = cdr(&["replay", tampered.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not the model's"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -1,7 +1,7 @@
 //! Task-level actions: one per step of a thread, named after the Flink method it runs.
 
 use super::state::Mail;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// The threads of the task level.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
@@ -27,7 +27,7 @@ impl std::fmt::Display for TaskThread {
 }
 
 /// One step.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "camelCase")]
 pub enum TaskAction {
     /// IO: `SequentialChannelStateReader.readInputData` for one gate: its recovered buffers

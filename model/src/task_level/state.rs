@@ -2,7 +2,7 @@
 //! callbacks, the IO executor's progress, and each gate's channels abstracted to "recovered
 //! state consumed or not" plus the data still to read.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// One input channel, as the operator sees it through the gate.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
@@ -47,7 +47,7 @@ impl Gate {
 }
 
 /// A mail in the task's mailbox.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Mail {
     /// Flag off: `inputGate.requestPartitions()` of one gate.
     RequestPartitions(u8),
@@ -60,7 +60,7 @@ pub enum Mail {
 }
 
 /// Why the default action was suspended, for `Mail::Resume`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Suspension {
     /// NOTHING_AVAILABLE: waiting on the input processor's availability future.
     Input,
