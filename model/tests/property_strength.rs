@@ -43,6 +43,7 @@ fn remote_floating_release() -> ModelConfig {
         release: true,
         faults: false,
         release_step: false,
+        aligned_checkpoint_timeout: false,
     }
 }
 
