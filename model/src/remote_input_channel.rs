@@ -160,6 +160,8 @@ pub fn on_recovered_state_consumed(ch: &mut Channel, variant: Variant) -> Result
 /// recovery), then the barrier re-added as a priority element. `Ok(true)`: the first priority
 /// element, `notifyPriorityEventForce()`.
 pub fn convert_to_priority_event(ch: &mut Channel, seq: i32) -> Result<bool, Failure> {
+    // `hasBarrierReceived()` holds here: `onBuffer`'s `checkForBarrier` saw the barrier before
+    // its announcement could be polled, and one checkpoint starts nothing in between.
     let at = ch
         .queue
         .iter()
