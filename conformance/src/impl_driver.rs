@@ -976,6 +976,14 @@ impl Driver for ImplDriver {
     }
 
     fn apply(&mut self, action: &Action) -> Result<Observation, DriverError> {
+        if Action::IMPL_UNSUPPORTED_KINDS.contains(&action.method()) {
+            return Err(DriverError::Unsupported {
+                reason: format!(
+                    "impl/ has no aligned checkpoints, announcements or convertToPriorityEvent ({})",
+                    action.method()
+                ),
+            });
+        }
         let observation = self.dispatch(action);
         match self.hung() {
             Some(e) => Err(e),
@@ -1028,6 +1036,10 @@ impl ImplDriver {
             // impl/ makes these inside `add` and `get_next_buffer` (Action::MODEL_ONLY_KINDS).
             NotifyPriorityEvent { .. } | ClearPendingPriorityEvent { .. } | RereadPendingPriorityEvent { .. } => {
                 unperformable("a model-only step: impl/ makes it inside the call before")
+            }
+            // Refused in `apply` (Action::IMPL_UNSUPPORTED_KINDS).
+            EmitTimeoutableCheckpointBarrier { .. } | AlignedCheckpointTimeout { .. } => {
+                unperformable("impl/ has no aligned checkpoints")
             }
         }
     }

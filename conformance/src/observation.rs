@@ -31,6 +31,10 @@ pub enum Item {
     RecoveryBarrier(u8),
     /// `EndOfFetchedChannelStateEvent` (`EOR`).
     EndOfRecovery,
+    /// Timeoutable aligned checkpoint barrier (`aligned1`).
+    AlignedBarrier(u8),
+    /// `EventAnnouncement` of an aligned barrier (`announce1`).
+    Announcement(u8),
     /// Something the model has no name for (an implementation-only buffer), described.
     Unknown(String),
 }
@@ -44,6 +48,8 @@ impl From<Payload> for Item {
             Payload::Barrier(cp) => Item::Barrier(cp),
             Payload::RecoveryBarrier(cp) => Item::RecoveryBarrier(cp),
             Payload::EndOfRecovery => Item::EndOfRecovery,
+            Payload::AlignedBarrier(cp) => Item::AlignedBarrier(cp),
+            Payload::Announcement(cp) => Item::Announcement(cp),
         }
     }
 }
@@ -57,6 +63,8 @@ impl fmt::Display for Item {
             Item::Barrier(cp) => write!(f, "barrier{cp}"),
             Item::RecoveryBarrier(cp) => write!(f, "RCB{cp}"),
             Item::EndOfRecovery => f.write_str("EOR"),
+            Item::AlignedBarrier(cp) => write!(f, "aligned{cp}"),
+            Item::Announcement(cp) => write!(f, "announce{cp}"),
             Item::Unknown(what) => write!(f, "?{what}"),
         }
     }
@@ -79,6 +87,12 @@ impl FromStr for Item {
         if let Some(cp) = num("barrier") {
             return Ok(Item::Barrier(cp));
         }
+        if let Some(cp) = num("aligned") {
+            return Ok(Item::AlignedBarrier(cp));
+        }
+        if let Some(cp) = num("announce") {
+            return Ok(Item::Announcement(cp));
+        }
         if let Some(i) = num("r") {
             return Ok(Item::Recovered(i));
         }
@@ -88,7 +102,9 @@ impl FromStr for Item {
         if let Some(i) = num("e") {
             return Ok(Item::Event(i));
         }
-        Err(format!("`{s}` is not an element (r0, d1, e0, barrier1, RCB1, EOR)"))
+        Err(format!(
+            "`{s}` is not an element (r0, d1, e0, barrier1, RCB1, EOR, aligned1, announce1)"
+        ))
     }
 }
 
@@ -185,8 +201,10 @@ impl DataType {
     pub fn of(p: Payload) -> Self {
         match p {
             Payload::Recovered(_) | Payload::Data(_) => DataType::DataBuffer,
-            Payload::Barrier(_) => DataType::PriorityEventBuffer,
-            Payload::Event(_) | Payload::RecoveryBarrier(_) | Payload::EndOfRecovery => DataType::EventBuffer,
+            Payload::Barrier(_) | Payload::Announcement(_) => DataType::PriorityEventBuffer,
+            Payload::Event(_) | Payload::RecoveryBarrier(_) | Payload::EndOfRecovery | Payload::AlignedBarrier(_) => {
+                DataType::EventBuffer
+            }
         }
     }
 

@@ -285,6 +285,8 @@ pub fn failure_kind(f: Failure) -> ErrorKind {
         Failure::Transport => ErrorKind::RemoteTransport,
         Failure::PartitionReleased => ErrorKind::Released,
         Failure::NoPriorityEvent => ErrorKind::IllegalState,
+        // Not a poll's: the alignment timer's lookup, which impl/ does not have.
+        Failure::AnnouncedBarrierNotFound => ErrorKind::IllegalState,
     }
 }
 

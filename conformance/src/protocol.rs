@@ -170,6 +170,9 @@ pub fn features_needed(cfg: &ModelConfig) -> Vec<String> {
     if cfg.release_step {
         f.push("release-step".into());
     }
+    if cfg.aligned_checkpoint_timeout {
+        f.push("aligned-checkpoint-timeout".into());
+    }
     f
 }
 
@@ -188,6 +191,7 @@ pub fn all_features() -> Vec<String> {
             "release",
             "faults",
             "release-step",
+            "aligned-checkpoint-timeout",
         ]
         .map(String::from),
     );

@@ -158,3 +158,24 @@ fn a_path_that_leaves_the_model_is_reported_not_panicked() {
     ));
     assert!(model.init_states().len() == 1);
 }
+
+/// The trace files of docs/findings are the shortest counterexamples `cdr check` gives today,
+/// with the observations and snapshots the model predicts now: regenerate one with
+/// `cdr check --preset NAME --trace-out FILE` when this fails.
+#[test]
+fn the_trace_files_of_the_findings_are_current() {
+    use recovery_model::check::shortest_counterexample;
+    use recovery_model::config::{ANNOUNCED_BARRIER_FOUND, PRIORITY_HONOURED};
+    for (name, property) in [
+        ("priority-race", PRIORITY_HONOURED),
+        ("aligned-timeout", ANNOUNCED_BARRIER_FOUND),
+    ] {
+        let path = format!("{}/../docs/findings/{name}.trace.json", env!("CARGO_MANIFEST_DIR"));
+        let stored = Trace::read(std::path::Path::new(&path)).unwrap();
+        let model = RecoveryModel::new(preset(name).unwrap(), Variant::Fixed);
+        let actions = shortest_counterexample(&model, property).unwrap();
+        let fresh = Trace::record(&model, Some(name), &actions).unwrap();
+        assert_eq!(stored.steps, fresh.steps, "docs/findings/{name}.trace.json is stale");
+        assert_eq!(stored.config, fresh.config, "docs/findings/{name}.trace.json is stale");
+    }
+}

@@ -41,6 +41,7 @@ fn config() -> ModelConfig {
         release: false,
         faults: false,
         release_step: false,
+        aligned_checkpoint_timeout: false,
     }
 }
 
@@ -493,6 +494,7 @@ fn the_lost_update_of_the_pending_priority_flag_is_accepted_only_where_the_model
         release: false,
         faults: false,
         release_step: false,
+        aligned_checkpoint_timeout: false,
     };
     let channel = InputChannelInfo {
         gate_idx: 0,

@@ -109,6 +109,21 @@ pub enum Action {
         /// Checkpoint id.
         cp: CheckpointId,
     },
+    /// Producer (`aligned_checkpoint_timeout`): takes checkpoint `cp` aligned with a timeout,
+    /// `add` of a `TIMEOUTABLE_ALIGNED_CHECKPOINT_BARRIER` at the subpartition's tail.
+    EmitTimeoutableCheckpointBarrier {
+        /// Channel index.
+        channel: u8,
+        /// Checkpoint id.
+        cp: CheckpointId,
+    },
+    /// Task (the alignment timer's mail, `aligned_checkpoint_timeout`): the barrier handler's
+    /// `alignedCheckpointTimeout` → `prioritizeAllAnnouncements` → `convertToPriorityEvent` on
+    /// every channel whose announcement it saw.
+    AlignedCheckpointTimeout {
+        /// Checkpoint id.
+        cp: CheckpointId,
+    },
     /// Producer, after `PipelinedSubpartition.add` released its lock (a channel with
     /// `priority_notify_step`): `notifyPriorityEvent(seq)` → `LocalInputChannel`'s listener sets
     /// `hasPendingPriorityEvent` and queues the channel at the gate's priority head.
@@ -213,7 +228,7 @@ impl Action {
     pub fn channel(&self) -> Option<u8> {
         use Action::*;
         match *self {
-            ConvertRecoveredInputChannels | RequestPartitions | CloseGate => None,
+            ConvertRecoveredInputChannels | RequestPartitions | CloseGate | AlignedCheckpointTimeout { .. } => None,
             OnRecoveredStateBuffer { channel }
             | FinishRecoveredBufferDelivery { channel }
             | GetNextBuffer { channel }
@@ -223,6 +238,7 @@ impl Action {
             | EnableNotify { channel }
             | NotifyBufferAvailable { channel, .. }
             | EmitCheckpointBarrier { channel, .. }
+            | EmitTimeoutableCheckpointBarrier { channel, .. }
             | NotifyPriorityEvent { channel }
             | ClearPendingPriorityEvent { channel }
             | RereadPendingPriorityEvent { channel }
@@ -256,6 +272,8 @@ impl Action {
             EnableNotify { .. } => "enableNotify",
             NotifyBufferAvailable { .. } => "notifyBufferAvailable",
             EmitCheckpointBarrier { .. } => "emitCheckpointBarrier",
+            EmitTimeoutableCheckpointBarrier { .. } => "processTimeoutableCheckpointBarrier",
+            AlignedCheckpointTimeout { .. } => "alignedCheckpointTimeout",
             NotifyPriorityEvent { .. } => "notifyPriorityEvent",
             ClearPendingPriorityEvent { .. } => "pullPriorityFromSubpartitionView",
             RereadPendingPriorityEvent { .. } => "rereadPendingPriorityEvent",
@@ -285,6 +303,12 @@ impl Action {
         "rereadPendingPriorityEvent",
     ];
 
+    /// Kinds impl/ does not have, so its driver reports them unsupported: aligned checkpoints
+    /// with timeout (`aligned_checkpoint_timeout`): the upstream's timeoutable barrier and the
+    /// task's alignment timer.
+    pub const IMPL_UNSUPPORTED_KINDS: &'static [&'static str] =
+        &["processTimeoutableCheckpointBarrier", "alignedCheckpointTimeout"];
+
     /// Every action kind's method name, for coverage reports.
     pub const KINDS: &'static [&'static str] = &[
         "onRecoveredStateBuffer",
@@ -298,6 +322,8 @@ impl Action {
         "enableNotify",
         "notifyBufferAvailable",
         "emitCheckpointBarrier",
+        "processTimeoutableCheckpointBarrier",
+        "alignedCheckpointTimeout",
         "notifyPriorityEvent",
         "pullPriorityFromSubpartitionView",
         "rereadPendingPriorityEvent",

@@ -75,7 +75,7 @@ impl ChannelStatePersister {
 
     /// `checkForBarrier(buffer)`: a barrier closes the window; returns its id if it counts.
     pub fn check_for_barrier(&mut self, payload: Payload) -> Option<CheckpointId> {
-        let Payload::Barrier(cp) = payload else {
+        let (Payload::Barrier(cp) | Payload::AlignedBarrier(cp)) = payload else {
             return None;
         };
         let expected = if self.status == PersistStatus::Completed {

@@ -128,6 +128,14 @@ pub struct ModelConfig {
     /// (docs/model.md, choice 26). Not written when off.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub release_step: bool,
+    /// Whether checkpoints are aligned with an alignment timeout (`execution.checkpointing.
+    /// aligned-checkpoint-timeout`): the upstream writes a timeoutable aligned barrier at the
+    /// subpartition's tail, the remote channel queues it (stashes it in recovery) and puts an
+    /// `EventAnnouncement` at its priority head, and the task's alignment timer converts the
+    /// announced barrier with `convertToPriorityEvent` (docs/model.md, choice 24). Not written
+    /// when off.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub aligned_checkpoint_timeout: bool,
 }
 
 fn yes() -> bool {
@@ -168,6 +176,20 @@ impl ModelConfig {
         }
         if self.release_step && self.faults {
             return Err("release_step is not modelled together with faults".into());
+        }
+        if self.aligned_checkpoint_timeout {
+            // One remote channel: the barrier handler stays in AlternatingWaitingForFirstBarrier
+            // until its barrier or the timeout; one checkpoint: nothing follows the barrier, so
+            // the upstream's blocking after an aligned barrier never shows.
+            let one_remote = self.channels.len() == 1 && self.channels[0].kind == ChannelKind::Remote;
+            if !one_remote || self.checkpoints != 1 || self.channels[0].late > 0 {
+                return Err("aligned_checkpoint_timeout is modelled for one remote channel, one checkpoint and no late elements".into());
+            }
+            if self.delivery != Delivery::Drainer || self.release || self.faults {
+                return Err(
+                    "aligned_checkpoint_timeout is modelled with delivery drainer, without release or faults".into(),
+                );
+            }
         }
         for (i, c) in self.channels.iter().enumerate() {
             if c.recovered > 8 || c.upstream.len() > 8 {
@@ -226,6 +248,13 @@ impl ModelConfig {
 /// The `sometimes` property that needs `faults`.
 pub const TASK_FAILS: &str = "task fails on an upstream failure";
 
+/// The `always` property the alignment timer breaks when the announced barrier is still in
+/// the recovery event stash (docs/findings.md).
+pub const ANNOUNCED_BARRIER_FOUND: &str = "convertToPriorityEvent finds the announced barrier";
+
+/// Its `sometimes` twin: an announced barrier is moved to the priority head.
+pub const ANNOUNCED_BARRIER_CONVERTED: &str = "announced barrier converted to priority";
+
 /// The `always` property a split priority notification breaks (docs/findings.md).
 pub const PRIORITY_HONOURED: &str = "priority channels have priority events";
 
@@ -235,14 +264,19 @@ pub const SPILLS: &str = "checkpoint spills data not yet drained";
 impl ModelConfig {
     /// `sometimes` properties this configuration cannot reach whatever its preset says: without
     /// faults no task fails; only the drainer leaves recovered data undrained while a recovery
-    /// barrier is inserted (the other deliveries push everything before any checkpoint).
+    /// barrier is inserted (the other deliveries push everything before any checkpoint); only
+    /// aligned checkpoints have announcements to convert.
     pub fn unreachable_by_config(&self) -> &'static [&'static str] {
         let spills = self.delivery == Delivery::Drainer && self.insert_recovery_barriers;
-        match (self.faults, spills) {
-            (true, true) => &[],
-            (true, false) => &[SPILLS],
-            (false, true) => &[TASK_FAILS],
-            (false, false) => &[TASK_FAILS, SPILLS],
+        match (self.faults, spills, self.aligned_checkpoint_timeout) {
+            (true, true, false) => &[ANNOUNCED_BARRIER_CONVERTED],
+            (true, false, false) => &[SPILLS, ANNOUNCED_BARRIER_CONVERTED],
+            (false, true, false) => &[TASK_FAILS, ANNOUNCED_BARRIER_CONVERTED],
+            (false, false, false) => &[TASK_FAILS, SPILLS, ANNOUNCED_BARRIER_CONVERTED],
+            (true, true, true) => &[],
+            (true, false, true) => &[SPILLS],
+            (false, true, true) => &[TASK_FAILS],
+            (false, false, true) => &[TASK_FAILS, SPILLS],
         }
     }
 }
@@ -262,6 +296,9 @@ impl ModelConfig {
         } else if self.channels.iter().any(|c| c.priority_notify_step) {
             // A lost update of hasPendingPriorityEvent (docs/findings.md).
             &[PRIORITY_HONOURED]
+        } else if self.aligned_checkpoint_timeout {
+            // The alignment timer's lookup misses a barrier in the stash (docs/findings.md).
+            &[ANNOUNCED_BARRIER_FOUND]
         } else {
             &[]
         }
@@ -338,6 +375,21 @@ const TINY_UNREACHABLE: &[&str] = &[
     "stale recovery barrier polled",
 ];
 
+/// An aligned checkpoint never runs during recovery: its barrier waits in the stash until
+/// recovery ends, and a timeout before that fails the task (docs/findings.md). So nothing
+/// recovered is persisted or spilled and no recovery barrier is inserted; no data upstream, one
+/// exclusive buffer, no release, as in tiny.
+const ALIGNED_TIMEOUT_UNREACHABLE: &[&str] = &[
+    "checkpoint persists recovered data",
+    SPILLS,
+    "checkpoint persists in-window live data",
+    "recycle races enableNotify",
+    "checkpoint declined for missing barrier",
+    "checkpoint completes during recovery",
+    "recovery barrier queued behind the sentinel",
+    "stale recovery barrier polled",
+];
+
 /// All presets, smallest first.
 pub const PRESETS: &[Preset] = &[
     Preset {
@@ -351,6 +403,7 @@ pub const PRESETS: &[Preset] = &[
             release: false,
             faults: false,
             release_step: false,
+            aligned_checkpoint_timeout: false,
         },
         unreachable: TINY_UNREACHABLE,
     },
@@ -370,6 +423,7 @@ pub const PRESETS: &[Preset] = &[
             release: true,
             faults: false,
             release_step: false,
+            aligned_checkpoint_timeout: false,
         },
         // One local channel: no stash, no credit (nothing to race enableNotify), no second
         // channel to decline before, and no live data persisted on the consumer side (the
@@ -392,6 +446,7 @@ pub const PRESETS: &[Preset] = &[
             release: true,
             faults: false,
             release_step: false,
+            aligned_checkpoint_timeout: false,
         },
         unreachable: &[],
     },
@@ -406,6 +461,7 @@ pub const PRESETS: &[Preset] = &[
             release: false,
             faults: false,
             release_step: false,
+            aligned_checkpoint_timeout: false,
         },
         unreachable: NO_DECLINE,
     },
@@ -423,6 +479,7 @@ pub const PRESETS: &[Preset] = &[
             release: false,
             faults: false,
             release_step: false,
+            aligned_checkpoint_timeout: false,
         },
         // One exclusive buffer: enableNotify and a recycle never both have one to announce.
         unreachable: TINY_UNREACHABLE,
@@ -440,6 +497,7 @@ pub const PRESETS: &[Preset] = &[
             release: false,
             faults: false,
             release_step: false,
+            aligned_checkpoint_timeout: false,
         },
         // Recovered buffers live on the heap (the released RecoveredInputChannel's), so no
         // channel buffer is held at enableNotify; no release, so nothing declines.
@@ -456,6 +514,7 @@ pub const PRESETS: &[Preset] = &[
             release: false,
             faults: false,
             release_step: false,
+            aligned_checkpoint_timeout: false,
         },
         // Without recovery barriers nothing recovered is persisted, and no queue has one.
         unreachable: &[
@@ -477,6 +536,7 @@ pub const PRESETS: &[Preset] = &[
             release: true,
             faults: false,
             release_step: false,
+            aligned_checkpoint_timeout: false,
         },
         unreachable: NO_RECOVERY_STATE,
     },
@@ -493,6 +553,7 @@ pub const PRESETS: &[Preset] = &[
             release: false,
             faults: false,
             release_step: false,
+            aligned_checkpoint_timeout: false,
         },
         unreachable: NO_RECOVERY_STATE,
     },
@@ -507,6 +568,7 @@ pub const PRESETS: &[Preset] = &[
             release: true,
             faults: false,
             release_step: false,
+            aligned_checkpoint_timeout: false,
         },
         unreachable: NO_RECOVERY_STATE,
     },
@@ -521,6 +583,7 @@ pub const PRESETS: &[Preset] = &[
             release: true,
             faults: false,
             release_step: false,
+            aligned_checkpoint_timeout: false,
         },
         // No channel is ever in recovery, but a checkpoint can start while migrated recovered
         // data is still queued (and persists it).
@@ -544,6 +607,7 @@ pub const PRESETS: &[Preset] = &[
             release: false,
             faults: true,
             release_step: false,
+            aligned_checkpoint_timeout: false,
         },
         unreachable: TINY_UNREACHABLE,
     },
@@ -564,6 +628,7 @@ pub const PRESETS: &[Preset] = &[
             release: false,
             faults: false,
             release_step: false,
+            aligned_checkpoint_timeout: false,
         },
         unreachable: TINY_UNREACHABLE,
     },
@@ -578,6 +643,7 @@ pub const PRESETS: &[Preset] = &[
             release: true,
             faults: false,
             release_step: true,
+            aligned_checkpoint_timeout: false,
         },
         // One local channel: no stash, no credit, no second channel to decline before, and no
         // live data persisted on the consumer side.
@@ -599,6 +665,7 @@ pub const PRESETS: &[Preset] = &[
             release: true,
             faults: false,
             release_step: true,
+            aligned_checkpoint_timeout: false,
         },
         // One channel: no second channel to decline before; one exclusive buffer and no floating
         // one, as in tiny.
@@ -615,8 +682,24 @@ pub const PRESETS: &[Preset] = &[
             release: false,
             faults: false,
             release_step: false,
+            aligned_checkpoint_timeout: false,
         },
         unreachable: TINY_UNREACHABLE,
+    },
+    Preset {
+        name: "aligned-timeout",
+        summary: "one remote channel, an aligned checkpoint with timeout: its barrier stashed in recovery, its announcement polled, the alignment timer's convertToPriorityEvent",
+        config: || ModelConfig {
+            channels: vec![remote(1, &[E], 1, 0)],
+            checkpoints: 1,
+            delivery: Delivery::Drainer,
+            insert_recovery_barriers: true,
+            release: false,
+            faults: false,
+            release_step: false,
+            aligned_checkpoint_timeout: true,
+        },
+        unreachable: ALIGNED_TIMEOUT_UNREACHABLE,
     },
     Preset {
         name: "priority-race",
@@ -632,6 +715,7 @@ pub const PRESETS: &[Preset] = &[
             release: false,
             faults: false,
             release_step: false,
+            aligned_checkpoint_timeout: false,
         },
         // One local channel: no stash, no credit, no second channel to decline before, and no
         // live data persisted on the consumer side (the barrier overtakes it).
@@ -654,6 +738,7 @@ pub const PRESETS: &[Preset] = &[
             release: false,
             faults: false,
             release_step: false,
+            aligned_checkpoint_timeout: false,
         },
         unreachable: NO_DECLINE,
     },
@@ -668,6 +753,7 @@ pub const PRESETS: &[Preset] = &[
             release: false,
             faults: false,
             release_step: false,
+            aligned_checkpoint_timeout: false,
         },
         unreachable: NO_DECLINE,
     },
@@ -728,6 +814,7 @@ mod tests {
             release: false,
             faults: false,
             release_step: false,
+            aligned_checkpoint_timeout: false,
         };
         let err = cfg.validate().unwrap_err();
         assert!(err.contains("BacklogAnnouncement"), "{err}");
@@ -740,6 +827,44 @@ mod tests {
         one_exclusive.validate().unwrap();
         let model = crate::RecoveryModel::new(one_exclusive, crate::Variant::Fixed);
         assert!(crate::check::shortest_counterexample(&model, "all live data is delivered").is_none());
+    }
+
+    #[test]
+    fn aligned_checkpoint_timeout_is_refused_where_it_is_not_modelled() {
+        let ok = preset("aligned-timeout").unwrap();
+        ok.validate().unwrap();
+        let two_channels = ModelConfig {
+            channels: vec![remote(1, &[E], 1, 0), remote(0, &[E], 1, 0)],
+            ..ok.clone()
+        };
+        let local_channel = ModelConfig {
+            channels: vec![local(1, &[D])],
+            ..ok.clone()
+        };
+        let two_checkpoints = ModelConfig {
+            checkpoints: 2,
+            ..ok.clone()
+        };
+        let release = ModelConfig {
+            release: true,
+            ..ok.clone()
+        };
+        let legacy = ModelConfig {
+            delivery: Delivery::Legacy,
+            ..ok
+        };
+        for cfg in [two_channels, local_channel, two_checkpoints, release, legacy] {
+            let err = cfg.validate().unwrap_err();
+            assert!(err.contains("aligned_checkpoint_timeout"), "{err}");
+        }
+    }
+
+    #[test]
+    fn a_configuration_without_aligned_checkpoints_does_not_write_the_switch() {
+        let json = serde_json::to_string(&preset("tiny").unwrap()).unwrap();
+        assert!(!json.contains("aligned_checkpoint_timeout"), "{json}");
+        let json = serde_json::to_string(&preset("aligned-timeout").unwrap()).unwrap();
+        assert!(json.contains("\"aligned_checkpoint_timeout\":true"), "{json}");
     }
 
     #[test]

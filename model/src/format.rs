@@ -207,6 +207,8 @@ fn method_call(a: &Action) -> String {
         }
         Action::CheckpointStarted { cp, .. } => format!("checkpointStarted({cp})"),
         Action::EmitCheckpointBarrier { cp, .. } => format!("emitCheckpointBarrier({cp})"),
+        Action::EmitTimeoutableCheckpointBarrier { cp, .. } => format!("add(aligned{cp})"),
+        Action::AlignedCheckpointTimeout { cp } => format!("alignedCheckpointTimeout({cp})"),
         Action::ClearPendingPriorityEvent { .. } => {
             "pullPriorityFromSubpartitionView: hasPendingPriorityEvent = false".into()
         }
@@ -273,6 +275,9 @@ pub fn state(m: &RecoveryModel, s: &State) -> String {
         let _ = writeln!(out, "ASSERTION on {}: {v:?}", m.channel_name(c));
     }
     let _ = writeln!(out, "checkpoints {}", checkpoints(s));
+    if s.alignment.is_some() {
+        let _ = writeln!(out, "barrier handler {}", alignment(m, s.alignment.as_ref()));
+    }
     if m.models_gate_queue() {
         let _ = writeln!(out, "gate queue {}", gate_queue(m, s));
     }
@@ -337,6 +342,12 @@ pub fn task_pc(m: &RecoveryModel, pc: TaskPc) -> String {
                 Failure::Transport => "the connection's error (checkError)",
                 Failure::PartitionReleased => "CancelTaskException: the subpartition was released",
                 Failure::NoPriorityEvent => "IllegalStateException: no priority event in the released view",
+                Failure::AnnouncedBarrierNotFound => {
+                    return format!(
+                        "FAILED: convertToPriorityEvent on {} threw NoSuchElementException (the announced barrier is not in receivedBuffers)",
+                        m.channel_name(channel)
+                    );
+                }
             };
             format!("FAILED: getNextBuffer on {} threw {what}", m.channel_name(channel))
         }
@@ -384,6 +395,26 @@ pub fn pending(m: &RecoveryModel, s: &State) -> Vec<String> {
         )),
     }
     out
+}
+
+/// The barrier handler's aligned checkpoint: its announcements and timer.
+pub fn alignment(m: &RecoveryModel, a: Option<&crate::state::Alignment>) -> String {
+    let Some(a) = a else {
+        return "idle".to_string();
+    };
+    let announced: Vec<String> = a
+        .announced
+        .iter()
+        .map(|&(c, q)| format!("{}@{}", m.channel_name(c), seq(q)))
+        .collect();
+    let timer = if a.timer {
+        "timer registered"
+    } else if a.timed_out {
+        "timed out"
+    } else {
+        "no timer"
+    };
+    format!("cp{} announced [{}] {timer}", a.cp, announced.join(" "))
 }
 
 /// "cp1 completed, cp2 triggered".
@@ -579,6 +610,13 @@ pub fn changes(m: &RecoveryModel, a: &State, b: &State, own: Option<u8>) -> Vec<
     }
     if !a.closed && b.closed {
         out.push("gate closed, LocalBufferPool destroyed".to_string());
+    }
+    if a.alignment != b.alignment {
+        out.push(format!(
+            "barrier handler {} -> {}",
+            alignment(m, a.alignment.as_ref()),
+            alignment(m, b.alignment.as_ref())
+        ));
     }
     if a.gate != b.gate {
         out.push(format!("gate queue {} -> {}", gate_queue(m, a), gate_queue(m, b)));

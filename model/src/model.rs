@@ -179,7 +179,10 @@ impl RecoveryModel {
             EmitCheckpointBarrier { .. } | NotifyPriorityEvent { .. } | AddBuffer { .. } | ReleasePartition { .. } => {
                 Thread::Producer
             }
-            ClearPendingPriorityEvent { .. } | RereadPendingPriorityEvent { .. } => Thread::Task,
+            ClearPendingPriorityEvent { .. } | RereadPendingPriorityEvent { .. } | AlignedCheckpointTimeout { .. } => {
+                Thread::Task
+            }
+            EmitTimeoutableCheckpointBarrier { .. } => Thread::Producer,
             SendBuffer { .. } | OnAddCredit { .. } => Thread::NettyServer,
             OnBuffer { .. } | OnSenderBacklog { .. } | SendAddCredit { .. } | OnError { .. } => Thread::NettyClient,
             Recycle { .. } | ReturnFloatingBuffer { .. } => Thread::Recycler,
@@ -277,6 +280,8 @@ impl RecoveryModel {
             client_announce: None,
             recycler: RecyclerPc::Idle,
             violation: None,
+            alignment: None,
+            ghost_converted: false,
         }
     }
 
@@ -319,6 +324,12 @@ impl RecoveryModel {
                 }
                 if !s.partitions_requested && !s.closed && !self.is_recovered_channel(s) {
                     out.push(Action::RequestPartitions);
+                }
+                // The alignment timer's mail (a closed gate's task runs no more mails).
+                if let Some(cp) = task::alignment_timer_due(s)
+                    && !s.closed
+                {
+                    out.push(Action::AlignedCheckpointTimeout { cp });
                 }
                 match self.polling {
                     GatePolling::Queue => {
@@ -392,7 +403,12 @@ impl RecoveryModel {
                 out.push(Action::NotifyPriorityEvent { channel: c });
                 continue;
             }
-            if p.barriers < self.cfg.checkpoints && !p.released {
+            if p.barriers < self.cfg.checkpoints && self.cfg.aligned_checkpoint_timeout {
+                out.push(Action::EmitTimeoutableCheckpointBarrier {
+                    channel: c,
+                    cp: p.barriers + 1,
+                });
+            } else if p.barriers < self.cfg.checkpoints && !p.released {
                 out.push(Action::EmitCheckpointBarrier {
                     channel: c,
                     cp: p.barriers + 1,
@@ -656,7 +672,7 @@ impl RecoveryModel {
         if let Some(next) = self.next_after_poll(s, c, payload)
             && self.models_gate_queue()
         {
-            s.gate.queue_channel(c, matches!(next, Payload::Barrier(_)));
+            s.gate.queue_channel(c, next.has_priority());
         }
         task::handle_polled(s, &self.cfg, c, payload, seq);
     }
@@ -982,6 +998,14 @@ impl Model for RecoveryModel {
                     self.notify(&mut s, c, true);
                 }
             }
+            Action::EmitTimeoutableCheckpointBarrier { channel: c, cp } => {
+                s.ch_mut(c).producer.emit_timeoutable_barrier(cp);
+            }
+            Action::AlignedCheckpointTimeout { .. } => {
+                for c in task::aligned_checkpoint_timeout(&mut s) {
+                    self.notify(&mut s, c, true);
+                }
+            }
             Action::NotifyPriorityEvent { channel: c } => {
                 let ch = s.ch_mut(c);
                 let cp = ch.producer.notify_pending.take().expect("guarded");
@@ -1018,7 +1042,9 @@ impl Model for RecoveryModel {
             }
             Action::SendBuffer { channel: c } => {
                 let ch = s.ch_mut(c);
-                if let Some(Payload::Barrier(cp)) = ch.producer.subpartition.first().copied() {
+                if let Some(Payload::Barrier(cp) | Payload::AlignedBarrier(cp)) =
+                    ch.producer.subpartition.first().copied()
+                {
                     ch.ghost_barrier_after[cp as usize - 1] = Some(ch.producer.dequeued());
                 }
                 if !ch.producer.send() {

@@ -84,6 +84,14 @@ impl Producer {
         self.barriers += 1;
     }
 
+    /// The producer takes checkpoint `cp` aligned with a timeout: `add` of a
+    /// `TIMEOUTABLE_ALIGNED_CHECKPOINT_BARRIER` (`processTimeoutableCheckpointBarrier`) puts it
+    /// at the tail, behind the buffers queued before it.
+    pub fn emit_timeoutable_barrier(&mut self, cp: CheckpointId) {
+        self.subpartition.push(Payload::AlignedBarrier(cp));
+        self.barriers += 1;
+    }
+
     /// Priority elements (barriers) at the head of the subpartition.
     pub fn priority_elements(&self) -> usize {
         self.subpartition
@@ -103,7 +111,7 @@ impl Producer {
             - self
                 .subpartition
                 .iter()
-                .filter(|p| !matches!(p, Payload::Barrier(_)))
+                .filter(|p| !matches!(p, Payload::Barrier(_) | Payload::AlignedBarrier(_)))
                 .count() as u8
     }
 

@@ -57,6 +57,11 @@ pub const PROPERTIES: &[(Expectation, &str, Pred)] = &[
         crate::config::PRIORITY_HONOURED,
         priority_channels_have_priority_events,
     ),
+    (
+        Expectation::Always,
+        crate::config::ANNOUNCED_BARRIER_FOUND,
+        announced_barrier_found,
+    ),
     // --- liveness ---
     (
         Expectation::Eventually,
@@ -122,6 +127,11 @@ pub const PROPERTIES: &[(Expectation, &str, Pred)] = &[
     ),
     (Expectation::Sometimes, "everything delivered", everything_delivered),
     (Expectation::Sometimes, crate::config::TASK_FAILS, task_fails),
+    (
+        Expectation::Sometimes,
+        crate::config::ANNOUNCED_BARRIER_CONVERTED,
+        announced_barrier_converted,
+    ),
 ];
 
 /// The properties as stateright wants them.
@@ -468,12 +478,14 @@ fn persisted_content_is_exact(m: &RecoveryModel, s: &State) -> bool {
     })
 }
 
-/// S10: the stash holds only ordinary events, in upstream order, and only during recovery.
+/// S10: the stash holds only ordinary events (upstream events in upstream order, and aligned
+/// barriers), and only during recovery.
 fn stash_holds_only_events_in_order(_: &RecoveryModel, s: &State) -> bool {
     s.channels.iter().all(|ch| {
         let events: Option<Vec<u8>> = ch
             .stash
             .iter()
+            .filter(|e| !matches!(e.payload, Payload::AlignedBarrier(_)))
             .map(|e| {
                 if let Payload::Event(i) = e.payload {
                     Some(i)
@@ -491,8 +503,8 @@ fn priority_events_first(_: &RecoveryModel, s: &State) -> bool {
     s.channels.iter().all(|ch| {
         let p = ch.priority_len as usize;
         p <= ch.queue.len()
-            && ch.queue[..p].iter().all(|e| matches!(e.payload, Payload::Barrier(_)))
-            && !ch.queue[p..].iter().any(|e| matches!(e.payload, Payload::Barrier(_)))
+            && ch.queue[..p].iter().all(|e| e.payload.has_priority())
+            && !ch.queue[p..].iter().any(|e| e.payload.has_priority())
     })
 }
 
@@ -661,7 +673,25 @@ fn stale_recovery_barrier_polled(_: &RecoveryModel, s: &State) -> bool {
 
 /// An upstream failure reached the task: `getNextBuffer` threw.
 fn task_fails(_: &RecoveryModel, s: &State) -> bool {
-    matches!(s.task, TaskPc::Failed { .. })
+    matches!(s.task, TaskPc::Failed { cause, .. } if cause.is_upstream())
+}
+
+/// The alignment timer's `convertToPriorityEvent` finds every announced barrier in
+/// `receivedBuffers`; `getAndRemove` throws `NoSuchElementException` otherwise and the task
+/// fails.
+fn announced_barrier_found(_: &RecoveryModel, s: &State) -> bool {
+    !matches!(
+        s.task,
+        TaskPc::Failed {
+            cause: Failure::AnnouncedBarrierNotFound,
+            ..
+        }
+    )
+}
+
+/// The alignment timer moved an announced barrier to the priority head.
+fn announced_barrier_converted(_: &RecoveryModel, s: &State) -> bool {
+    s.ghost_converted
 }
 
 fn everything_delivered(m: &RecoveryModel, s: &State) -> bool {

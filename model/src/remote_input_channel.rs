@@ -4,7 +4,7 @@
 
 use crate::config::ChannelConfig;
 use crate::producer::Wire;
-use crate::state::{Announce, Channel, Entry, NetBuf, Payload, PopFront, Violation};
+use crate::state::{Announce, Channel, Entry, Failure, NetBuf, Payload, PopFront, Violation};
 use crate::variant::Variant;
 
 /// `PrioritizedDeque.addPriorityElement`: behind the priority elements already at the head.
@@ -53,6 +53,24 @@ pub fn on_buffer(ch: &mut Channel, variant: Variant) -> Result<OnBuffer, Violati
         Payload::Event(_) if ch.in_recovery && variant != Variant::NoEventStash => {
             ch.stash.push(entry);
             (false, false)
+        }
+        // requiresAnnouncement: the barrier is an ordinary event (stashed in recovery), and its
+        // EventAnnouncement, with the barrier's sequence number, goes to the priority head.
+        Payload::AlignedBarrier(cp) => {
+            if ch.in_recovery {
+                ch.stash.push(entry);
+            } else {
+                ch.queue.push(entry);
+            }
+            add_priority(
+                ch,
+                Entry {
+                    payload: Payload::Announcement(cp),
+                    seq,
+                    buffer: None,
+                },
+            );
+            (ch.priority_len == 1, was_empty)
         }
         Payload::Data(_) if ch.in_recovery => {
             violation = Some(Violation::DataDuringRecovery);
@@ -133,6 +151,35 @@ pub fn on_recovered_state_consumed(ch: &mut Channel, variant: Variant) -> Result
         ch.queue.extend(stash);
     }
     Ok(notify)
+}
+
+/// `convertToPriorityEvent(seq)`, called by the alignment timer for an announced barrier:
+/// under `receivedBuffers`, `checkState(hasBarrierReceived())`, then
+/// `receivedBuffers.getAndRemove(sb -> sb.sequenceNumber == seq)`, which throws
+/// `NoSuchElementException` when the barrier is not in the deque (it is in the stash during
+/// recovery), then the barrier re-added as a priority element. `Ok(true)`: the first priority
+/// element, `notifyPriorityEventForce()`.
+pub fn convert_to_priority_event(ch: &mut Channel, seq: i32) -> Result<bool, Failure> {
+    // `hasBarrierReceived()` holds here: `onBuffer`'s `checkForBarrier` saw the barrier before
+    // its announcement could be polled, and one checkpoint starts nothing in between.
+    let at = ch
+        .queue
+        .iter()
+        .position(|e| e.seq == seq && matches!(e.payload, Payload::AlignedBarrier(_)))
+        .ok_or(Failure::AnnouncedBarrierNotFound)?;
+    let e = ch.queue.remove(at);
+    let Payload::AlignedBarrier(cp) = e.payload else {
+        unreachable!()
+    };
+    // The barrier goes on as the unaligned checkpoint's priority barrier, with its number.
+    add_priority(
+        ch,
+        Entry {
+            payload: Payload::Barrier(cp),
+            ..e
+        },
+    );
+    Ok(ch.priority_len == 1)
 }
 
 /// `getInflightBuffersUnsafe(cp)` of master's `checkpointStarted`: the queued data buffers

@@ -30,6 +30,12 @@ pub enum Payload {
     RecoveryBarrier(CheckpointId),
     /// `EndOfFetchedChannelStateEvent`: the tail sentinel of the recovered stream.
     EndOfRecovery,
+    /// The upstream's aligned checkpoint barrier with an alignment timeout
+    /// (`TIMEOUTABLE_ALIGNED_CHECKPOINT_BARRIER`): an ordinary event that `requiresAnnouncement`.
+    AlignedBarrier(CheckpointId),
+    /// `EventAnnouncement` of an aligned barrier: a priority element carrying the barrier's
+    /// sequence number (its entry's `seq`).
+    Announcement(CheckpointId),
 }
 
 impl Payload {
@@ -48,6 +54,10 @@ impl Payload {
     pub fn is_live_ordinary(self) -> bool {
         matches!(self, Payload::Data(_) | Payload::Event(_))
     }
+    /// `DataType.hasPriority()`: an unaligned barrier or an announcement.
+    pub fn has_priority(self) -> bool {
+        matches!(self, Payload::Barrier(_) | Payload::Announcement(_))
+    }
 }
 
 impl fmt::Display for Payload {
@@ -59,6 +69,8 @@ impl fmt::Display for Payload {
             Payload::Barrier(cp) => write!(f, "barrier{cp}"),
             Payload::RecoveryBarrier(cp) => write!(f, "RCB{cp}"),
             Payload::EndOfRecovery => write!(f, "EOR"),
+            Payload::AlignedBarrier(cp) => write!(f, "aligned{cp}"),
+            Payload::Announcement(cp) => write!(f, "announce{cp}"),
         }
     }
 }
@@ -303,6 +315,32 @@ pub enum Failure {
     /// Local, in recovery with a priority event pending: `pullPriorityFromSubpartitionView`'s
     /// `checkState` finds no event in the released view (`IllegalStateException`).
     NoPriorityEvent,
+    /// The alignment timer's `convertToPriorityEvent`: `receivedBuffers.getAndRemove` finds no
+    /// element with the announced sequence number (`NoSuchElementException`).
+    AnnouncedBarrierNotFound,
+}
+
+impl Failure {
+    /// Whether the failure comes from a failed upstream (`faults`).
+    pub fn is_upstream(self) -> bool {
+        !matches!(self, Failure::AnnouncedBarrierNotFound)
+    }
+}
+
+/// `SingleCheckpointBarrierHandler` with alternating aligned/unaligned states
+/// (`aligned_checkpoint_timeout`), between the first announcement or barrier of a checkpoint
+/// and its end.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Alignment {
+    /// `currentCheckpointId`.
+    pub cp: CheckpointId,
+    /// `ChannelState.sequenceNumberInAnnouncedChannels`: (channel, announced sequence number).
+    pub announced: Vec<(u8, i32)>,
+    /// The alignment timer is registered and has not fired (`currentAlignmentTimer`).
+    pub timer: bool,
+    /// The timer fired (`AlternatingWaitingForFirstBarrierUnaligned`): the checkpoint goes on
+    /// unaligned.
+    pub timed_out: bool,
 }
 
 /// A credit announcement computed under the `bufferQueue` lock and made after releasing it:
@@ -372,6 +410,10 @@ pub struct State {
     pub recycler: RecyclerPc,
     /// The first protocol violation seen, with its channel.
     pub violation: Option<(u8, Violation)>,
+    /// The barrier handler's aligned checkpoint (`aligned_checkpoint_timeout`).
+    pub alignment: Option<Alignment>,
+    /// Ghost: `convertToPriorityEvent` moved an announced barrier to the priority head.
+    pub ghost_converted: bool,
 }
 
 impl State {
@@ -383,10 +425,15 @@ impl State {
     pub fn ch_mut(&mut self, c: u8) -> &mut Channel {
         &mut self.channels[c as usize]
     }
-    /// Whether an upstream failed (`faults`): liveness is not owed after that, the task is
-    /// failing or waits to be cancelled.
+    /// Whether an upstream failed (`faults`) or the task failed: liveness is not owed after
+    /// that, the task is failing or waits to be cancelled.
     pub fn faulted(&self) -> bool {
-        self.channels.iter().any(|ch| ch.error || ch.producer.released)
+        self.channels.iter().any(|ch| ch.error || ch.producer.released) || self.task_failed()
+    }
+    /// Whether the task failed for a reason of its own (not an upstream's), which the safety
+    /// property naming it reports.
+    pub fn task_failed(&self) -> bool {
+        matches!(self.task, TaskPc::Failed { cause, .. } if !cause.is_upstream())
     }
     /// Records a violation; the first one wins.
     pub fn violate(&mut self, c: u8, v: Violation) {

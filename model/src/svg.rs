@@ -44,7 +44,8 @@ impl Look {
             Payload::EndOfRecovery => Look::Sentinel,
             Payload::Data(_) => Look::Data,
             Payload::Event(_) => Look::Event,
-            Payload::Barrier(_) => Look::Barrier,
+            Payload::Barrier(_) | Payload::Announcement(_) => Look::Barrier,
+            Payload::AlignedBarrier(_) => Look::Event,
         }
     }
 

@@ -6,7 +6,7 @@
 use crate::config::{ChannelKind, Delivery, ModelConfig};
 use crate::recoverable_input_channel::{self as rc, Declined};
 use crate::remote_input_channel as remote;
-use crate::state::{CheckpointId, CheckpointStatus, Delivered, Payload, State, TaskPc};
+use crate::state::{Alignment, CheckpointId, CheckpointStatus, Delivered, Payload, State, TaskPc};
 use crate::variant::Variant;
 
 /// `CheckpointedInputGate.pollNext` after a channel returned `payload`.
@@ -22,6 +22,13 @@ pub fn handle_polled(s: &mut State, cfg: &ModelConfig, c: u8, payload: Payload, 
             s.ch_mut(c).ghost_delivered.push(Delivered { payload, seq });
             s.barriers_seen[cp as usize - 1] |= 1 << c;
             on_barrier(s, cfg, cp);
+        }
+        // handleEvent: an EventAnnouncement goes to processBarrierAnnouncement, not the operator.
+        Payload::Announcement(cp) => process_barrier_announcement(s, c, cp, seq),
+        Payload::AlignedBarrier(cp) => {
+            s.ch_mut(c).ghost_delivered.push(Delivered { payload, seq });
+            s.barriers_seen[cp as usize - 1] |= 1 << c;
+            process_aligned_barrier(s, c, cp);
         }
         // Data and events reach the operator; a stale RecoveryCheckpointBarrier (its checkpoint
         // aborted before this channel started it) reaches the network input, which ignores it.
@@ -49,6 +56,105 @@ fn on_barrier(s: &mut State, cfg: &ModelConfig, cp: CheckpointId) {
     } else {
         maybe_complete(s, cp);
     }
+}
+
+/// `checkNewCheckpoint`: a newer checkpoint becomes current; a timeoutable barrier registers
+/// the alignment timer (`registerAlignmentTimer`), whether it came as a barrier or announced.
+fn check_new_checkpoint(s: &mut State, cp: CheckpointId) {
+    if s.alignment.as_ref().is_none_or(|a| a.cp < cp)
+        && s.checkpoints[cp as usize - 1] == CheckpointStatus::NotTriggered
+    {
+        s.alignment = Some(Alignment {
+            cp,
+            announced: Vec::new(),
+            timer: true,
+            timed_out: false,
+        });
+    }
+}
+
+/// Whether `cp` is the current checkpoint and still pending (`isCheckpointPending`).
+fn pending(s: &State, cp: CheckpointId) -> bool {
+    s.alignment.as_ref().is_some_and(|a| a.cp == cp)
+        && matches!(
+            s.checkpoints[cp as usize - 1],
+            CheckpointStatus::NotTriggered | CheckpointStatus::Triggered
+        )
+}
+
+/// `SingleCheckpointBarrierHandler.processBarrierAnnouncement`: `checkNewCheckpoint`, then,
+/// unless obsolete, `announcementReceived` → `ChannelState.addSeenAnnouncement(channel, seq)`.
+fn process_barrier_announcement(s: &mut State, c: u8, cp: CheckpointId, seq: i32) {
+    check_new_checkpoint(s, cp);
+    if !pending(s, cp) {
+        return;
+    }
+    let a = s.alignment.as_mut().expect("pending");
+    if !a.timed_out {
+        a.announced.push((c, seq));
+    }
+}
+
+/// `processBarrier` with an aligned barrier: `barrierReceived` removes the channel's
+/// announcement; once every barrier is in, `triggerGlobalCheckpoint` takes an aligned
+/// checkpoint (no channel state) and `finishCheckpoint` resets the timer.
+fn process_aligned_barrier(s: &mut State, c: u8, cp: CheckpointId) {
+    check_new_checkpoint(s, cp);
+    if !pending(s, cp) {
+        return;
+    }
+    let a = s.alignment.as_mut().expect("pending");
+    a.announced.retain(|&(k, _)| k != c);
+    let live = s
+        .channels
+        .iter()
+        .enumerate()
+        .filter(|(_, ch)| !ch.released)
+        .fold(0u8, |m, (k, _)| m | 1 << k);
+    if s.barriers_seen[cp as usize - 1] & live == live {
+        a.timer = false;
+        s.checkpoints[cp as usize - 1] = CheckpointStatus::Completed;
+        for ch in s.channels.iter_mut() {
+            // The operator snapshot: everything before the barriers is consumed.
+            ch.ghost_started_at[cp as usize - 1] = Some(ch.ghost_delivered.len() as u8);
+            ch.persister.stop_persisting(cp);
+        }
+    }
+}
+
+/// Whether the alignment timer of `cp` fires now: registered, and the checkpoint still waits
+/// for barriers (the timer's `currentCheckpointId == barrierId && !allBarriersReceived`).
+pub fn alignment_timer_due(s: &State) -> Option<CheckpointId> {
+    let a = s.alignment.as_ref()?;
+    (a.timer && s.checkpoints[a.cp as usize - 1] == CheckpointStatus::NotTriggered).then_some(a.cp)
+}
+
+/// The alignment timer's mail: `alignedCheckpointTimeout` of `AlternatingWaitingForFirstBarrier`
+/// → `ChannelState.prioritizeAllAnnouncements()` → `convertToPriorityEvent(channel, seq)` on
+/// every announced channel; the checkpoint goes on unaligned, triggered by the converted
+/// barrier. Returns the channels to queue at the gate's priority head; a lookup that throws
+/// fails the task.
+pub fn aligned_checkpoint_timeout(s: &mut State) -> Vec<u8> {
+    let a = s.alignment.as_mut().expect("guarded");
+    a.timer = false;
+    a.timed_out = true;
+    let announced = std::mem::take(&mut a.announced);
+    let mut notify = Vec::new();
+    for (c, seq) in announced {
+        match remote::convert_to_priority_event(s.ch_mut(c), seq) {
+            Ok(first) => {
+                s.ghost_converted = true;
+                if first {
+                    notify.push(c);
+                }
+            }
+            Err(cause) => {
+                s.task = TaskPc::Failed { channel: c, cause };
+                return Vec::new();
+            }
+        }
+    }
+    notify
 }
 
 /// Completes `cp` once the trigger is done and every live channel's barrier was processed.

@@ -69,6 +69,40 @@ fn two_checkpoints_without_recovery_satisfy_every_property() {
     assert_eq!(satisfies_every_property("subsume"), 19845);
 }
 
+#[test]
+fn the_alignment_timer_fails_the_task_when_the_announced_barrier_is_in_the_recovery_event_stash() {
+    use recovery_model::Action;
+    use recovery_model::config::ANNOUNCED_BARRIER_FOUND;
+    use recovery_model::state::{Failure, Payload, TaskPc};
+    use stateright::Model;
+    // Every other verdict holds, the lookup's failure is found (violated by design), and an
+    // announced barrier is converted once recovery ended (its sometimes twin).
+    assert_eq!(satisfies_every_property("aligned-timeout"), 788);
+    let p = find_preset("aligned-timeout").unwrap();
+    assert_eq!((p.config)().violated_by_config(), [ANNOUNCED_BARRIER_FOUND]);
+    let m = RecoveryModel::new((p.config)(), Variant::Fixed);
+    let path = recovery_model::check::shortest_counterexample(&m, ANNOUNCED_BARRIER_FOUND).unwrap();
+    assert_eq!(path.len(), 9, "{path:?}");
+    assert_eq!(path.last(), Some(&Action::AlignedCheckpointTimeout { cp: 1 }));
+    let mut s = m.init_states().remove(0);
+    for a in &path[..path.len() - 1] {
+        s = m.next_state(&s, *a).unwrap();
+    }
+    // Before the timer fires: in recovery, the barrier in the stash, its announcement polled.
+    let ch = s.ch(0);
+    assert!(ch.in_recovery);
+    assert!(ch.stash.iter().any(|e| e.payload == Payload::AlignedBarrier(1)));
+    assert_eq!(s.alignment.as_ref().map(|a| a.announced.len()), Some(1));
+    let s = m.next_state(&s, *path.last().unwrap()).unwrap();
+    assert!(matches!(
+        s.task,
+        TaskPc::Failed {
+            cause: Failure::AnnouncedBarrierNotFound,
+            ..
+        }
+    ));
+}
+
 /// Every state of preset `name`, breadth-first, with the actions that leave it.
 fn reachable(name: &str) -> (RecoveryModel, Vec<recovery_model::state::State>) {
     use stateright::Model;

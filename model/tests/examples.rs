@@ -1,5 +1,6 @@
 //! One frozen path per `sometimes` property on the `ci` preset (on `faults` for the one that
-//! needs upstream failures): the shortest way to reach each interesting situation, so that a
+//! needs upstream failures, on `aligned-timeout` for the one that needs aligned checkpoints):
+//! the shortest way to reach each interesting situation, so that a
 //! model change that moves it shows up in review.
 
 use recovery_model::check::{shortest_examples, shortest_path};
@@ -14,6 +15,7 @@ use stateright::{Expectation, Model};
 fn every_sometimes_property_has_a_shortest_example_on_ci() {
     let ci = RecoveryModel::new((find_preset("ci").unwrap().config)(), Variant::Fixed);
     let faults = RecoveryModel::new((find_preset("faults").unwrap().config)(), Variant::Fixed);
+    let aligned = RecoveryModel::new((find_preset("aligned-timeout").unwrap().config)(), Variant::Fixed);
     let sometimes: Vec<&str> = (PROPERTIES.iter())
         .filter(|(e, _, _)| *e == Expectation::Sometimes)
         .map(|(_, name, _)| *name)
@@ -23,15 +25,21 @@ fn every_sometimes_property_has_a_shortest_example_on_ci() {
         .filter(|name| !ci.cfg.unreachable_by_config().contains(name))
         .collect();
     let on_faults: Vec<&str> = (sometimes.iter().copied())
-        .filter(|name| !on_ci.contains(name))
+        .filter(|name| !on_ci.contains(name) && !faults.cfg.unreachable_by_config().contains(name))
+        .collect();
+    let on_aligned: Vec<&str> = (sometimes.iter().copied())
+        .filter(|name| !on_ci.contains(name) && !on_faults.contains(name))
         .collect();
     let mut paths = shortest_examples(&ci, &on_ci).into_iter().zip(&on_ci);
     let mut faults_paths = shortest_examples(&faults, &on_faults).into_iter().zip(&on_faults);
+    let mut aligned_paths = shortest_examples(&aligned, &on_aligned).into_iter().zip(&on_aligned);
     for name in &sometimes {
         let (model, (path, _)) = if on_ci.contains(name) {
             (&ci, paths.next().unwrap())
-        } else {
+        } else if on_faults.contains(name) {
             (&faults, faults_paths.next().unwrap())
+        } else {
+            (&aligned, aligned_paths.next().unwrap())
         };
         let path = path.unwrap_or_else(|| panic!("no example of {name}"));
         let snapshot_name = name.replace(' ', "-");

@@ -12,12 +12,13 @@ use recovery_model::{RecoveryModel, Variant};
 /// The presets whose verdicts the oracle asserts: every preset that checks in a few seconds in
 /// release, so that each part of the protocol (both channel kinds, the drainer, the conversion,
 /// the flag-off path, 2.3.0's migration, releases, faults, late writes, stashes, the priority
-/// split, the release split) is under some property.
+/// split, the release split, aligned checkpoints with timeout) is under some property.
 const FIXED: &[&str] = &[
     "tiny",
     "local-buffers",
     "stash-order",
     "priority-race",
+    "aligned-timeout",
     "release-window-local",
     "release-window-remote",
     "no-trigger",
@@ -43,6 +44,7 @@ fn remote_floating_release() -> ModelConfig {
         release: true,
         faults: false,
         release_step: false,
+        aligned_checkpoint_timeout: false,
     }
 }
 
