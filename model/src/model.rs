@@ -965,7 +965,11 @@ impl Model for RecoveryModel {
             Action::RequestPartitions => self.request_partitions(&mut s),
             Action::GetNextBuffer { channel: c } => self.get_next_buffer(&mut s, c),
             Action::InsertRecoveryCheckpointBarrier { channel: c, cp } => {
-                if task::insert_recovery_checkpoint_barrier(&mut s, &self.cfg, self.variant, c, cp) {
+                // B9: the trigger was swapped to NO_OP when the drain finished.
+                let no_op = self.variant == Variant::TriggerSwappedWhenDrainFinishes
+                    && self.cfg.delivery == Delivery::Drainer
+                    && s.io_pc as usize >= self.io_program.len();
+                if task::insert_recovery_checkpoint_barrier(&mut s, &self.cfg, self.variant, c, cp, no_op) {
                     self.notify(&mut s, c, false);
                 }
             }

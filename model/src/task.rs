@@ -186,10 +186,12 @@ pub fn insert_recovery_checkpoint_barrier(
     variant: Variant,
     c: u8,
     cp: CheckpointId,
+    no_op: bool,
 ) -> bool {
     let cc = &cfg.channels[c as usize];
     let spill = variant != Variant::SpillSnapshotAfterInsertion;
-    let notify = rc::insert_recovery_checkpoint_barrier_if_in_recovery(s.ch_mut(c), cc.kind, cp, cc.recovered, spill);
+    let notify =
+        !no_op && rc::insert_recovery_checkpoint_barrier_if_in_recovery(s.ch_mut(c), cc.kind, cp, cc.recovered, spill);
     // The trigger inserts on every channel first, then starts the checkpoint on each.
     s.task = if (c as usize) + 1 < cfg.channels.len() {
         TaskPc::Trigger {

@@ -47,6 +47,10 @@ pub enum Variant {
     /// buffer it is handed but announces only those `tryRequestBuffers` adds: the `1 +` of
     /// `numBuffers += 1 + tryRequestBuffers()` is off.
     FloatingBufferNotAnnounced,
+    /// B9: the recovery-checkpoint trigger turns NO_OP when the drain has appended every
+    /// channel's sentinel, not when every channel has consumed it: a checkpoint in between
+    /// finds no `RecoveryCheckpointBarrier` and is declined.
+    TriggerSwappedWhenDrainFinishes,
 }
 
 /// One row of the bug zoo: the variant, the bug it reintroduces, the property that catches it
@@ -172,6 +176,13 @@ pub const VARIANTS: &[VariantInfo] = &[
         bug: "LocalInputChannel.getNextBuffer re-reads hasPendingPriorityEvent after polling a recovered buffer and returns the priority event instead: the buffer is lost",
         property: "buffer ownership",
         preset: "local-buffers",
+    },
+    VariantInfo {
+        variant: Variant::TriggerSwappedWhenDrainFinishes,
+        name: "trigger-swapped-when-drain-finishes",
+        bug: "B9: the recovery-checkpoint trigger turns NO_OP once the drain appended every sentinel; a checkpoint before the sentinels are consumed finds no RecoveryCheckpointBarrier and is declined",
+        property: "no checkpoint declined on a live channel in recovery",
+        preset: "tiny",
     },
 ];
 
