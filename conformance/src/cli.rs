@@ -88,6 +88,15 @@ pub fn check_output(path: &Path, create: bool) -> Result<(), String> {
     crate::junit::check_writable(path)
 }
 
+/// `--save` (its default's directory is made) and `--junit` can be written.
+fn check_conform_outputs(args: &ConformArgs) -> Result<(), String> {
+    check_output(&args.save, args.save == Path::new(DEFAULT_SAVE))?;
+    match &args.junit {
+        Some(path) => check_output(path, false),
+        None => Ok(()),
+    }
+}
+
 /// `conform` of a task-level preset: impl/'s `StreamTask` in this process, one job.
 fn conform_task_level(preset: &str, args: &ConformArgs) -> ExitCode {
     let not_here = [
@@ -102,15 +111,8 @@ fn conform_task_level(preset: &str, args: &ConformArgs) -> ExitCode {
     if args.random == Some(0) {
         return usage_error("--random needs at least one walk");
     }
-    for (path, create) in [
-        (Some(&args.save), args.save == Path::new(DEFAULT_SAVE)),
-        (args.junit.as_ref(), false),
-    ] {
-        if let Some(path) = path
-            && let Err(e) = check_output(path, create)
-        {
-            return usage_error(e);
-        }
+    if let Err(e) = check_conform_outputs(args) {
+        return usage_error(e);
     }
     match crate::task_conform::conform_task(preset, args.random, args.seed) {
         Ok(report) => {
@@ -411,15 +413,8 @@ pub fn conform(args: ConformArgs) -> ExitCode {
     {
         return usage_error(e);
     }
-    for (path, create) in [
-        (Some(&args.save), args.save == Path::new(DEFAULT_SAVE)),
-        (args.junit.as_ref(), false),
-    ] {
-        if let Some(path) = path
-            && let Err(e) = check_output(path, create)
-        {
-            return usage_error(e);
-        }
+    if let Err(e) = check_conform_outputs(&args) {
+        return usage_error(e);
     }
     let opts = ConformOptions {
         jobs,

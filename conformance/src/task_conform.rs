@@ -188,44 +188,23 @@ pub fn record_trace(
     Ok(trace)
 }
 
-/// Replays `actions` from initial state `init` on `driver`, comparing every step. Returns the
-/// divergence, if any.
+/// Replays `trace` (recorded by [`record_trace`]) on `driver`, comparing every step with its
+/// predictions. Returns the divergence, if any, with the trace cut after the diverging step.
 fn replay(
     model: &TaskModel,
-    preset: &str,
-    init: u32,
-    actions: &[TaskAction],
-    reason: &str,
+    trace: &TaskTrace,
     driver: &mut TaskImplDriver,
 ) -> Result<Option<TaskDivergence>, DriverError> {
-    let inits = initial_states(model);
-    let mut state = inits[&init].clone();
-    driver.reset(&state)?;
-    let mut trace = TaskTrace {
-        format_version: crate::trace::FORMAT_VERSION,
-        model: TASK_MODEL_NAME.into(),
-        preset: preset.into(),
-        variant: model.variant.name().into(),
-        shape: init,
-        shape_label: model.shape(&state).label(),
-        reason: reason.into(),
-        steps: Vec::new(),
-    };
-    for (i, action) in actions.iter().enumerate() {
-        let observation = model_observation(model, &state, action);
-        state = model.next_state(&state, *action).expect("a generated step is enabled");
-        let snapshot = model_snapshot(model, &state);
-        let actual_observation = driver.apply(action)?;
+    driver.reset(&initial_states(model)[&trace.shape])?;
+    for (i, step) in trace.steps.iter().enumerate() {
+        let actual_observation = driver.apply(&step.action)?;
         let actual_snapshot = driver.snapshot()?;
-        let difference = first_difference(&observation, &actual_observation)
+        let difference = first_difference(&step.observation, &actual_observation)
             .map(|d| format!("observation {d}"))
-            .or_else(|| first_difference(&snapshot, &actual_snapshot).map(|d| format!("snapshot {d}")));
-        trace.steps.push(TaskStep {
-            action: *action,
-            observation,
-            snapshot,
-        });
+            .or_else(|| first_difference(&step.snapshot, &actual_snapshot).map(|d| format!("snapshot {d}")));
         if let Some(first_difference) = difference {
+            let mut trace = trace.clone();
+            trace.steps.truncate(i + 1);
             return Ok(Some(TaskDivergence {
                 trace,
                 step: i + 1,
@@ -301,7 +280,8 @@ pub fn conform_task_variant(
         }
     };
     for (init, actions, new_edges, reason) in traces {
-        let divergence = replay(&model, preset, init, &actions, &reason, &mut driver).map_err(|e| e.to_string())?;
+        let trace = record_trace(&model, preset, init, &actions, &reason)?;
+        let divergence = replay(&model, &trace, &mut driver).map_err(|e| e.to_string())?;
         report.traces += 1;
         match divergence {
             Some(d) => {
@@ -403,37 +383,17 @@ pub fn read_trace(path: &Path) -> Result<(TaskModel, TaskTrace), String> {
     let variant = TaskVariant::from_name(&trace.variant)
         .ok_or_else(|| unusable(path, format!("unknown task-level variant `{}`", trace.variant)))?;
     let model = TaskModel::new((preset.shapes)(), variant);
-    let inits = initial_states(&model);
-    let mut state = inits
-        .get(&trace.shape)
-        .ok_or_else(|| {
-            unusable(
-                path,
-                format!("shape {} out of range (the preset has {})", trace.shape, inits.len()),
-            )
-        })?
-        .clone();
-    for (i, step) in trace.steps.iter().enumerate() {
-        let mut enabled = Vec::new();
-        model.actions(&state, &mut enabled);
-        if !enabled.contains(&step.action) {
-            return Err(unusable(
-                path,
-                format!(
-                    "step {}: {:?} is not enabled; enabled are {enabled:?}",
-                    i + 1,
-                    step.action
-                ),
-            ));
-        }
-        let observation = model_observation(&model, &state, &step.action);
-        state = model.next_state(&state, step.action).expect("enabled");
-        if observation != step.observation || model_snapshot(&model, &state) != step.snapshot {
-            return Err(unusable(
-                path,
-                format!("step {}: the recorded prediction is not the model's", i + 1),
-            ));
-        }
+    let actions: Vec<TaskAction> = trace.steps.iter().map(|s| s.action).collect();
+    let expected =
+        record_trace(&model, &trace.preset, trace.shape, &actions, &trace.reason).map_err(|e| unusable(path, e))?;
+    if let Some(i) = (0..actions.len()).find(|&i| {
+        expected.steps[i].observation != trace.steps[i].observation
+            || expected.steps[i].snapshot != trace.steps[i].snapshot
+    }) {
+        return Err(unusable(
+            path,
+            format!("step {}: the recorded prediction is not the model's", i + 1),
+        ));
     }
     Ok((model, trace))
 }
@@ -447,9 +407,9 @@ pub fn replay_file(path: &Path, json: bool) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let actions: Vec<TaskAction> = trace.steps.iter().map(|s| s.action).collect();
+    let steps = trace.steps.len();
     let mut driver = TaskImplDriver::new(model.clone());
-    match replay(&model, &trace.preset, trace.shape, &actions, &trace.reason, &mut driver) {
+    match replay(&model, &trace, &mut driver) {
         Err(e) => {
             eprintln!("error: {e}\nno verdict: the harness failed, not the implementation");
             ExitCode::from(2)
@@ -458,14 +418,10 @@ pub fn replay_file(path: &Path, json: bool) -> ExitCode {
             if json {
                 println!(
                     "{}",
-                    serde_json::json!({"steps": actions.len(), "diverged_at": null, "driver": "impl-task"})
+                    serde_json::json!({"steps": steps, "diverged_at": null, "driver": "impl-task"})
                 );
             } else {
-                println!(
-                    "replay {}: {} steps, no divergence\nPASSED",
-                    path.display(),
-                    actions.len()
-                );
+                println!("replay {}: {} steps, no divergence\nPASSED", path.display(), steps);
             }
             ExitCode::SUCCESS
         }
@@ -473,7 +429,7 @@ pub fn replay_file(path: &Path, json: bool) -> ExitCode {
             if json {
                 println!(
                     "{}",
-                    serde_json::json!({"steps": actions.len(), "diverged_at": d.step, "driver": "impl-task", "first_difference": d.first_difference})
+                    serde_json::json!({"steps": steps, "diverged_at": d.step, "driver": "impl-task", "first_difference": d.first_difference})
                 );
             } else {
                 println!("DIVERGENCE at step {}: {}", d.step, d.first_difference);
