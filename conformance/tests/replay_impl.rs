@@ -45,10 +45,10 @@ fn every_edge_of_tiny_replays_on_the_implementation_without_divergence() {
     let r = every_edge_without_divergence("tiny");
     // tiny has no release (nor its second part, nor gate close), no floating buffer, no conversion, no faults and
     // no upstream written during the run, no split priority notification (model-only) and no
-    // aligned checkpoint (not in impl/).
+    // aligned checkpoint (its barrier and alignment timer).
     assert_eq!(
         r.action_kinds_covered,
-        Action::KINDS.len() - 8 - Action::MODEL_ONLY_KINDS.len() - Action::IMPL_UNSUPPORTED_KINDS.len()
+        Action::KINDS.len() - 10 - Action::MODEL_ONLY_KINDS.len()
     );
 }
 
@@ -70,7 +70,7 @@ fn every_edge_of_the_conversion_preset_replays_on_the_implementation_without_div
     // notification and no aligned checkpoint in this preset.
     assert_eq!(
         r.action_kinds_covered,
-        Action::KINDS.len() - 10 - Action::MODEL_ONLY_KINDS.len() - Action::IMPL_UNSUPPORTED_KINDS.len(),
+        Action::KINDS.len() - 12 - Action::MODEL_ONLY_KINDS.len(),
         "{unreachable:?}"
     );
 }
@@ -175,7 +175,7 @@ fn random_walks_with_releases_floating_buffers_and_two_checkpoints_agree_with_th
     // release (`release-window-*`), the model-only steps and the aligned checkpoints.
     assert_eq!(
         kinds.len(),
-        Action::KINDS.len() - 5 - Action::MODEL_ONLY_KINDS.len() - Action::IMPL_UNSUPPORTED_KINDS.len(),
+        Action::KINDS.len() - 7 - Action::MODEL_ONLY_KINDS.len(),
         "{kinds:?}"
     );
 }
@@ -295,7 +295,6 @@ fn the_presets_the_pr_tier_replays_edge_by_edge_reach_every_action_kind() {
     let missing: Vec<_> = Action::KINDS
         .iter()
         .filter(|k| !kinds.contains(*k) && !Action::MODEL_ONLY_KINDS.contains(*k))
-        .filter(|k| !Action::IMPL_UNSUPPORTED_KINDS.contains(*k))
         .collect();
     assert!(missing.is_empty(), "no PR-tier preset reaches {missing:?}");
 }
