@@ -1282,7 +1282,9 @@ fn task_thread(
                 return Err(format!("channel {c}: no upstream of the soak ends its partition"));
             }
             BufferKind::TimeoutableAlignedCheckpointBarrier(_) | BufferKind::EventAnnouncement(_) => {
-                return Err(format!("channel {c}: no upstream of the soak takes aligned checkpoints"));
+                return Err(format!(
+                    "channel {c}: no upstream of the soak takes aligned checkpoints"
+                ));
             }
             BufferKind::Data | BufferKind::Event => {
                 let spec = &run.specs[c];
