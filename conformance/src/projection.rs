@@ -26,7 +26,9 @@
 //!   model never queues one then; the implementation's `notifyCreditAvailable` does not check).
 //! - Not compared: reference counts (the implementation has none), `lastBarrierId` (internal to
 //!   the master branch, observable through what is persisted), the task's checkpoint
-//!   bookkeeping (the driver's). The gate's channel queue is compared (`gate.queue`).
+//!   bookkeeping and the barrier handler's announcements and alignment timer (the driver's).
+//! - An `EventAnnouncement` goes to the barrier handler, not the operator: neither side counts
+//!   it as delivered, and the model's poll of it is read from the queue it left. The gate's channel queue is compared (`gate.queue`).
 
 use crate::observation::*;
 use recovery_impl::BufferId;
