@@ -200,11 +200,7 @@ pub fn impl_capabilities() -> Capabilities {
     Capabilities {
         name: "impl".into(),
         protocol: PROTOCOL_VERSION,
-        actions: Action::KINDS
-            .iter()
-            .filter(|k| !Action::IMPL_UNSUPPORTED_KINDS.contains(k))
-            .map(|k| k.to_string())
-            .collect(),
+        actions: Action::KINDS.iter().map(|k| k.to_string()).collect(),
         features: all_features(),
         unobserved: Vec::new(),
     }

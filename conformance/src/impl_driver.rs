@@ -298,6 +298,19 @@ struct BarrierHandler {
     checkpoints: Vec<CheckpointState>,
     barriers_seen: Vec<u8>,
     triggering: bool,
+    /// The aligned checkpoint with a timeout waiting for its barriers, if one.
+    alignment: Option<Alignment>,
+}
+
+/// An aligned checkpoint's `ChannelState` and alignment timer (`aligned_checkpoint_timeout`).
+struct Alignment {
+    cp: u8,
+    /// `sequenceNumberInAnnouncedChannels`: (channel, announced sequence number).
+    announced: Vec<(u8, i32)>,
+    /// The alignment timer is registered and has not fired.
+    timer: bool,
+    /// It fired: the checkpoint goes on unaligned, later announcements are not recorded.
+    timed_out: bool,
 }
 
 struct System {
@@ -400,6 +413,7 @@ impl System {
                 checkpoints: vec![CheckpointState::NotTriggered; n],
                 barriers_seen: vec![0; n],
                 triggering: false,
+                alignment: None,
             },
         }
     }
@@ -454,6 +468,64 @@ impl System {
     }
 }
 
+impl System {
+    /// `checkNewCheckpoint`: a newer checkpoint becomes current; a timeoutable barrier
+    /// registers the alignment timer, whether it came as a barrier or announced.
+    fn check_new_checkpoint(&mut self, cp: u8) {
+        let b = &mut self.barriers;
+        if b.alignment.as_ref().is_none_or(|a| a.cp < cp)
+            && b.checkpoints[cp as usize - 1] == CheckpointState::NotTriggered
+        {
+            b.alignment = Some(Alignment {
+                cp,
+                announced: Vec::new(),
+                timer: true,
+                timed_out: false,
+            });
+        }
+    }
+
+    /// `isCheckpointPending` of the current checkpoint `cp`.
+    fn pending(&self, cp: u8) -> bool {
+        self.barriers.alignment.as_ref().is_some_and(|a| a.cp == cp)
+            && self.barriers.checkpoints[cp as usize - 1] != CheckpointState::Ended
+    }
+
+    /// `processBarrierAnnouncement`: `checkNewCheckpoint`, then `addSeenAnnouncement`.
+    fn process_barrier_announcement(&mut self, c: u8, cp: u8, seq: i32) {
+        self.check_new_checkpoint(cp);
+        if !self.pending(cp) {
+            return;
+        }
+        let a = self.barriers.alignment.as_mut().expect("pending");
+        if !a.timed_out {
+            a.announced.push((c, seq));
+        }
+    }
+
+    /// `processBarrier` with an aligned barrier: once every live channel's is in, the aligned
+    /// checkpoint is taken (no channel state) and the timer reset.
+    fn process_aligned_barrier(&mut self, c: u8, cp: u8) {
+        self.barriers.barriers_seen[cp as usize - 1] |= 1 << c;
+        self.check_new_checkpoint(cp);
+        if !self.pending(cp) {
+            return;
+        }
+        let a = self.barriers.alignment.as_mut().expect("pending");
+        a.announced.retain(|&(k, _)| k != c);
+        let live = self
+            .channels
+            .iter()
+            .enumerate()
+            .filter(|(_, ch)| !ch.handle.as_recoverable().is_some_and(|r| r.is_released()))
+            .fold(0u8, |m, (k, _)| m | 1 << k);
+        if self.barriers.barriers_seen[cp as usize - 1] & live == live {
+            a.timer = false;
+            self.stop_checkpoint(cp);
+        }
+    }
+}
+
 /// The observation's name of a `Buffer.DataType`.
 fn data_type(t: recovery_impl::DataType) -> DataType {
     match t {
@@ -474,6 +546,7 @@ pub(crate) fn error_kind(e: &ChannelError) -> ErrorKind {
         ChannelError::DoubleRecycle(_) => ErrorKind::DoubleRecycle,
         ChannelError::BufferReordering { .. } => ErrorKind::BufferReordering,
         ChannelError::RemoteTransport(_) => ErrorKind::RemoteTransport,
+        ChannelError::NoSuchElement(_) => ErrorKind::NoSuchElement,
     }
 }
 
@@ -726,12 +799,16 @@ impl ImplDriver {
         } else if let Err(e) = next.buffer.recycle_buffer() {
             return Observation::Error { error: error_kind(&e) };
         }
-        if item != Item::EndOfRecovery {
-            // The gate hands everything on but the sentinel, which the network input consumes.
+        if !matches!(item, Item::EndOfRecovery | Item::Announcement(_)) {
+            // The gate hands everything on but the sentinel, which the network input consumes,
+            // and announcements, which go to the barrier handler.
             self.ch(c).delivered.push(item.clone());
         }
-        if let Item::Barrier(cp) = item {
-            self.sys.on_barrier(c, cp);
+        match item {
+            Item::Barrier(cp) => self.sys.on_barrier(c, cp),
+            Item::Announcement(cp) => self.sys.process_barrier_announcement(c, cp, seq),
+            Item::AlignedBarrier(cp) => self.sys.process_aligned_barrier(c, cp),
+            _ => {}
         }
         Observation::Polled {
             item,
@@ -798,6 +875,33 @@ impl ImplDriver {
     fn emit_checkpoint_barrier(&mut self, c: u8, cp: u8) -> Observation {
         let barrier = NetworkBuffer::event(BufferKind::CheckpointBarrier(cp as i64));
         outcome(self.ch(c).subpartition.add(barrier))
+    }
+
+    /// The producer takes checkpoint `cp` aligned with a timeout: `add` of a
+    /// `TIMEOUTABLE_ALIGNED_CHECKPOINT_BARRIER`, which goes to the tail.
+    fn emit_timeoutable_checkpoint_barrier(&mut self, c: u8, cp: u8) -> Observation {
+        let barrier = NetworkBuffer::event(BufferKind::TimeoutableAlignedCheckpointBarrier(cp as i64));
+        outcome(self.ch(c).subpartition.add(barrier))
+    }
+
+    /// The alignment timer's mail: `alignedCheckpointTimeout` → `prioritizeAllAnnouncements` →
+    /// `RemoteInputChannel::convert_to_priority_event(seq)` on every announced channel, in
+    /// the order the announcements were seen; the first that throws fails the task.
+    fn aligned_checkpoint_timeout(&mut self, cp: u8) -> Observation {
+        let Some(a) = self.sys.barriers.alignment.as_mut().filter(|a| a.cp == cp && a.timer) else {
+            return unperformable(format!("no alignment timer of checkpoint {cp} is registered"));
+        };
+        a.timer = false;
+        a.timed_out = true;
+        for (c, seq) in std::mem::take(&mut a.announced) {
+            let Some(remote) = self.ch(c).handle.as_remote().cloned() else {
+                return unperformable(format!("channel {c} announced a barrier but is not remote"));
+            };
+            if let Err(e) = remote.convert_to_priority_event(seq) {
+                return Observation::Error { error: error_kind(&e) };
+            }
+        }
+        Observation::Done
     }
 
     /// The producer writes its next upstream element.
@@ -976,14 +1080,6 @@ impl Driver for ImplDriver {
     }
 
     fn apply(&mut self, action: &Action) -> Result<Observation, DriverError> {
-        if Action::IMPL_UNSUPPORTED_KINDS.contains(&action.method()) {
-            return Err(DriverError::Unsupported {
-                reason: format!(
-                    "impl/ has no aligned checkpoints, announcements or convertToPriorityEvent ({})",
-                    action.method()
-                ),
-            });
-        }
         let observation = self.dispatch(action);
         match self.hung() {
             Some(e) => Err(e),
@@ -1037,10 +1133,8 @@ impl ImplDriver {
             NotifyPriorityEvent { .. } | ClearPendingPriorityEvent { .. } | RereadPendingPriorityEvent { .. } => {
                 unperformable("a model-only step: impl/ makes it inside the call before")
             }
-            // Refused in `apply` (Action::IMPL_UNSUPPORTED_KINDS).
-            EmitTimeoutableCheckpointBarrier { .. } | AlignedCheckpointTimeout { .. } => {
-                unperformable("impl/ has no aligned checkpoints")
-            }
+            EmitTimeoutableCheckpointBarrier { channel, cp } => self.emit_timeoutable_checkpoint_barrier(channel, cp),
+            AlignedCheckpointTimeout { cp } => self.aligned_checkpoint_timeout(cp),
         }
     }
 

@@ -235,6 +235,9 @@ pub enum ErrorKind {
     BufferReordering,
     /// The connection to the producer failed (`RemoteTransportException`).
     RemoteTransport,
+    /// A lookup found nothing (`NoSuchElementException`): the alignment timer's
+    /// `convertToPriorityEvent` did not find the announced barrier in `receivedBuffers`.
+    NoSuchElement,
 }
 
 /// Why `checkpointStarted` refused a checkpoint.

@@ -26,7 +26,9 @@
 //!   model never queues one then; the implementation's `notifyCreditAvailable` does not check).
 //! - Not compared: reference counts (the implementation has none), `lastBarrierId` (internal to
 //!   the master branch, observable through what is persisted), the task's checkpoint
-//!   bookkeeping (the driver's). The gate's channel queue is compared (`gate.queue`).
+//!   bookkeeping and the barrier handler's announcements and alignment timer (the driver's).
+//! - An `EventAnnouncement` goes to the barrier handler, not the operator: neither side counts
+//!   it as delivered, and the model's poll of it is read from the queue it left. The gate's channel queue is compared (`gate.queue`).
 
 use crate::observation::*;
 use recovery_impl::BufferId;
@@ -132,6 +134,8 @@ pub fn item_of(c: u8, b: &BufferSnapshot) -> Item {
         BufferKind::EndOfInputChannelState => Item::EndOfRecovery,
         // Only the task level's gates end their partitions.
         BufferKind::EndOfPartition => unknown(),
+        BufferKind::TimeoutableAlignedCheckpointBarrier(cp) => Item::AlignedBarrier(cp as u8),
+        BufferKind::EventAnnouncement(cp) => Item::Announcement(cp as u8),
     }
 }
 
@@ -285,8 +289,8 @@ pub fn failure_kind(f: Failure) -> ErrorKind {
         Failure::Transport => ErrorKind::RemoteTransport,
         Failure::PartitionReleased => ErrorKind::Released,
         Failure::NoPriorityEvent => ErrorKind::IllegalState,
-        // Not a poll's: the alignment timer's lookup, which impl/ does not have.
-        Failure::AnnouncedBarrierNotFound => ErrorKind::IllegalState,
+        // Not a poll's: the alignment timer's `convertToPriorityEvent` (`getAndRemove`).
+        Failure::AnnouncedBarrierNotFound => ErrorKind::NoSuchElement,
     }
 }
 
@@ -347,6 +351,18 @@ pub fn model_observation(m: &RecoveryModel, pre: &State, action: &Action, post: 
                     next: next_after_poll(m, post, c, d.payload),
                 };
             }
+            // An EventAnnouncement goes to the barrier handler, not the operator: the poll
+            // returned it all the same.
+            if let Some(head) = pre.ch(c).queue.first()
+                && let Payload::Announcement(cp) = head.payload
+                && post.ch(c).queue.len() < pre.ch(c).queue.len()
+            {
+                return Observation::Polled {
+                    item: Item::Announcement(cp),
+                    seq: head.seq,
+                    next: next_after_poll(m, post, c, head.payload),
+                };
+            }
             // 2.3.0 flag on: a migrated EndOfInputChannelStateEvent is handed out as an ordinary
             // event (numbered by the new channel) and ignored by the network input.
             let head = pre.ch(c).queue.first();
@@ -374,6 +390,13 @@ pub fn model_observation(m: &RecoveryModel, pre: &State, action: &Action, post: 
             }
             Observation::NothingPolled
         }
+        // The alignment timer's lookup threw: the task fails with it.
+        Action::AlignedCheckpointTimeout { .. } => match post.task {
+            TaskPc::Failed { cause, .. } if pre.task != post.task => Observation::Error {
+                error: failure_kind(cause),
+            },
+            _ => Observation::Done,
+        },
         Action::CheckpointStarted { channel: c, cp } => {
             let i = cp as usize - 1;
             let refusal = match post.checkpoints[i] {

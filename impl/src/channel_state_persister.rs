@@ -159,7 +159,11 @@ impl ChannelStatePersister {
     /// `checkForBarrier(buffer)`: a `CheckpointBarrier` at least as new as expected moves the
     /// status to `BARRIER_RECEIVED` and returns its id.
     pub fn check_for_barrier(&mut self, buffer: &NetworkBuffer) -> Option<CheckpointId> {
-        let BufferKind::CheckpointBarrier(barrier_id) = buffer.kind() else {
+        // A timeoutable aligned barrier is a `CheckpointBarrier` too (`event.getClass() ==
+        // CheckpointBarrier.class`): it closes the window like an unaligned one.
+        let (BufferKind::CheckpointBarrier(barrier_id) | BufferKind::TimeoutableAlignedCheckpointBarrier(barrier_id)) =
+            buffer.kind()
+        else {
             return None;
         };
         let expected = match self.checkpoint_status {
@@ -172,6 +176,11 @@ impl ChannelStatePersister {
             return Some(barrier_id);
         }
         None
+    }
+
+    /// `hasBarrierReceived()`.
+    pub fn has_barrier_received(&self) -> bool {
+        self.checkpoint_status == CheckpointStatus::BarrierReceived
     }
 
     /// A snapshot (the caller holds the channel lock).

@@ -57,6 +57,11 @@ pub enum ChannelError {
     /// the channel's cause and `getNextBuffer` rethrows it.
     #[error("remote transport failure: {0}")]
     RemoteTransport(String),
+    /// `NoSuchElementException` from `PrioritizedDeque.getAndRemove`: nothing in the deque
+    /// matched, e.g. `RemoteInputChannel.convertToPriorityEvent` looking for an announced
+    /// barrier that is in the recovery event stash.
+    #[error("no such element: {0}")]
+    NoSuchElement(String),
     /// `BufferReorderingException` from `RemoteInputChannel.onBuffer`.
     #[error("buffer re-ordering: expected sequence number {expected}, got {actual}")]
     BufferReordering {

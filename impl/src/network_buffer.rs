@@ -50,6 +50,13 @@ pub enum BufferKind {
     EndOfInputChannelState,
     /// `EndOfPartitionEvent`: the upstream's last element.
     EndOfPartition,
+    /// A `CheckpointBarrier` of an aligned checkpoint with an alignment timeout
+    /// (`DataType.TIMEOUTABLE_ALIGNED_CHECKPOINT_BARRIER`): an ordinary event that
+    /// `requiresAnnouncement`, so that the consumer can prioritise it if the alignment times out.
+    TimeoutableAlignedCheckpointBarrier(CheckpointId),
+    /// `EventAnnouncement` of a timeoutable aligned barrier of this checkpoint: a priority event
+    /// carrying the barrier's sequence number (the `SequenceBuffer`'s).
+    EventAnnouncement(CheckpointId),
 }
 
 impl BufferKind {
@@ -60,14 +67,24 @@ impl BufferKind {
 
     /// `Buffer.DataType.hasPriority()`.
     pub fn has_priority(self) -> bool {
-        matches!(self, BufferKind::CheckpointBarrier(_))
+        matches!(
+            self,
+            BufferKind::CheckpointBarrier(_) | BufferKind::EventAnnouncement(_)
+        )
+    }
+
+    /// `Buffer.DataType.requiresAnnouncement()`.
+    pub fn requires_announcement(self) -> bool {
+        matches!(self, BufferKind::TimeoutableAlignedCheckpointBarrier(_))
     }
 
     /// `Buffer.getDataType()`.
     pub fn data_type(self) -> DataType {
         match self {
             BufferKind::Data => DataType::DataBuffer,
-            BufferKind::CheckpointBarrier(_) => DataType::PriorityEventBuffer,
+            BufferKind::CheckpointBarrier(_) | BufferKind::EventAnnouncement(_) => DataType::PriorityEventBuffer,
+            // `TIMEOUTABLE_ALIGNED_CHECKPOINT_BARRIER` is an event without priority: the same
+            // `nextDataType` as `EVENT_BUFFER` for every caller here.
             _ => DataType::EventBuffer,
         }
     }

@@ -6,6 +6,8 @@
 
 use std::collections::VecDeque;
 
+use crate::error::{ChannelError, Result};
+
 /// Mirrors `org.apache.flink.runtime.io.network.partition.PrioritizedDeque`.
 #[derive(Debug, Clone)]
 pub struct PrioritizedDeque<T> {
@@ -83,6 +85,17 @@ impl<T> PrioritizedDeque<T> {
             self.num_priority_elements -= 1;
         }
         Some(element)
+    }
+
+    /// `getAndRemove(preSelect)`: removes the first element, head first, that matches; Flink
+    /// throws `NoSuchElementException` when none does, here [`ChannelError::NoSuchElement`].
+    pub fn get_and_remove(&mut self, pre_select: impl Fn(&T) -> bool) -> Result<T> {
+        let index = self
+            .deque
+            .iter()
+            .position(pre_select)
+            .ok_or_else(|| ChannelError::NoSuchElement("no element of the deque matches".to_owned()))?;
+        Ok(self.remove_at(index).expect("the index was found"))
     }
 
     /// Removes everything, head first.

@@ -509,6 +509,21 @@ impl RemoteInputChannel {
                 if kind.has_priority() {
                     let first = state.add_priority_buffer(element);
                     (first, was_empty, None)
+                } else if let BufferKind::TimeoutableAlignedCheckpointBarrier(checkpoint_id) = kind {
+                    // `requiresAnnouncement`: the barrier is an ordinary event (stashed in
+                    // recovery, like any other), and its `EventAnnouncement`, with the barrier's
+                    // sequence number, goes to the priority head so that the task learns of it.
+                    if state.in_recovery {
+                        state.recovery_event_stash.push_back(element);
+                    } else {
+                        state.buffers.add(element);
+                    }
+                    let first = state.add_priority_buffer(SequenceBuffer {
+                        buffer: NetworkBuffer::event(BufferKind::EventAnnouncement(checkpoint_id)),
+                        sequence_number,
+                        subpartition_id: 0,
+                    });
+                    (first, was_empty, None)
                 } else if state.in_recovery {
                     // Replayed after the sentinel is consumed (`on_recovered_state_consumed`).
                     state.recovery_event_stash.push_back(element);
@@ -539,6 +554,61 @@ impl RemoteInputChannel {
         if backlog >= 0 {
             pause_point::reached(PausePoint::OnSenderBacklog);
             self.on_sender_backlog(backlog);
+        }
+        Ok(())
+    }
+
+    /// `convertToPriorityEvent(sequenceNumber)` (task thread, the alignment timer's mail): moves
+    /// the announced barrier to the priority head so that the checkpoint goes on unaligned.
+    /// Under `receivedBuffers`, as Flink's master does: `getAndRemove` by sequence number, which
+    /// fails with [`ChannelError::NoSuchElement`] when the barrier is not in the deque (during
+    /// recovery it is in the stash, which is not searched), then the barrier re-added as a
+    /// priority event. After unlocking, `notifyPriorityEventForce()` if it is the first one.
+    pub fn convert_to_priority_event(&self, sequence_number: i32) -> Result<()> {
+        let (first_priority_event, dropped) = {
+            let mut state = self.received_buffers.lock();
+            if !state.persister.has_barrier_received() {
+                return Err(ChannelError::illegal_state("No barrier received to prioritize."));
+            }
+            let num_priority_elements_before_removal = state.buffers.num_priority_elements();
+            let to_prioritize = state
+                .buffers
+                .get_and_remove(|element| element.sequence_number == sequence_number)?;
+            // Flink's `checkState`s after the removal: the task fails on any of them, so the
+            // removed element is only recycled.
+            let kind = to_prioritize.buffer.kind();
+            let barrier = match kind {
+                BufferKind::TimeoutableAlignedCheckpointBarrier(checkpoint_id)
+                    if state.last_barrier_sequence_number == Some(sequence_number)
+                        && num_priority_elements_before_removal == state.buffers.num_priority_elements() =>
+                {
+                    Ok(checkpoint_id)
+                }
+                _ => Err(ChannelError::IllegalState(format!(
+                    "Attempted to convertToPriorityEvent {kind:?} #{sequence_number}, not an announced barrier."
+                ))),
+            };
+            let subpartition_id = to_prioritize.subpartition_id;
+            match barrier {
+                // `EventSerializer.toBuffer(barrier, true)`: the same barrier as a priority
+                // event with the same sequence number; only its position changes.
+                Ok(checkpoint_id) => {
+                    let first = state.add_priority_buffer(SequenceBuffer {
+                        buffer: NetworkBuffer::event(BufferKind::CheckpointBarrier(checkpoint_id)),
+                        sequence_number,
+                        subpartition_id,
+                    });
+                    (Ok(first), to_prioritize.buffer)
+                }
+                Err(error) => (Err(error), to_prioritize.buffer),
+            }
+        };
+        dropped.recycle_quietly();
+        let first_priority_event = first_priority_event?;
+        if first_priority_event {
+            // `notifyPriorityEventForce()`: the gate may have seen this sequence number with the
+            // announcement already, so the outdated check must not drop the notification.
+            self.context.gate.queue_channel(self.channel_index(), true);
         }
         Ok(())
     }

@@ -94,8 +94,9 @@ impl ResultSubpartition {
         })
     }
 
-    /// `add(bufferConsumer)` (producer thread): priority events go to the head; the listener is
-    /// told after unlocking. A released subpartition recycles the buffer.
+    /// `add(bufferConsumer)` (producer thread): priority events go to the head, everything else,
+    /// a timeoutable aligned barrier included (no priority), to the tail; the listener is told
+    /// after unlocking. A released subpartition recycles the buffer.
     pub fn add(&self, buffer: NetworkBuffer) -> Result<()> {
         let notification = {
             let mut state = self.buffers.lock();

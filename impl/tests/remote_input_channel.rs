@@ -313,3 +313,102 @@ fn remote_live_data_flows_only_after_recovery_and_in_order() {
         ]
     );
 }
+
+fn stash_kinds(channel: &RemoteInputChannel) -> Vec<(BufferKind, i32)> {
+    let stash = channel.snapshot().recovery_event_stash;
+    stash.iter().map(|b| (b.buffer.kind, b.sequence_number)).collect()
+}
+
+/// The finding "The alignment timeout fails the task when the announced barrier is in the
+/// recovery event stash" (docs/findings.md): in recovery the timeoutable barrier is stashed
+/// with the other events while its announcement goes to the priority head; the task polls the
+/// announcement, and `convertToPriorityEvent` then looks for the barrier in `receivedBuffers`
+/// only, and throws.
+#[test]
+fn an_aligned_barrier_stashed_in_recovery_cannot_be_converted_to_a_priority_event() {
+    let r = remote(true, 2);
+    r.channel.on_recovered_state_buffer(data(100, 1)).unwrap();
+    r.channel.on_buffer(event(200, BufferKind::Event), 0, 0).unwrap();
+    let barrier = BufferKind::TimeoutableAlignedCheckpointBarrier(1);
+    r.channel.on_buffer(event(201, barrier), 1, 0).unwrap();
+    assert_eq!(
+        kinds(&r.channel),
+        vec![BufferKind::EventAnnouncement(1), BufferKind::Data]
+    );
+    let snapshot = r.channel.snapshot();
+    assert_eq!(snapshot.received_buffers[0].sequence_number, 1);
+    assert_eq!(snapshot.num_priority_elements, 1);
+    // checkForBarrier saw it: hasBarrierReceived() holds.
+    assert_eq!(snapshot.persister.checkpoint_status, CheckpointStatus::BarrierReceived);
+    assert_eq!(stash_kinds(&r.channel), vec![(BufferKind::Event, 0), (barrier, 1)]);
+    assert_eq!(r.fixture.gate.snapshot().channels_with_data.num_priority, 1);
+
+    // The task polls the announcement (processBarrierAnnouncement takes its sequence number).
+    let announcement = r.fixture.gate.poll_next().unwrap().expect("the announcement");
+    assert_eq!(announcement.buffer.kind(), BufferKind::EventAnnouncement(1));
+    assert_eq!(announcement.sequence_number, 1);
+    announcement.buffer.recycle_buffer().unwrap();
+
+    // The alignment timer fires.
+    let error = r.channel.convert_to_priority_event(1).unwrap_err();
+    assert!(matches!(error, ChannelError::NoSuchElement(_)), "{error:?}");
+    assert_eq!(kinds(&r.channel), vec![BufferKind::Data]);
+    assert_eq!(stash_kinds(&r.channel), vec![(BufferKind::Event, 0), (barrier, 1)]);
+}
+
+/// Outside recovery the barrier is queued in place behind what came before it, its
+/// announcement at the priority head; once the announcement is polled, `convertToPriorityEvent`
+/// moves the barrier, with its sequence number, to the priority head and queues the channel
+/// with priority at the gate.
+#[test]
+fn an_aligned_barrier_received_outside_recovery_is_converted_to_a_priority_event() {
+    let r = remote(false, 2);
+    r.channel.on_buffer(event(200, BufferKind::Event), 0, 0).unwrap();
+    let barrier = BufferKind::TimeoutableAlignedCheckpointBarrier(1);
+    r.channel.on_buffer(event(201, barrier), 1, 0).unwrap();
+    assert_eq!(
+        kinds(&r.channel),
+        vec![BufferKind::EventAnnouncement(1), BufferKind::Event, barrier]
+    );
+    assert!(stash_kinds(&r.channel).is_empty());
+    let announcement = r.fixture.gate.poll_next().unwrap().expect("the announcement");
+    assert_eq!(
+        (announcement.buffer.kind(), announcement.sequence_number),
+        (BufferKind::EventAnnouncement(1), 1)
+    );
+    announcement.buffer.recycle_buffer().unwrap();
+
+    r.channel.convert_to_priority_event(1).unwrap();
+    assert_eq!(
+        kinds(&r.channel),
+        vec![BufferKind::CheckpointBarrier(1), BufferKind::Event]
+    );
+    let snapshot = r.channel.snapshot();
+    assert_eq!(snapshot.received_buffers[0].sequence_number, 1);
+    assert_eq!(snapshot.num_priority_elements, 1);
+    assert_eq!(r.fixture.gate.snapshot().channels_with_data.num_priority, 1);
+    // The barrier overtakes the event it arrived behind.
+    let next = r.fixture.gate.poll_next().unwrap().expect("the barrier");
+    assert_eq!(
+        (next.buffer.kind(), next.sequence_number),
+        (BufferKind::CheckpointBarrier(1), 1)
+    );
+    next.buffer.recycle_buffer().unwrap();
+    // A second timeout finds nothing to convert.
+    let error = r.channel.convert_to_priority_event(1).unwrap_err();
+    assert!(matches!(error, ChannelError::NoSuchElement(_)), "{error:?}");
+}
+
+/// The producer adds the timeoutable barrier like an ordinary event: at the tail, behind the
+/// buffers queued before it (an unaligned barrier overtakes them).
+#[test]
+fn the_subpartition_adds_a_timeoutable_aligned_barrier_at_the_tail() {
+    let subpartition = ResultSubpartition::new();
+    subpartition.add(data(300, 1)).unwrap();
+    let barrier = BufferKind::TimeoutableAlignedCheckpointBarrier(1);
+    subpartition.add(event(301, barrier)).unwrap();
+    let snapshot = subpartition.snapshot();
+    let queued: Vec<BufferKind> = snapshot.buffers.iter().map(|b| b.kind).collect();
+    assert_eq!(queued, vec![BufferKind::Data, barrier]);
+    assert_eq!(snapshot.num_priority_elements, 0);
+}

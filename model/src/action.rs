@@ -303,12 +303,6 @@ impl Action {
         "rereadPendingPriorityEvent",
     ];
 
-    /// Kinds impl/ does not have, so its driver reports them unsupported: aligned checkpoints
-    /// with timeout (`aligned_checkpoint_timeout`): the upstream's timeoutable barrier and the
-    /// task's alignment timer.
-    pub const IMPL_UNSUPPORTED_KINDS: &'static [&'static str] =
-        &["processTimeoutableCheckpointBarrier", "alignedCheckpointTimeout"];
-
     /// Every action kind's method name, for coverage reports.
     pub const KINDS: &'static [&'static str] = &[
         "onRecoveredStateBuffer",

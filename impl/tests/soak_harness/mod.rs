@@ -1281,6 +1281,11 @@ fn task_thread(
             BufferKind::EndOfPartition => {
                 return Err(format!("channel {c}: no upstream of the soak ends its partition"));
             }
+            BufferKind::TimeoutableAlignedCheckpointBarrier(_) | BufferKind::EventAnnouncement(_) => {
+                return Err(format!(
+                    "channel {c}: no upstream of the soak takes aligned checkpoints"
+                ));
+            }
             BufferKind::Data | BufferKind::Event => {
                 let spec = &run.specs[c];
                 let Some((class, i)) = (run.naming.decode)(c as u8, &snapshot) else {
