@@ -88,6 +88,32 @@ pub fn check_output(path: &Path, create: bool) -> Result<(), String> {
     crate::junit::check_writable(path)
 }
 
+/// `traces` of a task-level preset: one task-level trace file per line (`cdr replay` reads each).
+fn task_traces(args: &TracesArgs) -> ExitCode {
+    if args.format == TraceFormat::Itf {
+        return usage_error("--format itf is not available for the task level: its traces are written as JSON lines");
+    }
+    if args.random == Some(0) {
+        return usage_error("--random needs at least one walk");
+    }
+    if let Err(e) = check_output(&args.out, false) {
+        return usage_error(e);
+    }
+    let traces = match crate::task_conform::task_traces(&args.preset, args.random, args.seed) {
+        Ok(t) => t,
+        Err(e) => return usage_error(e),
+    };
+    let lines: Vec<String> = traces
+        .iter()
+        .map(|t| serde_json::to_string(t).expect("a trace serializes"))
+        .collect();
+    if let Err(e) = std::fs::write(&args.out, lines.join("\n") + "\n") {
+        return usage_error(format!("cannot write {}: {e}", args.out.display()));
+    }
+    println!("wrote {} traces to {}", traces.len(), args.out.display());
+    ExitCode::SUCCESS
+}
+
 /// `--save` (its default's directory is made) and `--junit` can be written.
 fn check_conform_outputs(args: &ConformArgs) -> Result<(), String> {
     check_output(&args.save, args.save == Path::new(DEFAULT_SAVE))?;
@@ -221,6 +247,9 @@ pub fn make_driver(cfg: &ModelConfig, driver_cmd: Option<&str>, watchdog: u64) -
 /// outside `cdr` (a JUnit test factory in Flink's tree, an ITF reader).
 pub fn traces(args: TracesArgs) -> ExitCode {
     use std::io::Write;
+    if recovery_model::task_level::config::find_task_preset(&args.preset).is_some() {
+        return task_traces(&args);
+    }
     let Some(cfg) = preset(&args.preset) else {
         return usage_error(format!(
             "unknown preset `{}`; known presets: {}",

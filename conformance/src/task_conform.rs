@@ -217,6 +217,56 @@ fn replay(
     Ok(None)
 }
 
+/// The walks of a run: every edge of `graph` (with how many edges each takes first), or
+/// `random` walks from `seed`, each from a random shape to where nothing is enabled (the graph is
+/// acyclic). Each is (initial state, actions, new edges, reason).
+fn walks(
+    model: &TaskModel,
+    graph: &Graph<TaskAction>,
+    random: Option<usize>,
+    seed: u64,
+) -> Vec<(u32, Vec<TaskAction>, usize, String)> {
+    let Some(n) = random else {
+        return graph
+            .edge_cover()
+            .enumerate()
+            .map(|(i, t)| (t.init, t.actions, t.new_edges, format!("edge cover, trace {i}")))
+            .collect();
+    };
+    let mut rng = SplitMix64::new(seed);
+    let inits = initial_states(model);
+    (0..n)
+        .map(|i| {
+            let init = rng.below(inits.len()) as u32;
+            let mut s = inits[&init].clone();
+            let (mut walk, mut enabled) = (Vec::new(), Vec::new());
+            loop {
+                enabled.clear();
+                model.actions(&s, &mut enabled);
+                if enabled.is_empty() {
+                    break;
+                }
+                let a = enabled[rng.below(enabled.len())];
+                s = model.next_state(&s, a).expect("enabled");
+                walk.push(a);
+            }
+            (init, walk, 0, format!("random walk {i} of seed {seed}"))
+        })
+        .collect()
+}
+
+/// The trace files of the task-level preset `preset`: every edge, or `random` walks from `seed`
+/// (`cdr traces --preset task`).
+pub fn task_traces(preset: &str, random: Option<usize>, seed: u64) -> Result<Vec<TaskTrace>, String> {
+    let p = find_task_preset(preset).ok_or_else(|| format!("unknown task-level preset `{preset}`"))?;
+    let model = TaskModel::new((p.shapes)(), TaskVariant::Fixed);
+    let graph = Graph::explore_model(&model, fingerprint, kind);
+    walks(&model, &graph, random, seed)
+        .into_iter()
+        .map(|(init, actions, _, reason)| record_trace(&model, preset, init, &actions, &reason))
+        .collect()
+}
+
 /// Replays the traces of the task-level preset `preset` against impl/: every edge, or `random`
 /// walks from `seed`.
 pub fn conform_task(preset: &str, random: Option<usize>, seed: u64) -> Result<TaskConformReport, String> {
@@ -250,35 +300,7 @@ pub fn conform_task_variant(
         elapsed_s: 0.0,
     };
     let mut kinds = std::collections::BTreeSet::new();
-    let traces: Vec<(u32, Vec<TaskAction>, usize, String)> = match random {
-        None => graph
-            .edge_cover()
-            .map(|t| (t.init, t.actions, t.new_edges, "edge cover".to_string()))
-            .collect(),
-        Some(n) => {
-            let mut rng = SplitMix64::new(seed);
-            let inits = initial_states(&model);
-            (0..n)
-                .map(|_| {
-                    let init = rng.below(inits.len()) as u32;
-                    let mut s = inits[&init].clone();
-                    let mut walk = Vec::new();
-                    let mut enabled = Vec::new();
-                    loop {
-                        enabled.clear();
-                        model.actions(&s, &mut enabled);
-                        if enabled.is_empty() {
-                            break;
-                        }
-                        let a = enabled[rng.below(enabled.len())];
-                        s = model.next_state(&s, a).expect("enabled");
-                        walk.push(a);
-                    }
-                    (init, walk, 0, format!("random walk, seed {seed}"))
-                })
-                .collect()
-        }
-    };
+    let traces = walks(&model, &graph, random, seed);
     for (init, actions, new_edges, reason) in traces {
         let trace = record_trace(&model, preset, init, &actions, &reason)?;
         let divergence = replay(&model, &trace, &mut driver).map_err(|e| e.to_string())?;

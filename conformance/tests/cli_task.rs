@@ -177,3 +177,42 @@ fn replay_of_a_task_level_trace_file() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("not the model's"));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `cdr traces --preset task` writes task-level trace files, one per line, that replay.
+#[test]
+fn traces_of_the_task_level_are_written_and_replay() {
+    let dir = std::env::temp_dir().join(format!("cdr-task-traces-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = dir.join("task.jsonl");
+    let run = cdr(&[
+        "traces",
+        "--preset",
+        "task",
+        "--random",
+        "3",
+        "--seed",
+        "5",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(run.status.code(), Some(0), "{}", String::from_utf8_lossy(&run.stderr));
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert_eq!(text.lines().count(), 3);
+    for (i, line) in text.lines().enumerate() {
+        let file = dir.join(format!("trace-{i}.json"));
+        std::fs::write(&file, line).unwrap();
+        let replay = cdr(&["replay", file.to_str().unwrap()]);
+        assert_eq!(replay.status.code(), Some(0), "{}", stdout(&replay));
+    }
+    let itf = cdr(&[
+        "traces",
+        "--preset",
+        "task",
+        "--format",
+        "itf",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(itf.status.code(), Some(2));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
