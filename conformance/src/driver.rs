@@ -36,6 +36,13 @@ impl fmt::Display for DriverError {
 
 impl std::error::Error for DriverError {}
 
+/// A [`DriverError::Harness`] with `message`.
+pub(crate) fn harness(message: impl Into<String>) -> DriverError {
+    DriverError::Harness {
+        message: message.into(),
+    }
+}
+
 /// A system that replays model actions.
 ///
 /// A driver starts in the state that corresponds to the model's initial state; `reset` brings

@@ -6,7 +6,7 @@
 //! [`Observation`] and [`Snapshot`], serialized by serde: the same values the in-process driver
 //! returns.
 
-use crate::driver::{Driver, DriverError};
+use crate::driver::{Driver, DriverError, harness};
 use crate::observation::{Observation, Snapshot};
 use recovery_model::{Action, ModelConfig};
 use serde::{Deserialize, Serialize};
@@ -225,12 +225,6 @@ fn read_lines(from: ChildStdout, lines: Sender<std::io::Result<String>>) {
         if lines.send(read.map(|_| line)).is_err() || end {
             return;
         }
-    }
-}
-
-fn harness(message: impl Into<String>) -> DriverError {
-    DriverError::Harness {
-        message: message.into(),
     }
 }
 

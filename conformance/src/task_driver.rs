@@ -36,7 +36,7 @@ use recovery_model::task_level::{TaskAction, TaskModel};
 use serde::{Deserialize, Serialize};
 use stateright::Model;
 
-use crate::driver::DriverError;
+use crate::driver::{DriverError, harness};
 
 /// How long a thread of the implementation may take to reach its next stop before the run
 /// stops with a harness error.
@@ -476,7 +476,7 @@ impl TaskImplDriver {
             Ok(IoReport::At(PausePoint::FinishReadRecoveredState { gate })) => {
                 format!("finishReadRecoveredState(gate {gate})")
             }
-            Ok(IoReport::At(other)) => return Err(harness(&format!("channel-IO thread at {other:?}"))),
+            Ok(IoReport::At(other)) => return Err(harness(format!("channel-IO thread at {other:?}"))),
             Ok(IoReport::Done) => "done".into(),
             Err(RecvTimeoutError::Timeout) => return Err(harness("the channel-IO thread neither returned nor parked")),
             Err(RecvTimeoutError::Disconnected) => return Err(harness("the channel-IO thread ended")),
@@ -496,7 +496,7 @@ impl TaskImplDriver {
             .map(|(g, gate)| ScriptedInputGate::new(&shape, g as u8, gate))
             .collect();
         let executor =
-            Arc::new(SingleThreadExecutor::spawn("channel-state-unspilling").map_err(|e| harness(&e.to_string()))?);
+            Arc::new(SingleThreadExecutor::spawn("channel-state-unspilling").map_err(|e| harness(e.to_string()))?);
         let (go, go_rx) = mpsc::channel::<()>();
         let (report_tx, reports) = mpsc::channel::<IoReport>();
         {
@@ -531,7 +531,7 @@ impl TaskImplDriver {
         };
         match self.ask(Command::Reset(Box::new(build)))? {
             Reply::Done(Ok(_)) => {}
-            Reply::Done(Err(e)) => return Err(harness(&format!("restoreStateAndGates failed: {e}"))),
+            Reply::Done(Err(e)) => return Err(harness(format!("restoreStateAndGates failed: {e}"))),
             Reply::Snapshot(_) => return Err(harness("the mailbox thread answered out of turn")),
         }
         executor.execute(Box::new(move || {
@@ -623,12 +623,6 @@ impl TaskImplDriver {
 impl Drop for TaskImplDriver {
     fn drop(&mut self) {
         self.end_io();
-    }
-}
-
-fn harness(message: &str) -> DriverError {
-    DriverError::Harness {
-        message: message.to_string(),
     }
 }
 

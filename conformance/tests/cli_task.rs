@@ -12,6 +12,13 @@ fn cdr(args: &[&str]) -> Output {
         .expect("cdr runs")
 }
 
+/// An empty scratch directory of this test process; the test removes it.
+fn scratch(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("cdr-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
 fn stdout(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
@@ -68,8 +75,7 @@ fn presets_and_variants_list_the_task_level_too() {
 
 #[test]
 fn conform_of_the_task_preset_replays_every_edge_on_impl() {
-    let dir = std::env::temp_dir().join(format!("cdr-task-conform-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch("task-conform");
     let junit = dir.join("task.xml");
     let out = cdr(&[
         "conform",
@@ -129,8 +135,7 @@ fn replay_of_a_task_level_trace_file() {
     use recovery_model::task_level::{TaskModel, TaskVariant};
     use stateright::{Checker, Model};
 
-    let dir = std::env::temp_dir().join(format!("cdr-task-replay-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch("task-replay");
     let shapes = (find_task_preset("task").unwrap().shapes)();
     let b4 = TaskModel::new(shapes.clone(), TaskVariant::SuspendOnEndOfInputDuringRecovery);
     // A path of `model` to its discovery of `property`, and the initial state it starts from.
@@ -181,8 +186,7 @@ fn replay_of_a_task_level_trace_file() {
 /// `cdr traces --preset task` writes task-level trace files, one per line, that replay.
 #[test]
 fn traces_of_the_task_level_are_written_and_replay() {
-    let dir = std::env::temp_dir().join(format!("cdr-task-traces-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch("task-traces");
     let out = dir.join("task.jsonl");
     let run = cdr(&[
         "traces",

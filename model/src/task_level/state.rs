@@ -132,7 +132,7 @@ pub struct TaskState {
     pub default_action: DefaultAction,
     /// `StreamMultipleInputProcessor.lastReadInputIndex` (1 at construction): the fair
     /// selection reads the next available selected input after it.
-    pub last_read_input: u8,
+    pub last_read_input_index: u8,
 
     // --- recovery future (`recoveryCompletionFuture`, `allGatesRecoveredFuture`) ---
     /// Flag on: the chain reached its `thenCompose(allOf(stateConsumed))` stage.

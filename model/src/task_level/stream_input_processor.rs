@@ -43,12 +43,12 @@ pub fn readable(shape: &TaskShape, s: &TaskState) -> Vec<(u8, u8)> {
 
 /// The input `processInput` reads next: `InputSelection.fairSelectNextIndex` over the
 /// selected inputs with data, starting after the last one read and wrapping around.
-pub fn select_next_input(shape: &TaskShape, s: &TaskState) -> Option<u8> {
+pub fn select_next_reading_input_index(shape: &TaskShape, s: &TaskState) -> Option<u8> {
     let mut with_data: Vec<u8> = readable(shape, s).into_iter().map(|(g, _)| g).collect();
     with_data.dedup();
     with_data
         .iter()
-        .find(|&&g| g > s.last_read_input)
+        .find(|&&g| g > s.last_read_input_index)
         .or_else(|| with_data.first())
         .copied()
 }
@@ -57,7 +57,7 @@ pub fn select_next_input(shape: &TaskShape, s: &TaskState) -> Option<u8> {
 /// Which of its channels comes first is the gate's queue, whose order depends on when data
 /// arrived: any channel with data may come next.
 pub fn next_readable(shape: &TaskShape, s: &TaskState) -> Vec<(u8, u8)> {
-    let Some(next) = select_next_input(shape, s) else {
+    let Some(next) = select_next_reading_input_index(shape, s) else {
         return Vec::new();
     };
     readable(shape, s).into_iter().filter(|&(g, _)| g == next).collect()
@@ -73,7 +73,7 @@ pub fn is_available(shape: &TaskShape, s: &TaskState) -> bool {
 /// inputs) `MultipleInputSelectionHandler.updateStatus`.
 pub fn process_input(shape: &TaskShape, s: &mut TaskState, g: u8, c: u8) -> (Element, InputStatus) {
     let (element, gate_finished) = input_gate::poll_next(shape, s, g, c);
-    s.last_read_input = g;
+    s.last_read_input_index = g;
     if gate_finished {
         // END_OF_INPUT of this input: `endMainOperatorInput`, `nextSelection()`.
         s.gates[g as usize].finished = true;

@@ -46,7 +46,7 @@ pub fn restore_state_and_gates(shape_index: u8, shape: &TaskShape) -> TaskState 
         phase: Phase::RestoreLoop,
         mailbox: Vec::new(),
         default_action: DefaultAction::Running,
-        last_read_input: 1,
+        last_read_input_index: 1,
         chain_composed: false,
         recovered: false,
         suspend_callback: Callback::Registered,
