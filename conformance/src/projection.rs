@@ -194,7 +194,7 @@ fn model_channel(m: &RecoveryModel, s: &State, c: u8) -> ChannelView {
         buffers: Buffers {
             exclusive: bufs(&ch.bm.exclusive),
             floating: bufs(&ch.bm.floating),
-            pool: bufs(&ch.bm.pool),
+            pool: bufs(&s.pool_of(c).available),
             global: bufs(&ch.global_pool),
             held: bufs(&ch.held),
         },

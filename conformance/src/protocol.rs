@@ -173,6 +173,9 @@ pub fn features_needed(cfg: &ModelConfig) -> Vec<String> {
     if cfg.aligned_checkpoint_timeout {
         f.push("aligned-checkpoint-timeout".into());
     }
+    if cfg.shared_pool {
+        f.push("shared-pool".into());
+    }
     f
 }
 
@@ -192,6 +195,7 @@ pub fn all_features() -> Vec<String> {
             "faults",
             "release-step",
             "aligned-checkpoint-timeout",
+            "shared-pool",
         ]
         .map(String::from),
     );

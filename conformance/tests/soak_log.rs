@@ -52,6 +52,7 @@ fn config(delivery: ModelDelivery) -> ModelConfig {
         // A release is two parts in the implementation, as in Flink: the log shows polls between.
         release_step: delivery == ModelDelivery::Drainer,
         aligned_checkpoint_timeout: false,
+        shared_pool: false,
     }
 }
 

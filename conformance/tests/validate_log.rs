@@ -42,6 +42,7 @@ fn config() -> ModelConfig {
         faults: false,
         release_step: false,
         aligned_checkpoint_timeout: false,
+        shared_pool: false,
     }
 }
 
@@ -495,6 +496,7 @@ fn the_lost_update_of_the_pending_priority_flag_is_accepted_only_where_the_model
         faults: false,
         release_step: false,
         aligned_checkpoint_timeout: false,
+        shared_pool: false,
     };
     let channel = InputChannelInfo {
         gate_idx: 0,

@@ -52,6 +52,7 @@ fn drainer() -> ModelConfig {
         // A release is two parts in the implementation, as in Flink: the log shows polls between.
         release_step: true,
         aligned_checkpoint_timeout: false,
+        shared_pool: false,
     }
 }
 
@@ -68,6 +69,7 @@ fn conversion() -> ModelConfig {
         faults: false,
         release_step: false,
         aligned_checkpoint_timeout: false,
+        shared_pool: false,
     }
 }
 
@@ -675,6 +677,7 @@ fn a_push_split_around_a_recovery_barrier_is_placed_at_its_append() {
         faults: false,
         release_step: false,
         aligned_checkpoint_timeout: false,
+        shared_pool: false,
     };
     let m = RecoveryModel::new(cfg, Variant::Fixed);
     let channel = InputChannelInfo {
@@ -835,6 +838,7 @@ fn logs_of_a_drainer_with_a_floating_buffer_are_accepted() {
         faults: false,
         release_step: false,
         aligned_checkpoint_timeout: false,
+        shared_pool: false,
     };
     let m = RecoveryModel::new(cfg, Variant::Fixed);
     let kinds = accept_runs(m.cfg, rounds());

@@ -4,6 +4,7 @@
 //! Every method here is one critical section of `bufferQueue`. The credit it computes is
 //! returned, and the caller announces it in a separate step, after the lock, as Flink does.
 
+use crate::local_buffer_pool::LocalBufferPool;
 use crate::state::{NetBuf, PopFront};
 use crate::variant::Variant;
 
@@ -20,8 +21,6 @@ pub struct BufferManager {
     pub waiting_for_floating: bool,
     /// `notifyAvailable`: credit may be announced.
     pub notify_available: bool,
-    /// The gate's `LocalBufferPool`: floating buffers not lent to this channel.
-    pub pool: Vec<NetBuf>,
 }
 
 /// What `recycle` decided under the lock.
@@ -57,8 +56,8 @@ impl BufferManager {
 
     /// Whether `requestBufferBlocking()` returns now: a buffer is queued, or the manager is not
     /// yet waiting for floating buffers and the `LocalBufferPool` has one.
-    pub fn can_request_buffer_blocking(&self) -> bool {
-        self.available() > 0 || (!self.waiting_for_floating && !self.pool.is_empty())
+    pub fn can_request_buffer_blocking(&self, pool: &LocalBufferPool) -> bool {
+        self.available() > 0 || (!self.waiting_for_floating && !pool.available.is_empty())
     }
 
     /// `requestBufferBlocking()` once it returns (the caller waits while it would not): lends a
@@ -66,7 +65,7 @@ impl BufferManager {
     /// [INFER] A drainer that finds neither registers as the pool's listener in Flink
     /// (`isWaitingForFloatingBuffers`, `numRequiredBuffers = 1`); the model does not: it waits
     /// until a buffer is queued or the pool has one, and takes it then.
-    pub fn request_buffer_blocking(&mut self) -> Option<NetBuf> {
+    pub fn request_buffer_blocking(&mut self, pool: &mut LocalBufferPool) -> Option<NetBuf> {
         if !self.floating.is_empty() {
             return self.floating.pop_front();
         }
@@ -76,19 +75,20 @@ impl BufferManager {
         if self.waiting_for_floating {
             return None;
         }
-        self.pool.pop_front()
+        pool.request_buffer()
     }
 
-    /// `tryRequestBuffers()`: take pool buffers while fewer than required are available.
-    fn try_request_buffers(&mut self) -> u8 {
+    /// `tryRequestBuffers()` of channel `me`: take pool buffers while fewer than required are
+    /// available; register as the pool's listener when it has none.
+    fn try_request_buffers(&mut self, pool: &mut LocalBufferPool, me: u8) -> u8 {
         let mut n = 0;
         while (self.available() as i8) < self.required && !self.waiting_for_floating {
-            match self.pool.pop_front() {
+            match pool.request_buffer() {
                 Some(b) => {
                     self.floating.push(b);
                     n += 1;
                 }
-                None => self.waiting_for_floating = true,
+                None => self.waiting_for_floating = pool.add_buffer_listener(me),
             }
         }
         n
@@ -96,12 +96,19 @@ impl BufferManager {
 
     /// `requestFloatingBuffers(numRequired)`: returns the credit to announce, which is 0 while
     /// notification is disabled (the buffers are kept, and `enableNotify` counts them later).
-    pub fn request_floating_buffers(&mut self, released: bool, required: u8, variant: Variant) -> u8 {
+    pub fn request_floating_buffers(
+        &mut self,
+        pool: &mut LocalBufferPool,
+        me: u8,
+        released: bool,
+        required: u8,
+        variant: Variant,
+    ) -> u8 {
         if released {
             return 0;
         }
         self.required = required as i8;
-        let n = self.try_request_buffers();
+        let n = self.try_request_buffers(pool, me);
         if self.notify_available || variant == Variant::FloatingCreditDuringRecovery {
             n
         } else {
@@ -129,43 +136,39 @@ impl BufferManager {
         }
     }
 
-    /// `LocalBufferPool.recycle` of a floating buffer: to the global pool once the pool is
-    /// destroyed (the gate closed); hand it to this manager if it waits for one
-    /// (`notifyBufferAvailable(Buffer)`), else back to the pool. Returns the credit to announce.
+    /// `notifyBufferAvailable(Buffer)` of channel `me`, a listener the pool dequeued: `None`
+    /// if it does not take the buffer (released, or enough buffers queued; the pool then
+    /// offers it to its next listener), else the credit to announce.
     pub fn notify_buffer_available(
         &mut self,
+        pool: &mut LocalBufferPool,
+        me: u8,
         released: bool,
-        pool_destroyed: bool,
         buffer: NetBuf,
         variant: Variant,
-        global_pool: &mut Vec<NetBuf>,
-    ) -> u8 {
-        if pool_destroyed {
-            global_pool.push(buffer);
-            return 0;
-        }
+    ) -> Option<u8> {
         // Flink checks isReleased outside the lock (cross-manager deadlock); same effect here.
-        if !self.waiting_for_floating || released {
-            self.pool.push(buffer);
-            return 0;
+        if released {
+            return None;
         }
         self.waiting_for_floating = false;
         if self.available() as i8 >= self.required {
-            self.pool.push(buffer);
-            return 0;
+            return None;
         }
         self.floating.push(buffer);
-        let requested = self.try_request_buffers();
+        let requested = self.try_request_buffers(pool, me);
         let n = if variant == Variant::FloatingBufferNotAnnounced {
             requested
         } else {
             1 + requested
         };
-        if self.notify_available || variant == Variant::FloatingCreditDuringRecovery {
-            n
-        } else {
-            0
-        }
+        Some(
+            if self.notify_available || variant == Variant::FloatingCreditDuringRecovery {
+                n
+            } else {
+                0
+            },
+        )
     }
 
     /// `enableNotify()`: open the gate and count what is queued, in one critical section, so
@@ -175,26 +178,30 @@ impl BufferManager {
         self.available()
     }
 
-    /// `lazyDestroy()` of the `LocalBufferPool`: its free segments go to the global pool (the
-    /// lent ones follow when recycled, see `notify_buffer_available`).
-    pub fn destroy_pool(&mut self, global_pool: &mut Vec<NetBuf>) {
-        global_pool.append(&mut self.pool);
-    }
-
-    /// `releaseAllBuffers(queue)`: exclusive segments to the global pool, floating to the pool.
-    pub fn release_all_buffers(&mut self, drained: impl IntoIterator<Item = NetBuf>, global_pool: &mut Vec<NetBuf>) {
+    /// `releaseAllBuffers(queue)`: exclusive segments to the global pool; the floating buffers
+    /// are returned, for the caller to recycle to the `LocalBufferPool`.
+    pub fn release_all_buffers(
+        &mut self,
+        drained: impl IntoIterator<Item = NetBuf>,
+        global_pool: &mut Vec<NetBuf>,
+    ) -> Vec<NetBuf> {
         let queued: Vec<NetBuf> = self.exclusive.drain(..).chain(self.floating.drain(..)).collect();
-        for b in drained.into_iter().chain(queued) {
-            self.release_buffer(b, global_pool);
-        }
+        drained
+            .into_iter()
+            .chain(queued)
+            .filter_map(|b| Self::release_buffer(b, global_pool))
+            .collect()
     }
 
-    /// A buffer leaving a released manager: an exclusive segment to the global pool, a floating
-    /// buffer back to the pool.
-    pub fn release_buffer(&mut self, b: NetBuf, global_pool: &mut Vec<NetBuf>) {
+    /// A buffer leaving a released manager: an exclusive segment to the global pool; a
+    /// floating buffer is returned, to be recycled to the `LocalBufferPool`.
+    pub fn release_buffer(b: NetBuf, global_pool: &mut Vec<NetBuf>) -> Option<NetBuf> {
         match b {
-            NetBuf::Exclusive(_) => global_pool.push(b),
-            NetBuf::Floating(_) => self.pool.push(b),
+            NetBuf::Exclusive(_) => {
+                global_pool.push(b);
+                None
+            }
+            NetBuf::Floating(_) => Some(b),
         }
     }
 }

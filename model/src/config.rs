@@ -136,6 +136,13 @@ pub struct ModelConfig {
     /// when off.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub aligned_checkpoint_timeout: bool,
+    /// Whether the gate has one `LocalBufferPool` for all its channels, as Flink's does: the
+    /// drainers' requests, `onSenderBacklog`'s floating requests and every channel's recycles
+    /// meet in it, and a recycled buffer goes to whichever manager registered first. Its size is
+    /// the sum of the channels' `floating`. Off, each channel has a pool of its own (docs/model.md,
+    /// choice 18). Not written when off.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub shared_pool: bool,
 }
 
 fn yes() -> bool {
@@ -173,6 +180,15 @@ impl ModelConfig {
         }
         if self.release_step && !(self.release && matches!(self.delivery, Delivery::Drainer | Delivery::NoRecovery)) {
             return Err("release_step splits the release of a physical channel: it needs release true and delivery drainer or no-recovery".into());
+        }
+        if self.shared_pool
+            && (self.release || self.faults || !matches!(self.delivery, Delivery::Drainer | Delivery::NoRecovery))
+        {
+            // A closed gate's destroyed pool returns its segments to the global pool, which the
+            // model keeps per channel; and the flag-off paths' channels borrow nothing.
+            return Err(
+                "shared_pool is modelled with delivery drainer or no-recovery, without release or faults".into(),
+            );
         }
         if self.release_step && self.faults {
             return Err("release_step is not modelled together with faults".into());
@@ -232,7 +248,14 @@ impl ModelConfig {
                 ));
             }
             let data = c.upstream.iter().filter(|u| **u == Upstream::Data).count();
-            if c.kind == ChannelKind::Remote && data > 0 && c.exclusive == 0 {
+            // An event first carries the backlog behind it, so a pool buffer can be asked for.
+            let pool_has_floating = if self.shared_pool {
+                self.channels.iter().any(|c| c.floating > 0)
+            } else {
+                c.floating > 0
+            };
+            let backlog_asked = c.upstream.first() == Some(&Upstream::Event) && pool_has_floating;
+            if c.kind == ChannelKind::Remote && data > 0 && c.exclusive == 0 && !backlog_asked {
                 // With an initial credit of 0, Flink's server announces the backlog on its own
                 // (`needAnnounceBacklog`, a BacklogAnnouncement) so that the client asks for
                 // floating buffers; the model's server announces backlog only with a buffer.
@@ -261,23 +284,27 @@ pub const PRIORITY_HONOURED: &str = "priority channels have priority events";
 /// The `sometimes` property that needs the drainer and recovery barriers.
 pub const SPILLS: &str = "checkpoint spills data not yet drained";
 
+/// The `sometimes` property that needs `shared_pool`.
+pub const LENT_ACROSS: &str = "floating buffer passes to another channel";
+
 impl ModelConfig {
     /// `sometimes` properties this configuration cannot reach whatever its preset says: without
     /// faults no task fails; only the drainer leaves recovered data undrained while a recovery
     /// barrier is inserted (the other deliveries push everything before any checkpoint); only
-    /// aligned checkpoints have announcements to convert.
-    pub fn unreachable_by_config(&self) -> &'static [&'static str] {
+    /// aligned checkpoints have announcements to convert; only a shared pool hands one
+    /// channel's buffer to another.
+    pub fn unreachable_by_config(&self) -> Vec<&'static str> {
         let spills = self.delivery == Delivery::Drainer && self.insert_recovery_barriers;
-        match (self.faults, spills, self.aligned_checkpoint_timeout) {
-            (true, true, false) => &[ANNOUNCED_BARRIER_CONVERTED],
-            (true, false, false) => &[SPILLS, ANNOUNCED_BARRIER_CONVERTED],
-            (false, true, false) => &[TASK_FAILS, ANNOUNCED_BARRIER_CONVERTED],
-            (false, false, false) => &[TASK_FAILS, SPILLS, ANNOUNCED_BARRIER_CONVERTED],
-            (true, true, true) => &[],
-            (true, false, true) => &[SPILLS],
-            (false, true, true) => &[TASK_FAILS],
-            (false, false, true) => &[TASK_FAILS, SPILLS],
-        }
+        [
+            (self.faults, TASK_FAILS),
+            (spills, SPILLS),
+            (self.aligned_checkpoint_timeout, ANNOUNCED_BARRIER_CONVERTED),
+            (self.shared_pool, LENT_ACROSS),
+        ]
+        .into_iter()
+        .filter(|(reachable, _)| !reachable)
+        .map(|(_, name)| name)
+        .collect()
     }
 }
 
@@ -286,8 +313,35 @@ impl ModelConfig {
 /// written by `checkpointStarted` and again by `maybePersist` when it is polled.
 pub const MIGRATION_PERSISTS_TWICE: &[&str] = &["persisted at most once", "persisted content is exact"];
 
+/// The liveness properties a channel in recovery breaks when it takes the shared pool's last
+/// floating buffer on a backlog, unannounced, while the drainer waits for one for an earlier
+/// channel without exclusive buffers (docs/findings.md).
+pub const POOL_STARVATION: &[&str] = &[
+    "recovery completes unless released",
+    "all live data is delivered",
+    "every buffer returns home",
+];
+
 impl ModelConfig {
-    /// Safety properties this configuration's delivery violates by design: a finding about the
+    /// Whether the drainer can starve on the shared pool (docs/findings.md): it must borrow
+    /// from the pool for a remote channel without exclusive buffers, and another remote channel,
+    /// drained after it, can request floating buffers for its backlog meanwhile.
+    fn starves_the_drainer(&self) -> bool {
+        let remote = |c: &&ChannelConfig| c.kind == ChannelKind::Remote;
+        let borrower = self
+            .channels
+            .iter()
+            .position(|c| remote(&c) && c.exclusive == 0 && c.recovered > 0);
+        let hoarder = |i: usize| {
+            self.channels[i + 1..]
+                .iter()
+                .filter(remote)
+                .any(|c| c.upstream.contains(&Upstream::Data))
+        };
+        self.shared_pool && self.delivery == Delivery::Drainer && borrower.is_some_and(hoarder)
+    }
+
+    /// Properties this configuration's delivery violates by design: a finding about the
     /// Flink version it models, not a bug of the model (docs/model.md, choice 21). `check`
     /// reports them violated without failing.
     pub fn violated_by_config(&self) -> &'static [&'static str] {
@@ -299,6 +353,8 @@ impl ModelConfig {
         } else if self.aligned_checkpoint_timeout {
             // The alignment timer's lookup misses a barrier in the stash (docs/findings.md).
             &[ANNOUNCED_BARRIER_FOUND]
+        } else if self.starves_the_drainer() {
+            POOL_STARVATION
         } else {
             &[]
         }
@@ -390,6 +446,31 @@ const ALIGNED_TIMEOUT_UNREACHABLE: &[&str] = &[
     "stale recovery barrier polled",
 ];
 
+/// With one channel's recovery only and no checkpoint: nothing persisted, spilled, declined
+/// or inserted; the shared pool is what this preset is for.
+const SHARED_POOL_UNREACHABLE: &[&str] = &[
+    "checkpoint persists recovered data",
+    SPILLS,
+    "checkpoint persists in-window live data",
+    "checkpoint declined for missing barrier",
+    "checkpoint completes during recovery",
+    "recovery barrier queued behind the sentinel",
+    "stale recovery barrier polled",
+];
+
+/// [`SHARED_POOL_UNREACHABLE`], and with no exclusive buffer and the pool's one buffer held
+/// until the deadlock, nothing is recycled while `enableNotify` runs.
+const POOL_STARVATION_UNREACHABLE: &[&str] = &[
+    "checkpoint persists recovered data",
+    SPILLS,
+    "checkpoint persists in-window live data",
+    "recycle races enableNotify",
+    "checkpoint declined for missing barrier",
+    "checkpoint completes during recovery",
+    "recovery barrier queued behind the sentinel",
+    "stale recovery barrier polled",
+];
+
 /// All presets, smallest first.
 pub const PRESETS: &[Preset] = &[
     Preset {
@@ -404,6 +485,7 @@ pub const PRESETS: &[Preset] = &[
             faults: false,
             release_step: false,
             aligned_checkpoint_timeout: false,
+            shared_pool: false,
         },
         unreachable: TINY_UNREACHABLE,
     },
@@ -424,6 +506,7 @@ pub const PRESETS: &[Preset] = &[
             faults: false,
             release_step: false,
             aligned_checkpoint_timeout: false,
+            shared_pool: false,
         },
         // One local channel: no stash, no credit (nothing to race enableNotify), no second
         // channel to decline before, and no live data persisted on the consumer side (the
@@ -447,6 +530,7 @@ pub const PRESETS: &[Preset] = &[
             faults: false,
             release_step: false,
             aligned_checkpoint_timeout: false,
+            shared_pool: false,
         },
         unreachable: &[],
     },
@@ -462,6 +546,7 @@ pub const PRESETS: &[Preset] = &[
             faults: false,
             release_step: false,
             aligned_checkpoint_timeout: false,
+            shared_pool: false,
         },
         unreachable: NO_DECLINE,
     },
@@ -480,6 +565,7 @@ pub const PRESETS: &[Preset] = &[
             faults: false,
             release_step: false,
             aligned_checkpoint_timeout: false,
+            shared_pool: false,
         },
         // One exclusive buffer: enableNotify and a recycle never both have one to announce.
         unreachable: TINY_UNREACHABLE,
@@ -498,6 +584,7 @@ pub const PRESETS: &[Preset] = &[
             faults: false,
             release_step: false,
             aligned_checkpoint_timeout: false,
+            shared_pool: false,
         },
         // Recovered buffers live on the heap (the released RecoveredInputChannel's), so no
         // channel buffer is held at enableNotify; no release, so nothing declines.
@@ -515,6 +602,7 @@ pub const PRESETS: &[Preset] = &[
             faults: false,
             release_step: false,
             aligned_checkpoint_timeout: false,
+            shared_pool: false,
         },
         // Without recovery barriers nothing recovered is persisted, and no queue has one.
         unreachable: &[
@@ -537,6 +625,7 @@ pub const PRESETS: &[Preset] = &[
             faults: false,
             release_step: false,
             aligned_checkpoint_timeout: false,
+            shared_pool: false,
         },
         unreachable: NO_RECOVERY_STATE,
     },
@@ -554,6 +643,7 @@ pub const PRESETS: &[Preset] = &[
             faults: false,
             release_step: false,
             aligned_checkpoint_timeout: false,
+            shared_pool: false,
         },
         unreachable: NO_RECOVERY_STATE,
     },
@@ -569,6 +659,7 @@ pub const PRESETS: &[Preset] = &[
             faults: false,
             release_step: false,
             aligned_checkpoint_timeout: false,
+            shared_pool: false,
         },
         unreachable: NO_RECOVERY_STATE,
     },
@@ -584,6 +675,7 @@ pub const PRESETS: &[Preset] = &[
             faults: false,
             release_step: false,
             aligned_checkpoint_timeout: false,
+            shared_pool: false,
         },
         // No channel is ever in recovery, but a checkpoint can start while migrated recovered
         // data is still queued (and persists it).
@@ -608,6 +700,7 @@ pub const PRESETS: &[Preset] = &[
             faults: true,
             release_step: false,
             aligned_checkpoint_timeout: false,
+            shared_pool: false,
         },
         unreachable: TINY_UNREACHABLE,
     },
@@ -629,6 +722,7 @@ pub const PRESETS: &[Preset] = &[
             faults: false,
             release_step: false,
             aligned_checkpoint_timeout: false,
+            shared_pool: false,
         },
         unreachable: TINY_UNREACHABLE,
     },
@@ -644,6 +738,7 @@ pub const PRESETS: &[Preset] = &[
             faults: false,
             release_step: true,
             aligned_checkpoint_timeout: false,
+            shared_pool: false,
         },
         // One local channel: no stash, no credit, no second channel to decline before, and no
         // live data persisted on the consumer side.
@@ -666,6 +761,7 @@ pub const PRESETS: &[Preset] = &[
             faults: false,
             release_step: true,
             aligned_checkpoint_timeout: false,
+            shared_pool: false,
         },
         // One channel: no second channel to decline before; one exclusive buffer and no floating
         // one, as in tiny.
@@ -683,6 +779,7 @@ pub const PRESETS: &[Preset] = &[
             faults: false,
             release_step: false,
             aligned_checkpoint_timeout: false,
+            shared_pool: false,
         },
         unreachable: TINY_UNREACHABLE,
     },
@@ -698,8 +795,41 @@ pub const PRESETS: &[Preset] = &[
             faults: false,
             release_step: false,
             aligned_checkpoint_timeout: true,
+            shared_pool: false,
         },
         unreachable: ALIGNED_TIMEOUT_UNREACHABLE,
+    },
+    Preset {
+        name: "shared-pool",
+        summary: "two remote channels borrowing from the gate's one LocalBufferPool: a recycled floating buffer goes to the other channel's waiting manager",
+        config: || ModelConfig {
+            channels: vec![remote(1, &[E, D], 1, 1), remote(0, &[E, D], 1, 0)],
+            checkpoints: 0,
+            delivery: Delivery::Drainer,
+            insert_recovery_barriers: true,
+            release: false,
+            faults: false,
+            release_step: false,
+            aligned_checkpoint_timeout: false,
+            shared_pool: true,
+        },
+        unreachable: SHARED_POOL_UNREACHABLE,
+    },
+    Preset {
+        name: "pool-starvation",
+        summary: "two remote channels without exclusive buffers sharing the gate's pool: the second, in recovery, takes the pool's buffer for its backlog and the drainer waits for it for good",
+        config: || ModelConfig {
+            channels: vec![remote(1, &[E], 0, 1), remote(0, &[E, D], 0, 0)],
+            checkpoints: 0,
+            delivery: Delivery::Drainer,
+            insert_recovery_barriers: true,
+            release: false,
+            faults: false,
+            release_step: false,
+            aligned_checkpoint_timeout: false,
+            shared_pool: true,
+        },
+        unreachable: POOL_STARVATION_UNREACHABLE,
     },
     Preset {
         name: "priority-race",
@@ -716,6 +846,7 @@ pub const PRESETS: &[Preset] = &[
             faults: false,
             release_step: false,
             aligned_checkpoint_timeout: false,
+            shared_pool: false,
         },
         // One local channel: no stash, no credit, no second channel to decline before, and no
         // live data persisted on the consumer side (the barrier overtakes it).
@@ -739,6 +870,7 @@ pub const PRESETS: &[Preset] = &[
             faults: false,
             release_step: false,
             aligned_checkpoint_timeout: false,
+            shared_pool: false,
         },
         unreachable: NO_DECLINE,
     },
@@ -754,6 +886,7 @@ pub const PRESETS: &[Preset] = &[
             faults: false,
             release_step: false,
             aligned_checkpoint_timeout: false,
+            shared_pool: false,
         },
         unreachable: NO_DECLINE,
     },
@@ -815,6 +948,7 @@ mod tests {
             faults: false,
             release_step: false,
             aligned_checkpoint_timeout: false,
+            shared_pool: false,
         };
         let err = cfg.validate().unwrap_err();
         assert!(err.contains("BacklogAnnouncement"), "{err}");

@@ -2,6 +2,7 @@
 //! [`Step`]s that say what one action changed; the state as paragraphs.
 
 use crate::action::{Action, Thread};
+use crate::local_buffer_pool::LocalBufferPool;
 use crate::model::RecoveryModel;
 use crate::state::{
     Announce, Channel, CheckpointStatus, Delivered, Entry, Failure, NetBuf, Payload, RecyclerPc, State, TaskPc,
@@ -76,7 +77,7 @@ pub fn channel(m: &RecoveryModel, s: &State, c: u8) -> String {
             "  bufferManager exclusive [{}] floating [{}] pool [{}] notifyAvailable={} held [{}]",
             names(&ch.bm.exclusive),
             names(&ch.bm.floating),
-            names(&ch.bm.pool),
+            names(&s.pool_of(c).available),
             ch.bm.notify_available,
             names(&ch.held)
         );
@@ -489,7 +490,9 @@ fn delivered_name(d: &Delivered) -> String {
 }
 
 /// What changed on channel `c` between `a` and `b`.
-fn channel_changes(a: &Channel, b: &Channel) -> Vec<String> {
+/// What changed on one channel; `pools` are its own `LocalBufferPool` before and after, when it
+/// has one (without `shared_pool`).
+fn channel_changes(a: &Channel, b: &Channel, pools: Option<(&LocalBufferPool, &LocalBufferPool)>) -> Vec<String> {
     let mut out = Vec::new();
     for d in b.ghost_delivered.iter().skip(a.ghost_delivered.len()) {
         match d.payload {
@@ -536,15 +539,17 @@ fn channel_changes(a: &Channel, b: &Channel) -> Vec<String> {
     for i in b.ghost_freed.iter().skip(a.ghost_freed.len()) {
         out.push(format!("{} recycled undelivered", Payload::Recovered(*i)));
     }
-    bm_changes(&mut out, a, b);
+    bm_changes(&mut out, a, b, pools);
     credit_changes(&mut out, a, b);
     out
 }
 
-fn bm_changes(out: &mut Vec<String>, a: &Channel, b: &Channel) {
+fn bm_changes(out: &mut Vec<String>, a: &Channel, b: &Channel, pools: Option<(&LocalBufferPool, &LocalBufferPool)>) {
     diff_into::<NetBuf>(out, "exclusive", &a.bm.exclusive, &b.bm.exclusive);
     diff_into::<NetBuf>(out, "floating", &a.bm.floating, &b.bm.floating);
-    diff_into::<NetBuf>(out, "LocalBufferPool", &a.bm.pool, &b.bm.pool);
+    if let Some((pa, pb)) = pools {
+        diff_into::<NetBuf>(out, "LocalBufferPool", &pa.available, &pb.available);
+    }
     diff_into::<NetBuf>(out, "held by operator", &a.held, &b.held);
     diff_into::<NetBuf>(out, "global pool", &a.global_pool, &b.global_pool);
     if a.bm.notify_available != b.bm.notify_available {
@@ -595,13 +600,30 @@ fn credit_changes(out: &mut Vec<String>, a: &Channel, b: &Channel) {
 /// its name.
 pub fn changes(m: &RecoveryModel, a: &State, b: &State, own: Option<u8>) -> Vec<String> {
     let mut out = Vec::new();
+    let shared = a.pools.len() != a.channels.len();
     for c in 0..a.channels.len() as u8 {
-        let ch = channel_changes(a.ch(c), b.ch(c));
+        let pools = (!shared).then(|| (a.pool_of(c), b.pool_of(c)));
+        let ch = channel_changes(a.ch(c), b.ch(c), pools);
         if Some(c) == own {
             out.extend(ch);
         } else {
             out.extend(ch.into_iter().map(|x| format!("{}: {x}", m.channel_name(c))));
         }
+    }
+    if shared {
+        diff_into::<NetBuf>(
+            &mut out,
+            "gate's LocalBufferPool",
+            &a.pools[0].available,
+            &b.pools[0].available,
+        );
+        if a.pools[0].listeners != b.pools[0].listeners {
+            let names = |p: &LocalBufferPool| p.listeners.iter().map(|&l| m.channel_name(l)).collect::<Vec<_>>();
+            out.push(format!("pool listeners [{}]", names(&b.pools[0]).join(" ")));
+        }
+    }
+    if !a.ghost_lent_across && b.ghost_lent_across {
+        out.push("a floating buffer passes to another channel".to_string());
     }
     for (i, (x, y)) in a.checkpoints.iter().zip(&b.checkpoints).enumerate() {
         if x != y {

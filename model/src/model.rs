@@ -2,8 +2,9 @@
 //! what each thread may do next; `next_state` runs one critical section.
 
 use crate::action::{Action, Thread};
-use crate::buffer_manager::Recycled;
-use crate::config::{ChannelKind, Delivery, ModelConfig};
+use crate::buffer_manager::{BufferManager, Recycled};
+use crate::config::{ChannelConfig, ChannelKind, Delivery, ModelConfig};
+use crate::local_buffer_pool::LocalBufferPool;
 use crate::local_input_channel as local;
 use crate::producer::Producer;
 use crate::recoverable_input_channel as rc;
@@ -217,7 +218,6 @@ impl RecoveryModel {
                     // A remote channel created in recovery has credit notification disabled; a
                     // local channel's recovery manager has it on (and announces to nobody).
                     notify_available: !needs_recovery || cc.kind == ChannelKind::Local,
-                    pool: (0..cc.floating).map(NetBuf::Floating).collect(),
                     ..Default::default()
                 };
                 // setup(): exclusive buffers are queued, not announced.
@@ -265,9 +265,18 @@ impl RecoveryModel {
                 }
             })
             .collect();
+        // Floating buffers are numbered per pool: per channel, or across the gate's one pool.
+        let pools = if self.cfg.shared_pool {
+            let total: u8 = self.cfg.channels.iter().map(|cc| cc.floating).sum();
+            vec![LocalBufferPool::with((0..total).map(NetBuf::Floating))]
+        } else {
+            let per_channel = |cc: &ChannelConfig| LocalBufferPool::with((0..cc.floating).map(NetBuf::Floating));
+            self.cfg.channels.iter().map(per_channel).collect()
+        };
         State {
             channels,
             gate: Default::default(),
+            pools,
             task: TaskPc::Idle,
             partitions_requested: false,
             converted: false,
@@ -282,6 +291,7 @@ impl RecoveryModel {
             violation: None,
             alignment: None,
             ghost_converted: false,
+            ghost_lent_across: false,
         }
     }
 
@@ -381,7 +391,7 @@ impl RecoveryModel {
                 // opens it last, `release_step`).
                 let ready = !self.lends_recovery_buffers(c)
                     || self.is_recovered_channel(s)
-                    || (ch.upstream_ready && (ch.released || ch.bm.can_request_buffer_blocking()));
+                    || (ch.upstream_ready && (ch.released || ch.bm.can_request_buffer_blocking(s.pool_of(c))));
                 if ready {
                     out.push(Action::OnRecoveredStateBuffer { channel: c });
                 }
@@ -778,11 +788,20 @@ impl RecoveryModel {
             // InputChannel.notifyBufferAvailable: a local channel has no credit to announce.
             return;
         }
-        let ch = s.ch_mut(c);
         if thread == Thread::Task {
             // onRecoveredStateConsumed: stateConsumedFuture.complete() after enableNotify().
-            ch.state_consumed = true;
+            s.ch_mut(c).state_consumed = true;
         }
+        self.add_unannounced_credit(s, c, n);
+    }
+
+    /// `RemoteInputChannel.notifyBufferAvailable(n)`: add to `unannouncedCredit`; the first
+    /// credit queues an `AddCredit` write on the Netty client (`notifyCreditAvailable`).
+    fn add_unannounced_credit(&self, s: &mut State, c: u8, n: u8) {
+        if self.kind(c) == ChannelKind::Local {
+            return;
+        }
+        let ch = s.ch_mut(c);
         let before = ch.unannounced_credit;
         ch.unannounced_credit += n;
         if n > 0 && before == 0 && !ch.released {
@@ -791,7 +810,6 @@ impl RecoveryModel {
     }
 
     fn recycle(&self, s: &mut State, c: u8, buffer: NetBuf) {
-        let pool_destroyed = s.closed;
         let ch = s.ch_mut(c);
         let at = ch.held.iter().position(|b| *b == buffer).expect("guarded");
         ch.held.remove(at);
@@ -802,19 +820,44 @@ impl RecoveryModel {
                 Recycled::ReleaseFloating(f) => RecyclerPc::ReturnFloating { channel: c, buffer: f },
                 Recycled::Nothing => RecyclerPc::Idle,
             },
-            NetBuf::Floating(_) => self.recycle_floating(ch, c, buffer, pool_destroyed),
+            NetBuf::Floating(_) => self
+                .recycle_to_pool(s, c, buffer)
+                .map_or(RecyclerPc::Idle, RecyclerPc::Announce),
         };
     }
 
-    /// `LocalBufferPool.recycle` of a floating buffer; a closed gate destroyed the pool.
-    fn recycle_floating(&self, ch: &mut Channel, c: u8, buffer: NetBuf, pool_destroyed: bool) -> RecyclerPc {
-        let released = ch.released;
-        match ch
-            .bm
-            .notify_buffer_available(released, pool_destroyed, buffer, self.variant, &mut ch.global_pool)
-        {
-            0 => RecyclerPc::Idle,
-            n => RecyclerPc::Announce(Announce { channel: c, n }),
+    /// `LocalBufferPool.recycle` of channel `c`'s floating buffer: to the global pool once the
+    /// gate closed and destroyed the pool; else handed to the first registered listener that
+    /// takes it (`notifyBufferAvailable(Buffer)`, outside the pool's lock; one that does not is
+    /// dropped from the queue), else back to the pool. Returns the taker's announcement.
+    fn recycle_to_pool(&self, s: &mut State, c: u8, buffer: NetBuf) -> Option<Announce> {
+        if s.closed {
+            s.ch_mut(c).global_pool.push(buffer);
+            return None;
+        }
+        let p = s.pool_index(c);
+        while let Some(l) = s.pools[p].listeners.pop_front() {
+            let listener = &mut s.channels[l as usize];
+            let released = listener.released;
+            let taken = listener
+                .bm
+                .notify_buffer_available(&mut s.pools[p], l, released, buffer, self.variant);
+            if let Some(n) = taken {
+                s.ghost_lent_across |= l != c;
+                return (n > 0).then_some(Announce { channel: l, n });
+            }
+        }
+        s.pools[p].available.push(buffer);
+        None
+    }
+
+    /// Floating buffers a thread without an announcement step of its own (the canceler, the
+    /// drainer) recycles: a listener that takes one announces its credit in the same step.
+    fn recycle_all_to_pool(&self, s: &mut State, c: u8, buffers: Vec<NetBuf>) {
+        for b in buffers {
+            if let Some(Announce { channel, n }) = self.recycle_to_pool(s, c, b) {
+                self.add_unannounced_credit(s, channel, n);
+            }
         }
     }
 
@@ -845,7 +888,8 @@ impl RecoveryModel {
         ch.upstream_ready = true;
         ch.state_consumed = true;
         let drained = rc::drain_released(ch);
-        ch.bm.release_all_buffers(drained, &mut ch.global_pool);
+        let floating = ch.bm.release_all_buffers(drained, &mut ch.global_pool);
+        self.recycle_all_to_pool(s, c, floating);
     }
 
     /// `SingleInputGate.close()` under `requestLock`: release every channel not yet released,
@@ -859,8 +903,9 @@ impl RecoveryModel {
                 self.release_all_resources(s, c, false);
             }
         }
-        for ch in &mut s.channels {
-            ch.bm.destroy_pool(&mut ch.global_pool);
+        // A pool's free segments go to the global pool (the first channel's record of it).
+        for p in 0..s.pools.len() {
+            s.pools[p].lazy_destroy(&mut s.channels[p].global_pool);
         }
     }
 }
@@ -921,19 +966,20 @@ impl Model for RecoveryModel {
             Action::OnRecoveredStateBuffer { channel: c } => {
                 let kind = self.kind(c);
                 s.io_pc += 1;
-                let ch = s.ch_mut(c);
+                let (ch, pool) = s.ch_and_pool(c);
                 let i = ch.ghost_pushed;
                 ch.ghost_pushed += 1;
                 // `requestBufferBlocking` throws for a released channel only when it finds no
                 // buffer; one it takes goes back at once (`recycleBuffer` of the released channel).
                 let buffer = if self.lends_recovery_buffers(c) {
-                    ch.bm.request_buffer_blocking()
+                    ch.bm.request_buffer_blocking(pool)
                 } else {
                     None
                 };
                 let r = rc::on_recovered_state_buffer(ch, kind, Payload::Recovered(i));
                 if let Some(b) = buffer.filter(|_| ch.released) {
-                    ch.bm.release_buffer(b, &mut ch.global_pool);
+                    let floating = BufferManager::release_buffer(b, &mut ch.global_pool);
+                    self.recycle_all_to_pool(&mut s, c, floating.into_iter().collect());
                 } else if let Some(b) = buffer {
                     // The recovered data sits in a buffer lent by the channel's own manager.
                     match ch.queue.last_mut() {
@@ -1074,8 +1120,9 @@ impl Model for RecoveryModel {
             },
             Action::OnSenderBacklog { channel: c } => {
                 let backlog = s.client_backlog.take().expect("guarded").backlog;
+                let (ch, pool) = s.ch_and_pool(c);
                 s.client_announce =
-                    remote::on_sender_backlog(s.ch_mut(c), &self.cfg.channels[c as usize], c, backlog, self.variant);
+                    remote::on_sender_backlog(ch, pool, &self.cfg.channels[c as usize], c, backlog, self.variant);
             }
             Action::SendAddCredit { channel: c } => {
                 let ch = s.ch_mut(c);
@@ -1087,8 +1134,9 @@ impl Model for RecoveryModel {
             }
             Action::Recycle { channel: c, buffer } => self.recycle(&mut s, c, buffer),
             Action::ReturnFloatingBuffer { channel: c, buffer } => {
-                let pool_destroyed = s.closed;
-                s.recycler = self.recycle_floating(s.ch_mut(c), c, buffer, pool_destroyed);
+                s.recycler = self
+                    .recycle_to_pool(&mut s, c, buffer)
+                    .map_or(RecyclerPc::Idle, RecyclerPc::Announce);
             }
             Action::ReleaseAllResources { channel: c } => self.release_all_resources(&mut s, c, self.cfg.release_step),
             Action::ReleaseQueuedBuffers { channel: c } => self.release_queued_buffers(&mut s, c),

@@ -115,6 +115,7 @@ pub const PROPERTIES: &[(Expectation, &str, Pred)] = &[
         "checkpoint declined for missing barrier",
         declined_for_missing_barrier,
     ),
+    (Expectation::Sometimes, crate::config::LENT_ACROSS, lent_across),
     (
         Expectation::Sometimes,
         "checkpoint completes during recovery",
@@ -356,13 +357,12 @@ fn no_lost_credit(m: &RecoveryModel, s: &State) -> bool {
     })
 }
 
-/// Where every buffer of channel `c` is, one entry per occurrence.
+/// Where every buffer of channel `c` is, one entry per occurrence (its pool not included).
 fn buffer_places(s: &State, c: u8) -> Vec<NetBuf> {
     let ch = s.ch(c);
     let mut v: Vec<NetBuf> = Vec::new();
     v.extend(&ch.bm.exclusive);
     v.extend(&ch.bm.floating);
-    v.extend(&ch.bm.pool);
     v.extend(&ch.global_pool);
     v.extend(&ch.held);
     v.extend(ch.queue.iter().chain(&ch.stash).filter_map(|e| e.buffer));
@@ -380,30 +380,48 @@ fn buffer_places(s: &State, c: u8) -> Vec<NetBuf> {
 }
 
 /// S8: every network buffer is in exactly one place (manager queue, pool, channel queue, held
-/// by the consumer, in the recycler's hands), and every recovered buffer pushed is in exactly
-/// one of: the queue, delivered, recycled.
+/// by the consumer, in the recycler's hands): each channel's exclusive segments, and each
+/// pool's floating buffers, among the channels that borrow from it (all of them with a shared
+/// pool). Every recovered buffer pushed is in exactly one of: the queue, delivered, recycled.
 fn buffer_ownership(m: &RecoveryModel, s: &State) -> bool {
-    channels(s).all(|(c, ch)| {
-        let cc = &m.cfg.channels[c as usize];
-        let mut places = buffer_places(s, c);
-        places.sort();
-        let mut expected: Vec<NetBuf> = (0..cc.exclusive)
-            .map(NetBuf::Exclusive)
-            .chain((0..cc.floating).map(NetBuf::Floating))
-            .collect();
-        expected.sort();
-        // An element the task polled and has yet to hand on is in its hands.
-        let in_hand = |p: Payload| matches!(s.task, TaskPc::RereadPendingPriority { channel, payload, .. } if channel == c && payload == p);
-        let recovered_ok = (0..ch.ghost_pushed).all(|i| {
-            let p = Payload::Recovered(i);
-            let n = usize::from(in_hand(p))
-                + ch.queue.iter().filter(|e| e.payload == p).count()
-                + ch.ghost_delivered.iter().filter(|d| d.payload == p).count()
-                + ch.ghost_freed.iter().filter(|&&f| f == i).count();
-            n == 1
-        });
-        places == expected && recovered_ok
-    })
+    let mut exclusive: Vec<Vec<NetBuf>> = vec![Vec::new(); s.channels.len()];
+    let mut floating: Vec<Vec<NetBuf>> = s.pools.iter().map(|p| p.available.clone()).collect();
+    for c in 0..s.channels.len() as u8 {
+        for b in buffer_places(s, c) {
+            match b {
+                NetBuf::Exclusive(_) => exclusive[c as usize].push(b),
+                NetBuf::Floating(_) => floating[s.pool_index(c)].push(b),
+            }
+        }
+    }
+    let mut pool_size = vec![0u8; s.pools.len()];
+    for (c, cc) in m.cfg.channels.iter().enumerate() {
+        pool_size[s.pool_index(c as u8)] += cc.floating;
+    }
+    let exact = |found: &mut Vec<NetBuf>, expected: Vec<NetBuf>| {
+        found.sort();
+        *found == expected
+    };
+    let floating_ok = floating
+        .iter_mut()
+        .zip(pool_size)
+        .all(|(found, n)| exact(found, (0..n).map(NetBuf::Floating).collect()));
+    floating_ok
+        && channels(s).all(|(c, ch)| {
+            let cc = &m.cfg.channels[c as usize];
+            let exclusive_ok = exact(&mut exclusive[c as usize].clone(), (0..cc.exclusive).map(NetBuf::Exclusive).collect());
+            // An element the task polled and has yet to hand on is in its hands.
+            let in_hand = |p: Payload| matches!(s.task, TaskPc::RereadPendingPriority { channel, payload, .. } if channel == c && payload == p);
+            let recovered_ok = (0..ch.ghost_pushed).all(|i| {
+                let p = Payload::Recovered(i);
+                let n = usize::from(in_hand(p))
+                    + ch.queue.iter().filter(|e| e.payload == p).count()
+                    + ch.ghost_delivered.iter().filter(|d| d.payload == p).count()
+                    + ch.ghost_freed.iter().filter(|&&f| f == i).count();
+                n == 1
+            });
+            exclusive_ok && recovered_ok
+        })
 }
 
 /// S9, first half: each buffer is written at most once per checkpoint (FLINK-40016 wrote
@@ -619,10 +637,16 @@ fn every_buffer_returns_home(m: &RecoveryModel, s: &State) -> bool {
         let recovered_home = (0..cc.recovered).all(|i| {
             ch.ghost_freed.contains(&i) || ch.ghost_delivered.iter().any(|d| d.payload == Payload::Recovered(i))
         });
-        let pool_home = !s.closed || ch.bm.pool.is_empty();
+        let pool_home = !s.closed || s.pool_of(c).available.is_empty();
         ch.queue.is_empty() && ch.stash.is_empty() && ch.held.is_empty() && recovered_home && pool_home
     });
     s.faulted() || (home && s.recycler == RecyclerPc::Idle && m.is_terminal(s))
+}
+
+/// With a shared pool, a floating buffer one channel recycled went to another channel's
+/// waiting manager: the cross-channel path the per-channel pools cannot take.
+fn lent_across(_: &RecoveryModel, s: &State) -> bool {
+    s.ghost_lent_across
 }
 
 fn checkpoint_persists_recovered_data(_: &RecoveryModel, s: &State) -> bool {

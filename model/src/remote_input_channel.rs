@@ -3,6 +3,7 @@
 //! Recovery sequence numbers are assigned at append (see `recoverable_input_channel`).
 
 use crate::config::ChannelConfig;
+use crate::local_buffer_pool::LocalBufferPool;
 use crate::producer::Wire;
 use crate::state::{Announce, Channel, Entry, Failure, NetBuf, Payload, PopFront, Violation};
 use crate::variant::Variant;
@@ -102,6 +103,7 @@ pub fn on_buffer(ch: &mut Channel, variant: Variant) -> Result<OnBuffer, Violati
 /// announce afterwards, none while notification is disabled.
 pub fn on_sender_backlog(
     ch: &mut Channel,
+    pool: &mut LocalBufferPool,
     cfg: &ChannelConfig,
     index: u8,
     backlog: u8,
@@ -109,7 +111,7 @@ pub fn on_sender_backlog(
 ) -> Option<Announce> {
     let n = ch
         .bm
-        .request_floating_buffers(ch.released, backlog + cfg.exclusive, variant);
+        .request_floating_buffers(pool, index, ch.released, backlog + cfg.exclusive, variant);
     (n > 0).then_some(Announce { channel: index, n })
 }
 

@@ -6,6 +6,7 @@
 
 use crate::buffer_manager::BufferManager;
 use crate::channel_state_persister::ChannelStatePersister;
+use crate::local_buffer_pool::LocalBufferPool;
 use crate::producer::Producer;
 use crate::single_input_gate::InputChannelsWithData;
 use serde::{Deserialize, Serialize};
@@ -386,6 +387,8 @@ pub struct State {
     pub channels: Vec<Channel>,
     /// The gate's `inputChannelsWithData`.
     pub gate: InputChannelsWithData,
+    /// The `LocalBufferPool`s: one per channel, or with `shared_pool` the gate's one.
+    pub pools: Vec<LocalBufferPool>,
     /// Task thread.
     pub task: TaskPc,
     /// `requestPartitions` ran (mail on the task thread).
@@ -414,6 +417,9 @@ pub struct State {
     pub alignment: Option<Alignment>,
     /// Ghost: `convertToPriorityEvent` moved an announced barrier to the priority head.
     pub ghost_converted: bool,
+    /// Ghost (`shared_pool`): a floating buffer one channel recycled went to another
+    /// channel's manager, a listener of the shared pool.
+    pub ghost_lent_across: bool,
 }
 
 impl State {
@@ -424,6 +430,23 @@ impl State {
     /// Channel `c`, mutably.
     pub fn ch_mut(&mut self, c: u8) -> &mut Channel {
         &mut self.channels[c as usize]
+    }
+    /// Which of `pools` channel `c` borrows floating buffers from.
+    pub fn pool_index(&self, c: u8) -> usize {
+        if self.pools.len() == self.channels.len() {
+            c as usize
+        } else {
+            0
+        }
+    }
+    /// The `LocalBufferPool` of channel `c`.
+    pub fn pool_of(&self, c: u8) -> &LocalBufferPool {
+        &self.pools[self.pool_index(c)]
+    }
+    /// Channel `c` and its `LocalBufferPool`, both mutably.
+    pub fn ch_and_pool(&mut self, c: u8) -> (&mut Channel, &mut LocalBufferPool) {
+        let p = self.pool_index(c);
+        (&mut self.channels[c as usize], &mut self.pools[p])
     }
     /// Whether an upstream failed (`faults`) or the task failed: liveness is not owed after
     /// that, the task is failing or waits to be cancelled.

@@ -11,6 +11,7 @@
 
 use crate::config::ChannelKind;
 use crate::format;
+use crate::local_buffer_pool::LocalBufferPool;
 use crate::model::RecoveryModel;
 use crate::properties::{PROPERTIES, expected_persisted};
 use crate::state::{Channel, Entry, NetBuf, Payload, State};
@@ -296,7 +297,7 @@ fn channel_card(cv: &mut Canvas, m: &RecoveryModel, s: &State, c: u8) {
     upstream_row(cv, ch, remote);
     delivered_row(cv, ch);
     if remote {
-        buffer_row(cv, ch);
+        buffer_row(cv, ch, s.pool_of(c));
         credit_row(cv, s, c);
     }
     persisted_rows(cv, m, s, c);
@@ -382,7 +383,7 @@ fn delivered_row(cv: &mut Canvas, ch: &Channel) {
     cv.chips(CHIPS_X, y, &items, "(nothing yet)");
 }
 
-fn buffer_row(cv: &mut Canvas, ch: &Channel) {
+fn buffer_row(cv: &mut Canvas, ch: &Channel, pool: &LocalBufferPool) {
     cv.y += ROW;
     cv.label("buffers");
     let y = cv.y;
@@ -397,7 +398,7 @@ fn buffer_row(cv: &mut Canvas, ch: &Channel) {
     for (name, v) in [
         ("exclusive", &ch.bm.exclusive),
         ("floating", &ch.bm.floating),
-        ("pool", &ch.bm.pool),
+        ("pool", &pool.available),
         ("held", &ch.held),
         ("global", &ch.global_pool),
     ] {

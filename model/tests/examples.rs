@@ -1,5 +1,6 @@
 //! One frozen path per `sometimes` property on the `ci` preset (on `faults` for the one that
-//! needs upstream failures, on `aligned-timeout` for the one that needs aligned checkpoints):
+//! needs upstream failures, on `aligned-timeout` for the one that needs aligned checkpoints, on
+//! `shared-pool` for the one that needs the gate's one pool):
 //! the shortest way to reach each interesting situation, so that a
 //! model change that moves it shows up in review.
 
@@ -13,34 +14,30 @@ use stateright::{Expectation, Model};
 
 #[test]
 fn every_sometimes_property_has_a_shortest_example_on_ci() {
-    let ci = RecoveryModel::new((find_preset("ci").unwrap().config)(), Variant::Fixed);
-    let faults = RecoveryModel::new((find_preset("faults").unwrap().config)(), Variant::Fixed);
-    let aligned = RecoveryModel::new((find_preset("aligned-timeout").unwrap().config)(), Variant::Fixed);
+    // Each property on the first of these presets whose configuration can reach it.
+    let models: Vec<RecoveryModel> = ["ci", "faults", "aligned-timeout", "shared-pool"]
+        .iter()
+        .map(|p| RecoveryModel::new((find_preset(p).unwrap().config)(), Variant::Fixed))
+        .collect();
     let sometimes: Vec<&str> = (PROPERTIES.iter())
         .filter(|(e, _, _)| *e == Expectation::Sometimes)
         .map(|(_, name, _)| *name)
         .collect();
+    let home = |name: &str| {
+        (models.iter())
+            .position(|m| !m.cfg.unreachable_by_config().contains(&name))
+            .unwrap_or_else(|| panic!("no preset here can reach {name}"))
+    };
     // One search per model for all its examples (the same paths as one search each).
-    let on_ci: Vec<&str> = (sometimes.iter().copied())
-        .filter(|name| !ci.cfg.unreachable_by_config().contains(name))
+    let mut paths: Vec<_> = (0..models.len())
+        .map(|i| {
+            let names: Vec<&str> = sometimes.iter().copied().filter(|n| home(n) == i).collect();
+            shortest_examples(&models[i], &names).into_iter()
+        })
         .collect();
-    let on_faults: Vec<&str> = (sometimes.iter().copied())
-        .filter(|name| !on_ci.contains(name) && !faults.cfg.unreachable_by_config().contains(name))
-        .collect();
-    let on_aligned: Vec<&str> = (sometimes.iter().copied())
-        .filter(|name| !on_ci.contains(name) && !on_faults.contains(name))
-        .collect();
-    let mut paths = shortest_examples(&ci, &on_ci).into_iter().zip(&on_ci);
-    let mut faults_paths = shortest_examples(&faults, &on_faults).into_iter().zip(&on_faults);
-    let mut aligned_paths = shortest_examples(&aligned, &on_aligned).into_iter().zip(&on_aligned);
     for name in &sometimes {
-        let (model, (path, _)) = if on_ci.contains(name) {
-            (&ci, paths.next().unwrap())
-        } else if on_faults.contains(name) {
-            (&faults, faults_paths.next().unwrap())
-        } else {
-            (&aligned, aligned_paths.next().unwrap())
-        };
+        let i = home(name);
+        let (model, path) = (&models[i], paths[i].next().unwrap());
         let path = path.unwrap_or_else(|| panic!("no example of {name}"));
         let snapshot_name = name.replace(' ', "-");
         insta::assert_snapshot!(
@@ -58,7 +55,11 @@ fn the_drainer_borrows_a_floating_buffer_from_the_pool_when_its_exclusive_one_is
     let c = 0;
     let mut path = shortest_path(&model, |s| {
         let ch = s.ch(c);
-        ch.upstream_ready && ch.in_recovery && ch.ghost_pushed == 1 && ch.bm.available() == 0 && !ch.bm.pool.is_empty()
+        ch.upstream_ready
+            && ch.in_recovery
+            && ch.ghost_pushed == 1
+            && ch.bm.available() == 0
+            && !s.pool_of(c).available.is_empty()
     })
     .expect("the exclusive buffer is lent and the pool has one");
     let mut s = model.init_states().remove(0);

@@ -45,6 +45,7 @@ fn remote_floating_release() -> ModelConfig {
         faults: false,
         release_step: false,
         aligned_checkpoint_timeout: false,
+        shared_pool: false,
     }
 }
 
