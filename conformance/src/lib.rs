@@ -1,6 +1,6 @@
 //! Conformance suite: a versioned trace format, drivers that replay model traces against the
 //! implementation in `recovery-impl`, trace generators, and validation of implementation logs
-//! against the model. The `cdr` binary is its command-line front end.
+//! against the model. The `cdr` crate is its command-line front end.
 //!
 //! The data takes one way: preset/config -> model -> path -> [`trace::Trace`] ->
 //! [`driver::Driver`] -> implementation -> [`observation::Observation`] / [`observation::Snapshot`]
@@ -10,12 +10,10 @@
 pub mod cli;
 pub mod conform;
 pub mod driver;
-pub mod explore;
 pub mod generate;
 pub mod impl_driver;
 pub mod itf;
 pub mod junit;
-pub mod mermaid;
 pub mod observation;
 pub mod progress;
 pub mod projection;
@@ -23,8 +21,6 @@ pub mod protocol;
 pub mod replay;
 pub mod report;
 pub mod setup;
-pub mod simulate_cmd;
-pub mod task_check;
 pub mod task_conform;
 pub mod task_driver;
 pub mod trace;

@@ -1,9 +1,14 @@
 //! `cdr`: model-check, list presets and variants of the Flink channel-recovery model.
 
+mod explore;
+mod mermaid;
+mod simulate_cmd;
+mod task_check;
+
 use clap::{Args, Parser, Subcommand};
 use conformance::setup::{self, Setup};
 use conformance::trace::Trace;
-use conformance::{junit, mermaid, progress, report};
+use conformance::{junit, progress, report};
 use recovery_model::Action;
 use recovery_model::check::{CheckReport, Status};
 use recovery_model::config::PRESETS;
@@ -35,7 +40,7 @@ enum Command {
     Check(CheckArgs),
     /// Seeded random walks that evaluate every property, for configurations too large to
     /// check exhaustively; a violation is shrunk and reproducible from its seed.
-    Simulate(conformance::simulate_cmd::SimulateArgs),
+    Simulate(simulate_cmd::SimulateArgs),
     /// Replay model traces against the implementation and report the first divergence.
     Conform(conformance::cli::ConformArgs),
     /// Replay one trace file against the implementation.
@@ -46,7 +51,7 @@ enum Command {
     /// Serve impl/ over the driver protocol on stdin and stdout (docs/driver-protocol.md).
     ServeDriver(conformance::cli::ServeArgs),
     /// Serve stateright's Explorer for a configuration, opening on a counterexample if any.
-    Explore(conformance::explore::ExploreArgs),
+    Explore(explore::ExploreArgs),
     /// List the bug-zoo variants: the fix each switches off, the property that catches it;
     /// with --check, check each on its preset and exit 1 unless its property finds it.
     Variants(VariantsArgs),
@@ -205,7 +210,7 @@ fn write_files(args: &CheckArgs, setup: &Setup, r: &CheckReport) -> Result<(), S
 }
 
 fn run_check(args: CheckArgs) -> ExitCode {
-    if conformance::task_check::is_task_check(args.preset.as_deref(), &args.variant) {
+    if task_check::is_task_check(args.preset.as_deref(), &args.variant) {
         let channel_only_option = [
             (args.config.is_some(), "--config"),
             (args.mermaid.is_some(), "--mermaid"),
@@ -213,7 +218,7 @@ fn run_check(args: CheckArgs) -> ExitCode {
         ]
         .into_iter()
         .find_map(|(given, name)| given.then_some(name));
-        return conformance::task_check::run(conformance::task_check::TaskCheckArgs {
+        return task_check::run(task_check::TaskCheckArgs {
             preset: args.preset.as_deref(),
             variant: &args.variant,
             threads: default_threads(args.threads),
@@ -362,7 +367,7 @@ fn check_variants(args: VariantsArgs) -> ExitCode {
         record(v.name, v.bug, v.property, v.preset, status, &report);
     }
     for v in TASK_VARIANTS.iter().filter(|v| wanted(v.name)) {
-        let (status, report) = conformance::task_check::check_variant(v, threads);
+        let (status, report) = task_check::check_variant(v, threads);
         record(v.name, v.bug, v.property, v.preset, status, &report);
     }
     let total = names().filter(|n| wanted(n)).count();
@@ -411,8 +416,8 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Check(args) => run_check(args),
         Command::Conform(args) => conformance::cli::conform(args),
-        Command::Simulate(args) => conformance::simulate_cmd::simulate(args),
-        Command::Explore(args) => conformance::explore::explore(args),
+        Command::Simulate(args) => simulate_cmd::simulate(args),
+        Command::Explore(args) => explore::explore(args),
         Command::Replay(args) => conformance::cli::replay(args),
         Command::Traces(args) => conformance::cli::traces(args),
         Command::ServeDriver(args) => conformance::cli::serve_driver(args),
@@ -449,13 +454,13 @@ fn main() -> ExitCode {
                         })
                     })
                     .collect();
-                list.extend(conformance::task_check::presets_json());
+                list.extend(task_check::presets_json());
                 println!("{}", serde_json::to_string_pretty(&list).expect("serializes"));
             } else {
                 for p in PRESETS {
                     println!("{:<12} {}", p.name, p.summary);
                 }
-                for (name, summary) in conformance::task_check::preset_rows() {
+                for (name, summary) in task_check::preset_rows() {
                     println!("{name:<12} {summary}");
                 }
             }

@@ -1,7 +1,9 @@
 //! Figures the docs quote that the code can produce, checked so that they cannot go stale.
 //! The `ci` check takes about a minute in release, so it runs in the full CI tier
-//! (`cargo test --release -p conformance --test docs_figures -- --ignored`).
+//! (`cargo test --release -p cdr --test docs_figures -- --ignored`).
 
+// The broken driver the conformance tests share.
+#[path = "../../conformance/tests/common/mod.rs"]
 mod common;
 
 use recovery_model::check::check;
