@@ -462,6 +462,11 @@ pub fn conform(args: ConformArgs) -> ExitCode {
     {
         return usage_error(e);
     }
+    if args.driver_cmd.is_none()
+        && let Err(e) = impl_driver(&model.cfg)
+    {
+        return usage_error(e);
+    }
     if let Err(e) = check_conform_outputs(&args) {
         return usage_error(e);
     }
