@@ -142,7 +142,6 @@ fn every_bad_input_gets_its_exit_code_and_a_clear_first_line() {
         ("a save file in a missing directory", vec!["conform", "--preset", "tiny", "--save", nowhere], 2, "error: cannot write"),
         ("a driver that does not exist", vec!["conform", "--preset", "tiny", "--driver-cmd", "/nonexistent-dir/driver"], 2, "error: harness error: cannot start"),
         ("a driver command with an unbalanced quote", vec!["conform", "--preset", "tiny", "--driver-cmd", "driver 'unbalanced"], 2, "error: harness error: unbalanced quote"),
-        ("a configuration impl/'s driver does not build", vec!["conform", "--preset", "shared-pool"], 2, "error: unsupported: impl/'s driver cannot build this configuration: it lacks shared-pool"),
         ("a driver process for the task level", vec!["conform", "--preset", "task", "--driver-cmd", "driver"], 2, "error: --driver-cmd is not available for the task level"),
         ("a shard of the task level", vec!["conform", "--preset", "task", "--shard", "1/2"], 2, "error: --shard is not available for the task level"),
         ("a simulation of the task level", vec!["simulate", "--preset", "task"], 2, "error: simulation is for the channel model"),

@@ -3,7 +3,7 @@
 use crate::conform::{ConformOptions, ConformReport, conform_edges, conform_random};
 use crate::driver::{Driver, DriverError, ModelDriver};
 use crate::impl_driver::ImplDriver;
-use crate::protocol::{Capabilities, PROTOCOL_VERSION, ProcessDriver, all_features, features_needed, serve};
+use crate::protocol::{Capabilities, PROTOCOL_VERSION, ProcessDriver, all_features, serve};
 use crate::replay::{Divergence, ReplayError, replay as replay_trace};
 use crate::trace::Trace;
 use crate::{junit, progress};
@@ -221,38 +221,14 @@ pub struct TracesArgs {
 #[derive(Args, Debug)]
 pub struct ServeArgs {}
 
-/// The features impl/'s driver does not build: it gives each channel a `LocalBufferPool` of
-/// its own, so a recycled floating buffer cannot reach another channel's manager there.
-const IMPL_UNBUILT: &[&str] = &["shared-pool"];
-
-/// The hello of impl/ served over the protocol: every action, every feature but
-/// [`IMPL_UNBUILT`], nothing unobserved.
+/// The hello of impl/ served over the protocol: every action and feature, nothing unobserved.
 pub fn impl_capabilities() -> Capabilities {
     Capabilities {
         name: "impl".into(),
         protocol: PROTOCOL_VERSION,
         actions: Action::KINDS.iter().map(|k| k.to_string()).collect(),
-        features: all_features()
-            .into_iter()
-            .filter(|f| !IMPL_UNBUILT.contains(&f.as_str()))
-            .collect(),
+        features: all_features(),
         unobserved: Vec::new(),
-    }
-}
-
-/// impl/ in this process, refusing a configuration that needs a feature it does not build.
-fn impl_driver(cfg: &ModelConfig) -> Result<ImplDriver, DriverError> {
-    let has = impl_capabilities().features;
-    let missing: Vec<String> = features_needed(cfg).into_iter().filter(|f| !has.contains(f)).collect();
-    if missing.is_empty() {
-        Ok(ImplDriver::new(cfg))
-    } else {
-        Err(DriverError::Unsupported {
-            reason: format!(
-                "impl/'s driver cannot build this configuration: it lacks {} (one LocalBufferPool per channel)",
-                missing.join(", ")
-            ),
-        })
     }
 }
 
@@ -261,7 +237,7 @@ fn impl_driver(cfg: &ModelConfig) -> Result<ImplDriver, DriverError> {
 pub fn make_driver(cfg: &ModelConfig, driver_cmd: Option<&str>, watchdog: u64) -> Result<Box<dyn Driver>, DriverError> {
     let watchdog = Duration::from_secs(watchdog);
     match driver_cmd {
-        None => Ok(Box::new(impl_driver(cfg)?.with_watchdog(watchdog))),
+        None => Ok(Box::new(ImplDriver::new(cfg).with_watchdog(watchdog))),
         Some(cmd) => Ok(Box::new(ProcessDriver::spawn_with_watchdog(cmd, cfg, watchdog)?)),
     }
 }
@@ -343,7 +319,7 @@ pub fn serve_driver(_args: ServeArgs) -> ExitCode {
     let stdout = std::io::stdout().lock();
     let make = |cfg: &ModelConfig| -> Result<Box<dyn Driver>, DriverError> {
         cfg.validate().map_err(|reason| DriverError::Unsupported { reason })?;
-        Ok(Box::new(impl_driver(cfg)?))
+        Ok(Box::new(ImplDriver::new(cfg)))
     };
     match serve(impl_capabilities(), &make, stdin, stdout) {
         Ok(()) => ExitCode::SUCCESS,
@@ -459,11 +435,6 @@ pub fn conform(args: ConformArgs) -> ExitCode {
     // the traces are generated.
     if let Some(cmd) = &args.driver_cmd
         && let Err(e) = ProcessDriver::spawn_with_watchdog(cmd, &model.cfg, Duration::from_secs(args.watchdog))
-    {
-        return usage_error(e);
-    }
-    if args.driver_cmd.is_none()
-        && let Err(e) = impl_driver(&model.cfg)
     {
         return usage_error(e);
     }

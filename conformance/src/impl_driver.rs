@@ -21,7 +21,7 @@
 
 use crate::driver::{Driver, DriverError};
 use crate::observation::{DataType, ErrorKind, GateView, Item, Observation, Pending, Refusal, Snapshot, WireElement};
-use crate::projection::{IdMap, ImplParts, NettyParts, impl_channel, impl_pending, item_of, payload_of};
+use crate::projection::{IdMap, ImplParts, NettyParts, SHARED_BASE, impl_channel, impl_pending, item_of, payload_of};
 use recovery_impl::buffer_pool::{LocalBufferPool, NetworkBufferPool};
 use recovery_impl::channel_state_persister::ChannelStateWriter;
 use recovery_impl::credit_based_sequence_numbering_view_reader::{
@@ -85,6 +85,14 @@ struct Worker {
     resume: Sender<()>,
     state: WorkerState,
     channel: u8,
+}
+
+/// The channel an announcement pause point is for, where it names one.
+fn announces_for(point: PausePoint) -> Option<u8> {
+    match point {
+        PausePoint::Announce { channel, .. } => channel.map(|i| i as u8),
+        _ => None,
+    }
 }
 
 impl Worker {
@@ -334,11 +342,24 @@ impl System {
         let gate_pool = LocalBufferPool::new(NetworkBufferPool::new(0), 0).expect("an empty pool");
         let gate = SingleInputGate::new(0, gate_pool);
         let mut channels = Vec::new();
+        // The gate's one pool (`shared_pool`), over a global pool of its own segments; else each
+        // channel gets a pool of its own, standing for the gate's, so that buffer names map to ids.
+        let shared: u8 = cfg.channels.iter().map(|cc| cc.floating).sum();
+        let shared_pool = cfg.shared_pool.then(|| {
+            let global = NetworkBufferPool::with_first_id(SHARED_BASE, shared as u32);
+            LocalBufferPool::new(global, shared as usize).expect("segments exist")
+        });
         for (c, cc) in cfg.channels.iter().enumerate() {
             let c = c as u8;
-            let ids = IdMap::new(c, cc.floating, cc.exclusive);
-            let global = NetworkBufferPool::with_first_id(ids.base, (cc.floating + cc.exclusive) as u32);
-            let pool = LocalBufferPool::new(Arc::clone(&global), cc.floating as usize).expect("segments exist");
+            let ids = match shared_pool {
+                Some(_) => IdMap::with_shared_pool(c, shared, cc.exclusive),
+                None => IdMap::new(c, cc.floating, cc.exclusive),
+            };
+            let global = NetworkBufferPool::with_first_id(ids.base, (ids.floating + cc.exclusive) as u32);
+            let pool = match &shared_pool {
+                Some(pool) => Arc::clone(pool),
+                None => LocalBufferPool::new(Arc::clone(&global), cc.floating as usize).expect("segments exist"),
+            };
             let subpartition = ResultSubpartition::new();
             let written = cc.upstream.len() - cc.late as usize;
             for (i, u) in cc.upstream.iter().take(written).enumerate() {
@@ -626,7 +647,13 @@ impl ImplDriver {
             return unperformable(format!("no {thread} worker"));
         };
         match worker.state {
-            WorkerState::Paused { channel, point } if channel == c && expected(point) => worker.resume(timeout),
+            // An announcement may be for another channel than the call's (a floating buffer
+            // handed to another channel's manager); it names its channel.
+            WorkerState::Paused { channel, point }
+                if announces_for(point).unwrap_or(channel) == c && expected(point) =>
+            {
+                worker.resume(timeout)
+            }
             state => unperformable(format!("the {thread} thread is not paused there: {state:?}")),
         }
     }

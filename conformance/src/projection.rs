@@ -59,7 +59,13 @@ pub struct IdMap {
     pub floating: u8,
     /// Exclusive buffers.
     pub exclusive: u8,
+    /// With the gate's one pool (`shared_pool`): its floating buffers, ids
+    /// `SHARED_BASE..SHARED_BASE+shared`, the same for every channel (`floating` is then 0).
+    pub shared: u8,
 }
+
+/// The first segment id of the gate's one pool (below every channel's `base`).
+pub const SHARED_BASE: u32 = 10;
 
 impl IdMap {
     /// The map of channel `c` with `floating` and `exclusive` buffers.
@@ -68,11 +74,24 @@ impl IdMap {
             base: 100 * (c as u32 + 1),
             floating,
             exclusive,
+            shared: 0,
+        }
+    }
+
+    /// The map of channel `c` with `exclusive` buffers of its own, borrowing from the gate's
+    /// one pool of `shared` floating buffers.
+    pub fn with_shared_pool(c: u8, shared: u8, exclusive: u8) -> Self {
+        IdMap {
+            shared,
+            ..IdMap::new(c, 0, exclusive)
         }
     }
 
     /// The model's name of segment `id`, if it is one of this channel's.
     pub fn buf(&self, id: BufferId) -> Option<Buf> {
+        if let Some(i) = id.0.checked_sub(SHARED_BASE).filter(|&i| i < self.shared as u32) {
+            return Some(Buf(NetBuf::Floating(i as u8)));
+        }
         let i = id.0.checked_sub(self.base)?;
         let (f, x) = (self.floating as u32, self.exclusive as u32);
         match i {
@@ -85,6 +104,7 @@ impl IdMap {
     /// The segment id of the model's buffer `b`.
     pub fn id(&self, b: NetBuf) -> BufferId {
         match b {
+            NetBuf::Floating(i) if self.shared > 0 => BufferId(SHARED_BASE + i as u32),
             NetBuf::Floating(i) => BufferId(self.base + i as u32),
             NetBuf::Exclusive(i) => BufferId(self.base + self.floating as u32 + i as u32),
         }
@@ -650,7 +670,11 @@ pub fn impl_channel(p: &ImplParts<'_>) -> ChannelView {
 /// `c` (names buffers with `ids`).
 pub fn impl_pending(c: u8, ids: IdMap, point: PausePoint) -> Pending {
     match point {
-        PausePoint::Announce { n } => Pending::Announce { channel: c, n: n as u8 },
+        // A floating buffer handed to another channel's manager announces that channel's credit.
+        PausePoint::Announce { n, channel } => Pending::Announce {
+            channel: channel.map_or(c, |i| i as u8),
+            n: n as u8,
+        },
         PausePoint::EnableNotify => Pending::EnableNotify { channel: c },
         PausePoint::OnSenderBacklog => Pending::SenderBacklog { channel: c },
         // The canceler is not part of a snapshot; its release shows in the channel's state.

@@ -180,6 +180,48 @@ fn the_aligned_timeout_finding_replays_on_the_implementation_and_fails_the_task_
     }
 }
 
+/// docs/findings.md, "Recovery hangs when a channel in recovery holds the gate's floating
+/// buffers": the trace replays on impl/ with one pool for the gate, and then impl/'s drainer,
+/// asked for channel 0's recovered buffer, blocks in `request_buffer_blocking` (the model has no
+/// step left); channel 1's manager holds the pool's buffer meanwhile.
+#[test]
+fn the_pool_starvation_finding_replays_on_the_implementation_and_its_drainer_blocks_after_it() {
+    use conformance::replay::replay;
+    use conformance::trace::Trace;
+    use stateright::Model;
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../docs/findings/pool-starvation.trace.json"
+    );
+    let trace = Trace::read(std::path::Path::new(path)).unwrap();
+    let model = trace.model().unwrap();
+    assert!(model.cfg.shared_pool);
+    let mut driver = ImplDriver::new(&model.cfg);
+    match replay(&trace, &mut driver) {
+        Ok(steps) => assert_eq!(steps, trace.steps.len()),
+        Err(e) => panic!("{e}"),
+    }
+    let mut s = model.init_states().remove(0);
+    for step in &trace.steps {
+        s = model.next_state(&s, step.action).unwrap();
+    }
+    assert!(model.is_terminal(&s), "the model has no step left");
+    let snapshot = driver.snapshot().unwrap();
+    let json = serde_json::to_value(&snapshot).unwrap();
+    assert_eq!(
+        json["channels"][1]["credit"]["buffers"]["floating"],
+        serde_json::json!(["f0"]),
+        "{json}"
+    );
+    assert_eq!(
+        json["channels"][0]["credit"]["buffers"]["pool"],
+        serde_json::json!([]),
+        "{json}"
+    );
+    let push = Action::OnRecoveredStateBuffer { channel: 0 };
+    assert_eq!(driver.apply(&push).unwrap(), Observation::Blocked);
+}
+
 #[test]
 fn random_walks_with_releases_floating_buffers_and_two_checkpoints_agree_with_the_implementation() {
     // `ci`, `floating` and `deep` are too large for every edge in a debug test; random walks to

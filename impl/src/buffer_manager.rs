@@ -147,6 +147,14 @@ impl BufferManager {
         }
     }
 
+    /// The pause point before announcing `n` credits for this manager's channel.
+    pub(crate) fn announce_point(&self, n: usize) -> PausePoint {
+        PausePoint::Announce {
+            n,
+            channel: self.channel.channel_info().map(|i| i.input_channel_idx),
+        }
+    }
+
     fn this(&self) -> Arc<Self> {
         self.me
             .upgrade()
@@ -323,7 +331,7 @@ impl BufferManager {
                 buffer: id,
                 then: match &released_floating {
                     Some(floating) => Some(PausePoint::ReturnFloating { buffer: floating.id() }),
-                    None => announce.then_some(PausePoint::Announce { n: 1 }),
+                    None => announce.then_some(self.announce_point(1)),
                 },
             });
         }
@@ -331,7 +339,7 @@ impl BufferManager {
             pause_point::reached(PausePoint::ReturnFloating { buffer: floating.id() });
             floating.recycle_buffer()?;
         } else if announce {
-            pause_point::reached(PausePoint::Announce { n: 1 });
+            pause_point::reached(self.announce_point(1));
             self.channel.notify_buffer_available(1);
         }
         Ok(())
@@ -366,7 +374,7 @@ impl BufferManager {
             available
         };
         if available > 0 {
-            pause_point::reached(PausePoint::Announce { n: available });
+            pause_point::reached(self.announce_point(available));
             self.channel.notify_buffer_available(available);
         }
         Ok(available)
@@ -494,7 +502,7 @@ impl BufferListener for BufferManager {
             announce
         };
         if announce > 0 {
-            pause_point::reached(PausePoint::Announce { n: announce });
+            pause_point::reached(self.announce_point(announce));
             self.channel.notify_buffer_available(announce);
         }
         Ok(())

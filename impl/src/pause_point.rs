@@ -22,6 +22,10 @@ pub enum PausePoint {
     Announce {
         /// The credit about to be announced.
         n: usize,
+        /// The index of the channel it is announced for, where the manager knows it: a
+        /// floating buffer recycled by one channel may be handed to another channel's manager
+        /// (the gate's `LocalBufferPool` calls its listener on the recycling thread).
+        channel: Option<u32>,
     },
     /// `BufferManager.recycle` gave a floating buffer back; about to recycle it to the pool.
     ReturnFloating {

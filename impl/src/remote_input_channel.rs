@@ -433,7 +433,7 @@ impl RemoteInputChannel {
             .buffer_manager
             .request_floating_buffers(backlog + self.initial_credit);
         if requested > 0 {
-            pause_point::reached(PausePoint::Announce { n: requested });
+            pause_point::reached(self.buffer_manager.announce_point(requested));
         }
         self.shared.notify_buffer_available(requested);
     }

@@ -471,6 +471,18 @@ const POOL_STARVATION_UNREACHABLE: &[&str] = &[
     "stale recovery barrier polled",
 ];
 
+/// [`NO_RECOVERY_STATE`], and without a checkpoint no live data is persisted either.
+const SHARED_POOL_LIVE_UNREACHABLE: &[&str] = &[
+    "checkpoint persists recovered data",
+    "checkpoint persists in-window live data",
+    "event stashed and replayed",
+    "recycle races enableNotify",
+    "checkpoint declined for missing barrier",
+    "checkpoint completes during recovery",
+    "recovery barrier queued behind the sentinel",
+    "stale recovery barrier polled",
+];
+
 /// All presets, smallest first.
 pub const PRESETS: &[Preset] = &[
     Preset {
@@ -814,6 +826,22 @@ pub const PRESETS: &[Preset] = &[
             shared_pool: true,
         },
         unreachable: SHARED_POOL_UNREACHABLE,
+    },
+    Preset {
+        name: "shared-pool-live",
+        summary: "two remote channels created without recovery borrowing from the gate's one LocalBufferPool: the floating-buffer paths Flink 2.3.0 has",
+        config: || ModelConfig {
+            channels: vec![remote(0, &[E, D], 1, 1), remote(0, &[E, D], 1, 0)],
+            checkpoints: 0,
+            delivery: Delivery::NoRecovery,
+            insert_recovery_barriers: true,
+            release: false,
+            faults: false,
+            release_step: false,
+            aligned_checkpoint_timeout: false,
+            shared_pool: true,
+        },
+        unreachable: SHARED_POOL_LIVE_UNREACHABLE,
     },
     Preset {
         name: "pool-starvation",
