@@ -117,11 +117,100 @@ pub fn file_content(diagram: &str, path: &std::path::Path) -> String {
     }
 }
 
+/// The line that opens a generated diagram in docs/bug-zoo.md.
+#[cfg(test)]
+fn bug_zoo_marker(variant: &str) -> String {
+    format!("<!-- diagram of {variant}, generated: UPDATE_DOCS=1 cargo test -p cdr bug_zoo -->")
+}
+
+/// docs/bug-zoo.md with `diagrams` (variant, diagram) at the end of each variant's section
+/// (`## name ...`), replacing the ones there; other text unchanged.
+#[cfg(test)]
+fn with_bug_zoo_diagrams(doc: &str, diagrams: &[(&str, String)]) -> String {
+    // Drop the generated blocks: the marker, the fenced diagram, and the blank line before.
+    let mut kept: Vec<&str> = Vec::new();
+    let mut lines = doc.lines();
+    while let Some(line) = lines.next() {
+        if line.starts_with("<!-- diagram of ") {
+            if kept.last() == Some(&"") {
+                kept.pop();
+            }
+            // The fence's opening line differs from "```"; its closing line ends the block.
+            lines.by_ref().take_while(|l| *l != "```").count();
+            continue;
+        }
+        kept.push(line);
+    }
+    let mut out: Vec<String> = Vec::new();
+    let mut section: Option<&str> = None;
+    let close = |out: &mut Vec<String>, section: Option<&str>| {
+        let Some((name, diagram)) = section.and_then(|n| diagrams.iter().find(|(v, _)| *v == n)) else {
+            return;
+        };
+        while out.last().is_some_and(|l| l.is_empty()) {
+            out.pop();
+        }
+        out.push(String::new());
+        out.push(bug_zoo_marker(name));
+        out.push("```mermaid".to_string());
+        out.extend(diagram.lines().map(str::to_string));
+        out.push("```".to_string());
+        out.push(String::new());
+    };
+    for line in kept {
+        if line.starts_with("## ") || line.starts_with("### ") {
+            close(&mut out, section);
+            let title = line.trim_start_matches('#').trim_start();
+            section = diagrams
+                .iter()
+                .map(|(v, _)| *v)
+                .find(|v| title == *v || title.starts_with(&format!("{v} ")));
+        }
+        out.push(line.to_string());
+    }
+    close(&mut out, section);
+    let mut text = out.join("\n");
+    text.push('\n');
+    text
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use recovery_model::check::shortest_counterexample;
+    use recovery_model::variant::VARIANTS;
     use recovery_model::{Variant, preset};
+
+    /// docs/bug-zoo.md shows each channel variant's shortest counterexample as the diagram
+    /// `check --variant NAME --mermaid` draws; `UPDATE_DOCS=1` rewrites them.
+    #[test]
+    fn bug_zoo_md_draws_each_variant_s_counterexample() {
+        let diagrams: Vec<(&str, String)> = VARIANTS
+            .iter()
+            .map(|row| {
+                let m = RecoveryModel::new(preset(row.preset).unwrap(), row.variant);
+                let actions = shortest_counterexample(&m, row.property)
+                    .unwrap_or_else(|| panic!("{} is found on {}", row.name, row.preset));
+                (row.name, sequence_diagram(&m, &actions, Some(row.property)))
+            })
+            .collect();
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/bug-zoo.md");
+        let doc = std::fs::read_to_string(&path).unwrap();
+        let want = with_bug_zoo_diagrams(&doc, &diagrams);
+        if want != doc && std::env::var_os("UPDATE_DOCS").is_some() {
+            std::fs::write(&path, &want).unwrap();
+            return;
+        }
+        assert!(
+            want == doc,
+            "docs/bug-zoo.md's diagrams are stale: UPDATE_DOCS=1 cargo test -p cdr bug_zoo"
+        );
+        for row in VARIANTS {
+            assert!(doc.contains(&bug_zoo_marker(row.name)), "no diagram of {}", row.name);
+        }
+        // Idempotent: the generated blocks are recognised and replaced, not added again.
+        assert_eq!(with_bug_zoo_diagrams(&want, &diagrams), want);
+    }
 
     #[test]
     fn diagram_has_the_five_lifelines_one_message_per_step_and_the_verdict() {
