@@ -15,9 +15,10 @@
 //! block nor pause run inline.
 //!
 //! Stand-ins. The Netty layer (the wire in both directions, the client's queued `AddCredit`
-//! write) and the task's checkpoint barrier handler are not in `recovery-impl`; the driver plays
-//! them, as Flink's `CreditBasedPartitionRequestClientHandler`, `PartitionRequestQueue` and
-//! `SingleCheckpointBarrierHandler` would.
+//! write) is not in `recovery-impl`; the driver plays it, as Flink's
+//! `CreditBasedPartitionRequestClientHandler` and `PartitionRequestQueue` would. The task's
+//! checkpoint barrier handler is impl/'s `SingleCheckpointBarrierHandler`, over the driver's
+//! channels; the driver makes the channel calls it decides on, one model step each.
 
 use crate::driver::{Driver, DriverError};
 use crate::observation::{DataType, ErrorKind, GateView, Item, Observation, Pending, Refusal, Snapshot, WireElement};
@@ -33,6 +34,7 @@ use recovery_impl::recoverable_input_channel::{ChannelContext, ChannelSnapshot, 
 use recovery_impl::recovered_input_channel::{RecoveredChannelKind, RecoveredInputChannel};
 use recovery_impl::remote_input_channel::RemoteInputChannel;
 use recovery_impl::result_subpartition::ResultSubpartition;
+use recovery_impl::single_checkpoint_barrier_handler::{CheckpointableInput, SingleCheckpointBarrierHandler};
 use recovery_impl::single_input_gate::{ChannelPoll, InputChannelHandle, SingleInputGate};
 use recovery_impl::{BufferId, BufferKind, ChannelError, DeclineReason, NetworkBuffer, RecoverableInputChannel};
 use recovery_model::config::{ChannelKind, Delivery, ModelConfig, Upstream};
@@ -294,38 +296,28 @@ struct Chan {
     written: u8,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum CheckpointState {
-    NotTriggered,
-    Triggered,
-    Ended,
-}
+/// The driver's channels as the barrier handler's `CheckpointableInput`.
+struct Inputs<'a>(&'a [Chan]);
 
-/// What `SingleCheckpointBarrierHandler` keeps on the task thread.
-struct BarrierHandler {
-    checkpoints: Vec<CheckpointState>,
-    barriers_seen: Vec<u8>,
-    triggering: bool,
-    /// The aligned checkpoint with a timeout waiting for its barriers, if one.
-    alignment: Option<Alignment>,
-}
-
-/// An aligned checkpoint's `ChannelState` and alignment timer (`aligned_checkpoint_timeout`).
-struct Alignment {
-    cp: u8,
-    /// `sequenceNumberInAnnouncedChannels`: (channel, announced sequence number).
-    announced: Vec<(u8, i32)>,
-    /// The alignment timer is registered and has not fired.
-    timer: bool,
-    /// It fired: the checkpoint goes on unaligned, later announcements are not recorded.
-    timed_out: bool,
+impl CheckpointableInput for Inputs<'_> {
+    fn num_channels(&self) -> usize {
+        self.0.len()
+    }
+    fn is_live(&self, c: usize) -> bool {
+        !self.0[c].handle.as_recoverable().is_some_and(|r| r.is_released())
+    }
+    fn checkpoint_stopped(&self, cp: i64) {
+        for ch in self.0 {
+            ch.handle.checkpoint_stopped(cp);
+        }
+    }
 }
 
 struct System {
     gate: Arc<SingleInputGate>,
     writer: Arc<ChannelStateWriter>,
     channels: Vec<Chan>,
-    barriers: BarrierHandler,
+    barriers: SingleCheckpointBarrierHandler,
 }
 
 fn element_buffer(c: u8, kind: Upstream, i: u8) -> NetworkBuffer {
@@ -430,12 +422,7 @@ impl System {
             gate,
             writer,
             channels,
-            barriers: BarrierHandler {
-                checkpoints: vec![CheckpointState::NotTriggered; n],
-                barriers_seen: vec![0; n],
-                triggering: false,
-                alignment: None,
-            },
+            barriers: SingleCheckpointBarrierHandler::new(n),
         }
     }
 
@@ -445,105 +432,19 @@ impl System {
         }
     }
 
-    /// `abortInternal` / completion: `checkpointStopped` on every channel.
-    fn stop_checkpoint(&mut self, cp: u8) {
-        self.barriers.checkpoints[cp as usize - 1] = CheckpointState::Ended;
-        for ch in &self.channels {
-            ch.handle.checkpoint_stopped(cp as i64);
-        }
-    }
-
-    /// Completes `cp` once its trigger is done and every live channel's barrier was processed.
-    fn maybe_complete(&mut self, cp: u8) {
-        let i = cp as usize - 1;
-        if self.barriers.checkpoints[i] != CheckpointState::Triggered || self.barriers.triggering {
-            return;
-        }
-        let live = self
-            .channels
-            .iter()
-            .enumerate()
-            .filter(|(_, ch)| !ch.handle.as_recoverable().is_some_and(|r| r.is_released()))
-            .fold(0u8, |m, (c, _)| m | 1 << c);
-        if self.barriers.barriers_seen[i] & live == live {
-            self.stop_checkpoint(cp);
-        }
-    }
-
     /// The gate handed the task a barrier of `cp` from channel `c`.
     fn on_barrier(&mut self, c: u8, cp: u8) {
-        let i = cp as usize - 1;
-        self.barriers.barriers_seen[i] |= 1 << c;
-        if self.barriers.checkpoints[i] == CheckpointState::NotTriggered {
-            // A newer checkpoint aborts the older ones still waiting for barriers.
-            for old in self.barriers.checkpoints[..i].iter_mut() {
-                if *old != CheckpointState::Ended {
-                    *old = CheckpointState::Ended;
-                }
-            }
-            self.barriers.checkpoints[i] = CheckpointState::Triggered;
-            self.barriers.triggering = true;
-        } else {
-            self.maybe_complete(cp);
-        }
-    }
-}
-
-impl System {
-    /// `checkNewCheckpoint`: a newer checkpoint becomes current; a timeoutable barrier
-    /// registers the alignment timer, whether it came as a barrier or announced.
-    fn check_new_checkpoint(&mut self, cp: u8) {
-        let b = &mut self.barriers;
-        if b.alignment.as_ref().is_none_or(|a| a.cp < cp)
-            && b.checkpoints[cp as usize - 1] == CheckpointState::NotTriggered
-        {
-            b.alignment = Some(Alignment {
-                cp,
-                announced: Vec::new(),
-                timer: true,
-                timed_out: false,
-            });
-        }
+        self.barriers.process_barrier(c, cp, &Inputs(&self.channels));
     }
 
-    /// `isCheckpointPending` of the current checkpoint `cp`.
-    fn pending(&self, cp: u8) -> bool {
-        self.barriers.alignment.as_ref().is_some_and(|a| a.cp == cp)
-            && self.barriers.checkpoints[cp as usize - 1] != CheckpointState::Ended
-    }
-
-    /// `processBarrierAnnouncement`: `checkNewCheckpoint`, then `addSeenAnnouncement`.
+    /// The gate handed the task an `EventAnnouncement` of `cp`'s barrier numbered `seq`.
     fn process_barrier_announcement(&mut self, c: u8, cp: u8, seq: i32) {
-        self.check_new_checkpoint(cp);
-        if !self.pending(cp) {
-            return;
-        }
-        let a = self.barriers.alignment.as_mut().expect("pending");
-        if !a.timed_out {
-            a.announced.push((c, seq));
-        }
+        self.barriers.process_barrier_announcement(c, cp, seq);
     }
 
-    /// `processBarrier` with an aligned barrier: once every live channel's is in, the aligned
-    /// checkpoint is taken (no channel state) and the timer reset.
+    /// The gate handed the task an aligned barrier of `cp` from channel `c`.
     fn process_aligned_barrier(&mut self, c: u8, cp: u8) {
-        self.barriers.barriers_seen[cp as usize - 1] |= 1 << c;
-        self.check_new_checkpoint(cp);
-        if !self.pending(cp) {
-            return;
-        }
-        let a = self.barriers.alignment.as_mut().expect("pending");
-        a.announced.retain(|&(k, _)| k != c);
-        let live = self
-            .channels
-            .iter()
-            .enumerate()
-            .filter(|(_, ch)| !ch.handle.as_recoverable().is_some_and(|r| r.is_released()))
-            .fold(0u8, |m, (k, _)| m | 1 << k);
-        if self.barriers.barriers_seen[cp as usize - 1] & live == live {
-            a.timer = false;
-            self.stop_checkpoint(cp);
-        }
+        self.barriers.process_aligned_barrier(c, cp, &Inputs(&self.channels));
     }
 }
 
@@ -557,12 +458,40 @@ fn data_type(t: recovery_impl::DataType) -> DataType {
     }
 }
 
-/// The observation's name of an implementation error.
+/// What `checkpointStarted`'s error means: the checkpoint declined or subsumed (a
+/// `CheckpointException` the handler aborts on), or `None` for any other error.
+pub(crate) fn refusal(e: &ChannelError) -> Option<Refusal> {
+    match e {
+        ChannelError::CheckpointDeclined {
+            reason: DeclineReason::MissingRecoveryCheckpointBarrier,
+            ..
+        } => Some(Refusal::MissingBarrier),
+        ChannelError::CheckpointDeclined {
+            reason: DeclineReason::LaterRecoveryCheckpointBarrier { .. },
+            ..
+        } => Some(Refusal::LaterBarrier),
+        ChannelError::CheckpointSubsumed { .. } => Some(Refusal::Subsumed),
+        _ => None,
+    }
+}
+
+/// The observation of an implementation call that failed: a refused checkpoint
+/// ([`refusal`]), else the error's kind.
+pub(crate) fn failure(checkpoint: u8, e: &ChannelError) -> Observation {
+    match refusal(e) {
+        Some(reason) => Observation::Refused { checkpoint, reason },
+        None => Observation::Error { error: error_kind(e) },
+    }
+}
+
+/// The observation's name of an implementation error (a refused checkpoint is not one:
+/// [`refusal`]).
 pub(crate) fn error_kind(e: &ChannelError) -> ErrorKind {
     match e {
         ChannelError::ProtocolViolation(_) => ErrorKind::ProtocolViolation,
-        ChannelError::IllegalState(_) => ErrorKind::IllegalState,
-        ChannelError::CheckpointDeclined { .. } | ChannelError::CheckpointSubsumed { .. } => ErrorKind::IllegalState,
+        ChannelError::IllegalState(_)
+        | ChannelError::CheckpointDeclined { .. }
+        | ChannelError::CheckpointSubsumed { .. } => ErrorKind::IllegalState,
         ChannelError::Released(_) => ErrorKind::Released,
         ChannelError::DoubleRecycle(_) => ErrorKind::DoubleRecycle,
         ChannelError::BufferReordering { .. } => ErrorKind::BufferReordering,
@@ -853,35 +782,28 @@ impl ImplDriver {
         let (writer, info) = (Arc::clone(&self.sys.writer), self.ch(c).info);
         let before = writer.persisted(cp as i64, info).len();
         let result = self.ch(c).handle.checkpoint_started(cp as i64);
-        let reason = match result {
+        match result {
             Ok(()) => {
                 let buffers = writer.persisted(cp as i64, info)[before..]
                     .iter()
                     .map(|b| item_of(c, b))
                     .collect();
                 if c as usize + 1 == self.sys.channels.len() {
-                    self.sys.barriers.triggering = false;
-                    self.sys.maybe_complete(cp);
+                    self.sys.barriers.trigger_done(cp, &Inputs(&self.sys.channels));
                 }
                 return Observation::Persisted {
                     checkpoint: cp,
                     buffers,
                 };
             }
-            Err(ChannelError::CheckpointDeclined {
-                reason: DeclineReason::MissingRecoveryCheckpointBarrier,
-                ..
-            }) => Refusal::MissingBarrier,
-            Err(ChannelError::CheckpointDeclined {
-                reason: DeclineReason::LaterRecoveryCheckpointBarrier { .. },
-                ..
-            }) => Refusal::LaterBarrier,
-            Err(ChannelError::CheckpointSubsumed { .. }) => Refusal::Subsumed,
-            Err(e) => return Observation::Error { error: error_kind(&e) },
-        };
-        self.sys.barriers.triggering = false;
-        self.sys.stop_checkpoint(cp);
-        Observation::Refused { checkpoint: cp, reason }
+            Err(e) => {
+                let observation = failure(cp, &e);
+                if matches!(observation, Observation::Refused { .. }) {
+                    self.sys.barriers.trigger_declined(cp, &Inputs(&self.sys.channels));
+                }
+                observation
+            }
+        }
     }
 
     fn on_recovered_state_consumed(&mut self, c: u8) -> Observation {
@@ -915,12 +837,10 @@ impl ImplDriver {
     /// `RemoteInputChannel::convert_to_priority_event(seq)` on every announced channel, in
     /// the order the announcements were seen; the first that throws fails the task.
     fn aligned_checkpoint_timeout(&mut self, cp: u8) -> Observation {
-        let Some(a) = self.sys.barriers.alignment.as_mut().filter(|a| a.cp == cp && a.timer) else {
+        let Some(announced) = self.sys.barriers.aligned_checkpoint_timeout(cp) else {
             return unperformable(format!("no alignment timer of checkpoint {cp} is registered"));
         };
-        a.timer = false;
-        a.timed_out = true;
-        for (c, seq) in std::mem::take(&mut a.announced) {
+        for (c, seq) in announced {
             let Some(remote) = self.ch(c).handle.as_remote().cloned() else {
                 return unperformable(format!("channel {c} announced a barrier but is not remote"));
             };

@@ -67,12 +67,12 @@
 //! segment ids ([`IdMap`] of the model's configuration), so a run must build its pools as
 //! [`ImplDriver`](crate::impl_driver::ImplDriver) does.
 
-use crate::impl_driver::error_kind;
-use crate::observation::{Buf, DataType, Item, Observation, Pending, Refusal, WireElement};
+use crate::impl_driver::{error_kind, failure};
+use crate::observation::{Buf, DataType, Item, Observation, Pending, WireElement};
 use crate::projection::{IdMap, impl_pending, item_of, model_observation, model_snapshot};
 use recovery_impl::event_log::{Event, Recorded};
 use recovery_impl::pause_point::PausePoint;
-use recovery_impl::{BufferId, BufferKind, BufferSnapshot, ChannelError, DeclineReason, InputChannelInfo};
+use recovery_impl::{BufferId, BufferKind, BufferSnapshot, ChannelError, InputChannelInfo};
 use recovery_model::model::GatePolling;
 use recovery_model::state::{NetBuf, State};
 use recovery_model::{Action, ChannelKind, RecoveryModel, Thread};
@@ -403,18 +403,7 @@ impl Builder<'_> {
                         checkpoint: cp,
                         buffers: buffers.iter().map(|b| item_of(c, b)).collect(),
                     },
-                    Err(ChannelError::CheckpointDeclined { reason, .. }) => Observation::Refused {
-                        checkpoint: cp,
-                        reason: match reason {
-                            DeclineReason::LaterRecoveryCheckpointBarrier { .. } => Refusal::LaterBarrier,
-                            _ => Refusal::MissingBarrier,
-                        },
-                    },
-                    Err(ChannelError::CheckpointSubsumed { .. }) => Observation::Refused {
-                        checkpoint: cp,
-                        reason: Refusal::Subsumed,
-                    },
-                    Err(e) => Observation::Error { error: error_kind(e) },
+                    Err(e) => failure(cp, e),
                 };
                 self.start(
                     k,

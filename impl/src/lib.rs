@@ -26,6 +26,7 @@ pub mod recoverable_input_channel;
 pub mod recovered_input_channel;
 pub mod remote_input_channel;
 pub mod result_subpartition;
+pub mod single_checkpoint_barrier_handler;
 pub mod single_input_gate;
 pub mod stream_input_processor;
 pub mod stream_task;

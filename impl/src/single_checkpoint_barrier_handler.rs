@@ -1,0 +1,271 @@
+//! `SingleCheckpointBarrierHandler` (with its `AlternatingWaitingForFirstBarrier` /
+//! `AlternatingCollectingBarriers` states, reduced to what the channel protocol needs): the task
+//! thread's bookkeeping of which checkpoint is current, which channels' barriers it has seen,
+//! and the alignment timer of an aligned checkpoint with a timeout.
+//!
+//! The handler decides; the task does the calls on the channels it decides on
+//! (`insertRecoveryCheckpointBarrierIfInRecovery`, `checkpointStarted`, `convertToPriorityEvent`)
+//! and tells the handler how they ended. What it calls on every channel itself, it calls through
+//! [`CheckpointableInput`], as Flink's handler calls the gate.
+
+/// The gate's channels, as the handler sees them (Flink's `CheckpointableInput`).
+pub trait CheckpointableInput {
+    /// Number of channels.
+    fn num_channels(&self) -> usize;
+    /// Whether channel `c` still sends barriers: a released channel does not, so a checkpoint
+    /// completes without its barrier.
+    fn is_live(&self, c: usize) -> bool;
+    /// `checkpointStopped(cp)` on every channel: the checkpoint completed or was aborted.
+    fn checkpoint_stopped(&self, cp: i64);
+}
+
+/// Where a checkpoint stands at the handler.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CheckpointState {
+    /// No barrier of it seen yet.
+    NotTriggered,
+    /// Its first barrier triggered it; it waits for the others.
+    Triggered,
+    /// Completed, declined, or aborted by a newer one.
+    Ended,
+}
+
+/// An aligned checkpoint's `ChannelState` and alignment timer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Alignment {
+    /// The checkpoint.
+    pub cp: u8,
+    /// `sequenceNumberInAnnouncedChannels`: (channel, announced sequence number), in the order
+    /// the announcements were seen.
+    pub announced: Vec<(u8, i32)>,
+    /// The alignment timer is registered and has not fired.
+    pub timer: bool,
+    /// It fired: the checkpoint goes on unaligned, later announcements are not recorded.
+    pub timed_out: bool,
+}
+
+/// The handler of one task's checkpoints `1..=n`.
+#[derive(Clone, Debug)]
+pub struct SingleCheckpointBarrierHandler {
+    checkpoints: Vec<CheckpointState>,
+    /// Per checkpoint: bitmask of the channels whose barrier was processed.
+    barriers_seen: Vec<u8>,
+    /// The trigger of the current checkpoint is running (its channel calls are not all done).
+    triggering: bool,
+    alignment: Option<Alignment>,
+}
+
+impl SingleCheckpointBarrierHandler {
+    /// A handler of checkpoints `1..=checkpoints`.
+    pub fn new(checkpoints: usize) -> Self {
+        Self {
+            checkpoints: vec![CheckpointState::NotTriggered; checkpoints],
+            barriers_seen: vec![0; checkpoints],
+            triggering: false,
+            alignment: None,
+        }
+    }
+
+    /// Where checkpoint `cp` stands.
+    pub fn checkpoint(&self, cp: u8) -> CheckpointState {
+        self.checkpoints[cp as usize - 1]
+    }
+
+    /// The aligned checkpoint waiting for its barriers, if one.
+    pub fn alignment(&self) -> Option<&Alignment> {
+        self.alignment.as_ref()
+    }
+
+    /// `processBarrier` of an unaligned barrier of `cp` from channel `c`: its first barrier
+    /// triggers it (aborting older ones still waiting) and returns true, the task then runs the
+    /// trigger's channel calls; a later one may complete it.
+    pub fn process_barrier(&mut self, c: u8, cp: u8, inputs: &impl CheckpointableInput) -> bool {
+        let i = cp as usize - 1;
+        self.barriers_seen[i] |= 1 << c;
+        if self.checkpoints[i] != CheckpointState::NotTriggered {
+            self.maybe_complete(cp, inputs);
+            return false;
+        }
+        for old in self.checkpoints[..i].iter_mut() {
+            *old = CheckpointState::Ended;
+        }
+        self.checkpoints[i] = CheckpointState::Triggered;
+        self.triggering = true;
+        true
+    }
+
+    /// The trigger's last channel call succeeded: `cp` completes once every live channel's
+    /// barrier is in.
+    pub fn trigger_done(&mut self, cp: u8, inputs: &impl CheckpointableInput) {
+        self.triggering = false;
+        self.maybe_complete(cp, inputs);
+    }
+
+    /// A channel declined `cp` during its trigger (`CheckpointException`): the checkpoint is
+    /// aborted (`abortInternal`).
+    pub fn trigger_declined(&mut self, cp: u8, inputs: &impl CheckpointableInput) {
+        self.triggering = false;
+        self.stop_checkpoint(cp, inputs);
+    }
+
+    /// `processBarrierAnnouncement`: `checkNewCheckpoint`, then `addSeenAnnouncement`.
+    pub fn process_barrier_announcement(&mut self, c: u8, cp: u8, seq: i32) {
+        self.check_new_checkpoint(cp);
+        if !self.pending(cp) {
+            return;
+        }
+        let a = self.alignment.as_mut().expect("pending");
+        if !a.timed_out {
+            a.announced.push((c, seq));
+        }
+    }
+
+    /// `processBarrier` of an aligned barrier: once every live channel's is in, the aligned
+    /// checkpoint is taken (no channel state) and the timer reset.
+    pub fn process_aligned_barrier(&mut self, c: u8, cp: u8, inputs: &impl CheckpointableInput) {
+        self.barriers_seen[cp as usize - 1] |= 1 << c;
+        self.check_new_checkpoint(cp);
+        if !self.pending(cp) {
+            return;
+        }
+        let all_in = self.all_live_barriers_seen(cp, inputs);
+        let a = self.alignment.as_mut().expect("pending");
+        a.announced.retain(|&(k, _)| k != c);
+        if all_in {
+            a.timer = false;
+            self.stop_checkpoint(cp, inputs);
+        }
+    }
+
+    /// The alignment timer of `cp` fires (`alignedCheckpointTimeout`): the checkpoint goes on
+    /// unaligned, and the announced barriers are returned, in the order seen, for the task to
+    /// `convertToPriorityEvent` (`ChannelState.prioritizeAllAnnouncements`). `None` if no timer
+    /// of `cp` is registered.
+    pub fn aligned_checkpoint_timeout(&mut self, cp: u8) -> Option<Vec<(u8, i32)>> {
+        let a = self.alignment.as_mut().filter(|a| a.cp == cp && a.timer)?;
+        a.timer = false;
+        a.timed_out = true;
+        Some(std::mem::take(&mut a.announced))
+    }
+
+    /// `checkNewCheckpoint`: a newer checkpoint becomes current; a timeoutable barrier
+    /// registers the alignment timer, whether it came as a barrier or announced.
+    fn check_new_checkpoint(&mut self, cp: u8) {
+        if self.alignment.as_ref().is_none_or(|a| a.cp < cp)
+            && self.checkpoints[cp as usize - 1] == CheckpointState::NotTriggered
+        {
+            self.alignment = Some(Alignment {
+                cp,
+                announced: Vec::new(),
+                timer: true,
+                timed_out: false,
+            });
+        }
+    }
+
+    /// `isCheckpointPending` of the current checkpoint `cp`.
+    fn pending(&self, cp: u8) -> bool {
+        self.alignment.as_ref().is_some_and(|a| a.cp == cp) && self.checkpoint(cp) != CheckpointState::Ended
+    }
+
+    fn all_live_barriers_seen(&self, cp: u8, inputs: &impl CheckpointableInput) -> bool {
+        let live = (0..inputs.num_channels())
+            .filter(|&c| inputs.is_live(c))
+            .fold(0u8, |m, c| m | 1 << c);
+        self.barriers_seen[cp as usize - 1] & live == live
+    }
+
+    /// Completes `cp` once its trigger is done and every live channel's barrier was processed.
+    fn maybe_complete(&mut self, cp: u8, inputs: &impl CheckpointableInput) {
+        if self.checkpoint(cp) == CheckpointState::Triggered
+            && !self.triggering
+            && self.all_live_barriers_seen(cp, inputs)
+        {
+            self.stop_checkpoint(cp, inputs);
+        }
+    }
+
+    /// Completion or `abortInternal`: `checkpointStopped` on every channel.
+    fn stop_checkpoint(&mut self, cp: u8, inputs: &impl CheckpointableInput) {
+        self.checkpoints[cp as usize - 1] = CheckpointState::Ended;
+        inputs.checkpoint_stopped(cp as i64);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::RefCell;
+
+    struct Gate {
+        live: Vec<bool>,
+        stopped: RefCell<Vec<i64>>,
+    }
+
+    impl CheckpointableInput for Gate {
+        fn num_channels(&self) -> usize {
+            self.live.len()
+        }
+        fn is_live(&self, c: usize) -> bool {
+            self.live[c]
+        }
+        fn checkpoint_stopped(&self, cp: i64) {
+            self.stopped.borrow_mut().push(cp);
+        }
+    }
+
+    fn gate(live: &[bool]) -> Gate {
+        Gate {
+            live: live.to_vec(),
+            stopped: RefCell::new(Vec::new()),
+        }
+    }
+
+    #[test]
+    fn the_first_barrier_triggers_and_the_last_live_one_completes_after_the_trigger() {
+        let g = gate(&[true, true]);
+        let mut h = SingleCheckpointBarrierHandler::new(1);
+        assert!(h.process_barrier(0, 1, &g));
+        assert_eq!(h.checkpoint(1), CheckpointState::Triggered);
+        // The second barrier while the trigger runs does not complete it yet.
+        assert!(!h.process_barrier(1, 1, &g));
+        assert_eq!(h.checkpoint(1), CheckpointState::Triggered);
+        h.trigger_done(1, &g);
+        assert_eq!(h.checkpoint(1), CheckpointState::Ended);
+        assert_eq!(*g.stopped.borrow(), [1]);
+    }
+
+    #[test]
+    fn a_released_channel_is_not_waited_for_and_a_newer_checkpoint_aborts_an_older_one() {
+        let g = gate(&[true, false]);
+        let mut h = SingleCheckpointBarrierHandler::new(2);
+        assert!(h.process_barrier(0, 1, &g));
+        h.trigger_done(1, &g);
+        assert_eq!(h.checkpoint(1), CheckpointState::Ended);
+        let g = gate(&[true, true]);
+        let mut h = SingleCheckpointBarrierHandler::new(2);
+        assert!(h.process_barrier(0, 1, &g));
+        h.trigger_done(1, &g);
+        assert!(h.process_barrier(1, 2, &g));
+        assert_eq!(h.checkpoint(1), CheckpointState::Ended);
+        h.trigger_declined(2, &g);
+        assert_eq!(h.checkpoint(2), CheckpointState::Ended);
+        assert_eq!(*g.stopped.borrow(), [2]);
+    }
+
+    #[test]
+    fn the_alignment_timer_returns_the_announcements_once_and_then_ignores_new_ones() {
+        let g = gate(&[true, true]);
+        let mut h = SingleCheckpointBarrierHandler::new(1);
+        h.process_barrier_announcement(0, 1, 7);
+        h.process_barrier_announcement(1, 1, 3);
+        assert_eq!(h.aligned_checkpoint_timeout(1), Some(vec![(0, 7), (1, 3)]));
+        assert_eq!(h.aligned_checkpoint_timeout(1), None);
+        h.process_barrier_announcement(0, 1, 8);
+        assert!(h.alignment().unwrap().announced.is_empty());
+        h.process_aligned_barrier(0, 1, &g);
+        assert_eq!(h.checkpoint(1), CheckpointState::NotTriggered);
+        h.process_aligned_barrier(1, 1, &g);
+        assert_eq!(h.checkpoint(1), CheckpointState::Ended);
+    }
+}
