@@ -791,10 +791,10 @@ impl ImplDriver {
                 if c as usize + 1 == self.sys.channels.len() {
                     self.sys.barriers.trigger_done(cp, &Inputs(&self.sys.channels));
                 }
-                return Observation::Persisted {
+                Observation::Persisted {
                     checkpoint: cp,
                     buffers,
-                };
+                }
             }
             Err(e) => {
                 let observation = failure(cp, &e);
