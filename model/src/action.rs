@@ -40,15 +40,73 @@ impl fmt::Display for Thread {
     }
 }
 
-/// One protocol step.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "kebab-case", tag = "action")]
-pub enum Action {
+/// The `channel` field of an action, for [`Action::channel`]: `Some` for the field named
+/// `channel`, `None` for any other.
+macro_rules! channel_field {
+    (channel, $value:expr) => {
+        Some($value)
+    };
+    ($other:ident, $value:expr) => {
+        None
+    };
+}
+
+/// Defines [`Action`] from one line per action: its fields, the Flink method it stands for and
+/// the thread that runs it (an expression that may read the fields). Everything that lists
+/// actions (the enum, [`Action::method`], [`Action::thread`], [`Action::channel`],
+/// [`Action::KINDS`]) comes from that line.
+macro_rules! actions {
+    ($(
+        $(#[$meta:meta])*
+        $name:ident $({ $($(#[$field_meta:meta])* $field:ident : $ty:ty),* $(,)? })? => $method:literal, $thread:expr;
+    )*) => {
+        /// One protocol step.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
+        #[serde(rename_all = "kebab-case", tag = "action")]
+        pub enum Action {
+            $(
+                $(#[$meta])*
+                $name $({ $($(#[$field_meta])* $field: $ty),* })?,
+            )*
+        }
+
+        impl Action {
+            /// Every action kind's method name, in declaration order, for coverage reports.
+            pub const KINDS: &'static [&'static str] = &[$($method),*];
+
+            /// The Flink method name, for people.
+            pub fn method(&self) -> &'static str {
+                match self {
+                    $(Action::$name { .. } => $method,)*
+                }
+            }
+
+            /// The thread that runs the action, as declared; `RecoveryModel::thread` knows the
+            /// one exception that depends on the configuration.
+            #[allow(unused_variables)]
+            pub fn thread(&self) -> Thread {
+                match self {
+                    $(Action::$name $({ $($field),* })? => $thread,)*
+                }
+            }
+
+            /// The channel the action touches, if one (its `channel` field).
+            #[allow(unused_variables)]
+            pub fn channel(&self) -> Option<u8> {
+                match *self {
+                    $(Action::$name $({ $($field),* })? => None $($(.or(channel_field!($field, $field)))*)?,)*
+                }
+            }
+        }
+    };
+}
+
+actions! {
     /// IO: `onRecoveredStateBuffer(buffer)`: push the next recovered buffer.
     OnRecoveredStateBuffer {
         /// Channel index.
         channel: u8,
-    },
+    } => "onRecoveredStateBuffer", Thread::Io;
     /// IO (task, during conversion, for bug B5): `finishRecoveredBufferDelivery()` after
     /// `upstreamReady.await()`: append `EndOfFetchedChannelStateEvent`. Flag off
     /// (`Delivery::Legacy`): the `RecoveredInputChannel`'s `finishReadRecoveredState()`, which
@@ -56,43 +114,43 @@ pub enum Action {
     FinishRecoveredBufferDelivery {
         /// Channel index.
         channel: u8,
-    },
+    } => "finishRecoveredBufferDelivery", Thread::Io;
     /// Task (mail): `requestPartitions` converting the recovered channels: `toInputChannel(true)`
     /// per channel (`Delivery::Conversion`), or flag off, once every state-consumed future is
     /// complete, `toInputChannel(false)`; then the partitions are requested.
-    ConvertRecoveredInputChannels,
+    ConvertRecoveredInputChannels => "convertRecoveredInputChannels", Thread::Task;
     /// Task (mail): `requestPartitions`: local views created, remote `PartitionRequest` sent
     /// with `needsRecovery` and the server's view reader created.
-    RequestPartitions,
+    RequestPartitions => "requestPartitions", Thread::Task;
     /// Task: the gate polls `getNextBuffer()` of a channel and hands the result on.
     GetNextBuffer {
         /// Channel index.
         channel: u8,
-    },
+    } => "getNextBuffer", Thread::Task;
     /// Task: `insertRecoveryCheckpointBarrierIfInRecovery(cp)`.
     InsertRecoveryCheckpointBarrier {
         /// Channel index.
         channel: u8,
         /// Checkpoint id.
         cp: CheckpointId,
-    },
+    } => "insertRecoveryCheckpointBarrierIfInRecovery", Thread::Task;
     /// Task: `checkpointStarted(barrier)` with `collectPreRecoveryBarrier` in recovery.
     CheckpointStarted {
         /// Channel index.
         channel: u8,
         /// Checkpoint id.
         cp: CheckpointId,
-    },
+    } => "checkpointStarted", Thread::Task;
     /// Task: `onRecoveredStateConsumed()` after the gate polled the sentinel.
     OnRecoveredStateConsumed {
         /// Channel index.
         channel: u8,
-    },
+    } => "onRecoveredStateConsumed", Thread::Task;
     /// Task: `bufferManager.enableNotify()` (remote).
     EnableNotify {
         /// Channel index.
         channel: u8,
-    },
+    } => "enableNotify", Thread::Task;
     /// Any thread, after releasing `bufferQueue`: `notifyBufferAvailable(n)`.
     NotifyBufferAvailable {
         /// The thread that computed the credit.
@@ -101,14 +159,14 @@ pub enum Action {
         channel: u8,
         /// Credit announced.
         n: u8,
-    },
+    } => "notifyBufferAvailable", *thread;
     /// Producer: takes checkpoint `cp` and writes its priority barrier.
     EmitCheckpointBarrier {
         /// Channel index.
         channel: u8,
         /// Checkpoint id.
         cp: CheckpointId,
-    },
+    } => "emitCheckpointBarrier", Thread::Producer;
     /// Producer (`aligned_checkpoint_timeout`): takes checkpoint `cp` aligned with a timeout,
     /// `add` of a `TIMEOUTABLE_ALIGNED_CHECKPOINT_BARRIER` at the subpartition's tail.
     EmitTimeoutableCheckpointBarrier {
@@ -116,21 +174,21 @@ pub enum Action {
         channel: u8,
         /// Checkpoint id.
         cp: CheckpointId,
-    },
+    } => "processTimeoutableCheckpointBarrier", Thread::Producer;
     /// Task (the alignment timer's mail, `aligned_checkpoint_timeout`): the barrier handler's
     /// `alignedCheckpointTimeout` → `prioritizeAllAnnouncements` → `convertToPriorityEvent` on
     /// every channel whose announcement it saw.
     AlignedCheckpointTimeout {
         /// Checkpoint id.
         cp: CheckpointId,
-    },
+    } => "alignedCheckpointTimeout", Thread::Task;
     /// Producer, after `PipelinedSubpartition.add` released its lock (a channel with
     /// `priority_notify_step`): `notifyPriorityEvent(seq)` → `LocalInputChannel`'s listener sets
     /// `hasPendingPriorityEvent` and queues the channel at the gate's priority head.
     NotifyPriorityEvent {
         /// Channel index.
         channel: u8,
-    },
+    } => "notifyPriorityEvent", Thread::Producer;
     /// Task, the second half of `pullPriorityFromSubpartitionView` (a channel with
     /// `priority_notify_step`): the view was polled in the step before; the next data type it
     /// returned then had no priority, so `hasPendingPriorityEvent = false`, then the gate's turn
@@ -138,161 +196,92 @@ pub enum Action {
     ClearPendingPriorityEvent {
         /// Channel index.
         channel: u8,
-    },
+    } => "pullPriorityFromSubpartitionView", Thread::Task;
     /// Task, the second half of `getNextBuffer` in the variant
     /// `recovered-buffer-dropped-for-priority-event`: the re-read of `hasPendingPriorityEvent`
     /// after the poll, outside the lock; then the gate's turn ends.
     RereadPendingPriorityEvent {
         /// Channel index.
         channel: u8,
-    },
+    } => "rereadPendingPriorityEvent", Thread::Task;
     /// Netty server: the view reader sends the head of the subpartition.
     SendBuffer {
         /// Channel index.
         channel: u8,
-    },
+    } => "sendBuffer", Thread::NettyServer;
     /// Netty server: `addCredit(k)` from an `AddCredit` message.
     OnAddCredit {
         /// Channel index.
         channel: u8,
-    },
+    } => "addCredit", Thread::NettyServer;
     /// Netty client: `onBuffer` (with the `requestBuffer` a data buffer needs); opens
     /// `upstreamReady`.
     OnBuffer {
         /// Channel index.
         channel: u8,
-    },
+    } => "onBuffer", Thread::NettyClient;
     /// Netty client, after `onBuffer` released the lock: `onSenderBacklog(backlog)`, which
     /// requests floating buffers (`requestFloatingBuffers(backlog + initialCredit)`).
     OnSenderBacklog {
         /// Channel index.
         channel: u8,
-    },
+    } => "onSenderBacklog", Thread::NettyClient;
     /// Netty client: writes `AddCredit(getAndResetUnannouncedCredit())`.
     SendAddCredit {
         /// Channel index.
         channel: u8,
-    },
+    } => "sendAddCredit", Thread::NettyClient;
     /// Recycler: the consumer drops a network buffer (`recycle` or `LocalBufferPool.recycle`).
     Recycle {
         /// Channel index.
         channel: u8,
         /// The buffer.
         buffer: NetBuf,
-    },
+    } => "recycle", Thread::Recycler;
     /// Recycler: hands the floating buffer `recycle` released back to the `LocalBufferPool`.
     ReturnFloatingBuffer {
         /// Channel index.
         channel: u8,
         /// The buffer.
         buffer: NetBuf,
-    },
+    } => "recycleFloatingBuffer", Thread::Recycler;
     /// Producer: writes its next upstream element (`ResultSubpartition.add`); a local view's
     /// listener is told if the subpartition was empty.
     AddBuffer {
         /// Channel index.
         channel: u8,
-    },
+    } => "add", Thread::Producer;
     /// Producer (`faults`): the upstream task fails and `release()`s the local channel's
     /// subpartition: its buffers are dropped and the view reports released.
     ReleasePartition {
         /// Channel index.
         channel: u8,
-    },
+    } => "releasePartition", Thread::Producer;
     /// Netty client (`faults`): the connection failed, `onError(cause)` on the remote channel
     /// (`setError`: the cause is kept and the gate notified).
     OnError {
         /// Channel index.
         channel: u8,
-    },
+    } => "onError", Thread::NettyClient;
     /// Canceler: `releaseAllResources()`; with `release_step`, only its first part: `isReleased`
     /// (a local channel also opens `upstreamReady` and fails the state-consumed future).
     ReleaseAllResources {
         /// Channel index.
         channel: u8,
-    },
+    } => "releaseAllResources", Thread::Canceler;
     /// Canceler, the rest of `releaseAllResources()` (`release_step`): the local view released,
     /// the queue and the stash drained under the channel's lock, `releaseAllBuffers` (a remote
     /// channel then opens `upstreamReady` and fails the state-consumed future).
     ReleaseQueuedBuffers {
         /// Channel index.
         channel: u8,
-    },
+    } => "releaseQueuedBuffers", Thread::Canceler;
     /// Canceler: `SingleInputGate.close()`: `releaseAllResources()` of every channel, then
     /// `bufferPool.lazyDestroy()` (free floating segments back to the global pool).
-    CloseGate,
+    CloseGate => "close", Thread::Canceler;
 }
 
 impl Action {
-    /// The channel the action touches, if one.
-    pub fn channel(&self) -> Option<u8> {
-        use Action::*;
-        match *self {
-            ConvertRecoveredInputChannels | RequestPartitions | CloseGate | AlignedCheckpointTimeout { .. } => None,
-            OnRecoveredStateBuffer { channel }
-            | FinishRecoveredBufferDelivery { channel }
-            | GetNextBuffer { channel }
-            | InsertRecoveryCheckpointBarrier { channel, .. }
-            | CheckpointStarted { channel, .. }
-            | OnRecoveredStateConsumed { channel }
-            | EnableNotify { channel }
-            | NotifyBufferAvailable { channel, .. }
-            | EmitCheckpointBarrier { channel, .. }
-            | EmitTimeoutableCheckpointBarrier { channel, .. }
-            | NotifyPriorityEvent { channel }
-            | ClearPendingPriorityEvent { channel }
-            | RereadPendingPriorityEvent { channel }
-            | SendBuffer { channel }
-            | OnAddCredit { channel }
-            | OnBuffer { channel }
-            | OnSenderBacklog { channel }
-            | SendAddCredit { channel }
-            | Recycle { channel, .. }
-            | ReturnFloatingBuffer { channel, .. }
-            | AddBuffer { channel }
-            | ReleasePartition { channel }
-            | OnError { channel }
-            | ReleaseAllResources { channel }
-            | ReleaseQueuedBuffers { channel } => Some(channel),
-        }
-    }
-
-    /// The Flink method name, for people.
-    pub fn method(&self) -> &'static str {
-        use Action::*;
-        match self {
-            OnRecoveredStateBuffer { .. } => "onRecoveredStateBuffer",
-            FinishRecoveredBufferDelivery { .. } => "finishRecoveredBufferDelivery",
-            ConvertRecoveredInputChannels => "convertRecoveredInputChannels",
-            RequestPartitions => "requestPartitions",
-            GetNextBuffer { .. } => "getNextBuffer",
-            InsertRecoveryCheckpointBarrier { .. } => "insertRecoveryCheckpointBarrierIfInRecovery",
-            CheckpointStarted { .. } => "checkpointStarted",
-            OnRecoveredStateConsumed { .. } => "onRecoveredStateConsumed",
-            EnableNotify { .. } => "enableNotify",
-            NotifyBufferAvailable { .. } => "notifyBufferAvailable",
-            EmitCheckpointBarrier { .. } => "emitCheckpointBarrier",
-            EmitTimeoutableCheckpointBarrier { .. } => "processTimeoutableCheckpointBarrier",
-            AlignedCheckpointTimeout { .. } => "alignedCheckpointTimeout",
-            NotifyPriorityEvent { .. } => "notifyPriorityEvent",
-            ClearPendingPriorityEvent { .. } => "pullPriorityFromSubpartitionView",
-            RereadPendingPriorityEvent { .. } => "rereadPendingPriorityEvent",
-            SendBuffer { .. } => "sendBuffer",
-            OnAddCredit { .. } => "addCredit",
-            OnBuffer { .. } => "onBuffer",
-            OnSenderBacklog { .. } => "onSenderBacklog",
-            SendAddCredit { .. } => "sendAddCredit",
-            Recycle { .. } => "recycle",
-            ReturnFloatingBuffer { .. } => "recycleFloatingBuffer",
-            AddBuffer { .. } => "add",
-            ReleasePartition { .. } => "releasePartition",
-            OnError { .. } => "onError",
-            ReleaseAllResources { .. } => "releaseAllResources",
-            ReleaseQueuedBuffers { .. } => "releaseQueuedBuffers",
-            CloseGate => "close",
-        }
-    }
-
     /// Kinds impl/ cannot perform, so conformance does not replay them: the two that only
     /// configurations with `priority_notify_step` reach (impl/ makes each inside one call,
     /// `ResultSubpartition::add` and `LocalInputChannel::get_next_buffer`; a loom test shows the
@@ -301,38 +290,5 @@ impl Action {
         "notifyPriorityEvent",
         "pullPriorityFromSubpartitionView",
         "rereadPendingPriorityEvent",
-    ];
-
-    /// Every action kind's method name, for coverage reports.
-    pub const KINDS: &'static [&'static str] = &[
-        "onRecoveredStateBuffer",
-        "finishRecoveredBufferDelivery",
-        "convertRecoveredInputChannels",
-        "requestPartitions",
-        "getNextBuffer",
-        "insertRecoveryCheckpointBarrierIfInRecovery",
-        "checkpointStarted",
-        "onRecoveredStateConsumed",
-        "enableNotify",
-        "notifyBufferAvailable",
-        "emitCheckpointBarrier",
-        "processTimeoutableCheckpointBarrier",
-        "alignedCheckpointTimeout",
-        "notifyPriorityEvent",
-        "pullPriorityFromSubpartitionView",
-        "rereadPendingPriorityEvent",
-        "sendBuffer",
-        "addCredit",
-        "onBuffer",
-        "onSenderBacklog",
-        "sendAddCredit",
-        "recycle",
-        "recycleFloatingBuffer",
-        "add",
-        "releasePartition",
-        "onError",
-        "releaseAllResources",
-        "releaseQueuedBuffers",
-        "close",
     ];
 }

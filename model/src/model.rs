@@ -164,30 +164,10 @@ impl RecoveryModel {
 
     /// The thread that runs `action` in this configuration.
     pub fn thread(&self, action: &Action) -> Thread {
-        use Action::*;
         match action {
-            OnRecoveredStateBuffer { .. } => Thread::Io,
-            FinishRecoveredBufferDelivery { .. } if self.cfg.delivery == Delivery::Conversion => Thread::Task,
-            FinishRecoveredBufferDelivery { .. } => Thread::Io,
-            ConvertRecoveredInputChannels
-            | RequestPartitions
-            | GetNextBuffer { .. }
-            | InsertRecoveryCheckpointBarrier { .. }
-            | CheckpointStarted { .. }
-            | OnRecoveredStateConsumed { .. }
-            | EnableNotify { .. } => Thread::Task,
-            NotifyBufferAvailable { thread, .. } => *thread,
-            EmitCheckpointBarrier { .. } | NotifyPriorityEvent { .. } | AddBuffer { .. } | ReleasePartition { .. } => {
-                Thread::Producer
-            }
-            ClearPendingPriorityEvent { .. } | RereadPendingPriorityEvent { .. } | AlignedCheckpointTimeout { .. } => {
-                Thread::Task
-            }
-            EmitTimeoutableCheckpointBarrier { .. } => Thread::Producer,
-            SendBuffer { .. } | OnAddCredit { .. } => Thread::NettyServer,
-            OnBuffer { .. } | OnSenderBacklog { .. } | SendAddCredit { .. } | OnError { .. } => Thread::NettyClient,
-            Recycle { .. } | ReturnFloatingBuffer { .. } => Thread::Recycler,
-            ReleaseAllResources { .. } | ReleaseQueuedBuffers { .. } | CloseGate => Thread::Canceler,
+            // PR3's conversion finishes the delivery on the task thread (bug B5's setting).
+            Action::FinishRecoveredBufferDelivery { .. } if self.cfg.delivery == Delivery::Conversion => Thread::Task,
+            _ => action.thread(),
         }
     }
 
