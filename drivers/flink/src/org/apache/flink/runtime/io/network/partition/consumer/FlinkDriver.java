@@ -32,12 +32,18 @@ public final class FlinkDriver {
             "onSenderBacklog",
             "sendAddCredit",
             "recycle",
+            "recycleFloatingBuffer",
             "add",
             "releaseAllResources",
             "close");
 
-    static final List<String> FEATURES =
-            List.of("delivery:no-recovery", "delivery:legacy", "delivery:migration", "kind:local", "kind:remote", "release", "late");
+    /**
+     * `floating` only together with `shared-pool`: the gate's one LocalBufferPool is what Flink
+     * has; a configuration with per-channel floating buffers is refused at `reset`.
+     */
+    static final List<String> FEATURES = List.of(
+            "delivery:no-recovery", "delivery:legacy", "delivery:migration", "kind:local", "kind:remote", "release",
+            "late", "floating", "shared-pool");
 
     /** Snapshot fields 2.3.0 does not have (see docs/flink-conformance.md). */
     static final List<String> UNOBSERVED = List.of("/channels/*/upstream_ready");
@@ -114,6 +120,7 @@ public final class FlinkDriver {
         cfg.insertRecoveryBarriers = j.path("insert_recovery_barriers").asBoolean(true);
         cfg.release = j.path("release").asBoolean(false);
         cfg.faults = j.path("faults").asBoolean(false);
+        cfg.sharedPool = j.path("shared_pool").asBoolean(false);
         return cfg;
     }
 
@@ -143,6 +150,7 @@ public final class FlinkDriver {
             case "on-sender-backlog": o = s.onSenderBacklog(c); break;
             case "send-add-credit": o = s.sendAddCredit(c); break;
             case "recycle": o = s.recycle(c, bufferName(a.path("buffer"))); break;
+            case "return-floating-buffer": o = s.returnFloatingBuffer(c, bufferName(a.path("buffer"))); break;
             case "add-buffer": o = s.addBuffer(c); break;
             case "release-all-resources": o = s.releaseAllResources(c); break;
             case "close-gate": o = s.closeGate(); break;

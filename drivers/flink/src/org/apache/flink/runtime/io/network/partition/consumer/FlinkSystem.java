@@ -17,6 +17,9 @@ import org.apache.flink.runtime.io.network.TaskEventDispatcher;
 import org.apache.flink.runtime.io.network.api.CheckpointBarrier;
 import org.apache.flink.runtime.io.network.buffer.Buffer;
 import org.apache.flink.runtime.io.network.buffer.BufferConsumer;
+import org.apache.flink.runtime.io.network.buffer.BufferPool;
+import org.apache.flink.runtime.io.network.buffer.BufferRecycler;
+import org.apache.flink.runtime.io.network.buffer.LocalBufferPool;
 import org.apache.flink.runtime.io.network.buffer.NetworkBufferPool;
 import org.apache.flink.runtime.io.network.metrics.InputChannelMetrics;
 import org.apache.flink.runtime.io.network.netty.ServerReader;
@@ -83,6 +86,8 @@ public final class FlinkSystem {
         public boolean insertRecoveryBarriers = true;
         public boolean release;
         public boolean faults;
+        /** `shared_pool`: the gate's one LocalBufferPool holds every channel's floating buffers. */
+        public boolean sharedPool;
     }
 
     /** What a step did, for the observation. */
@@ -194,6 +199,10 @@ public final class FlinkSystem {
     final Map<MemorySegment, String> segmentNames = new IdentityHashMap<>();
     final Map<MemorySegment, Integer> segmentChannels = new IdentityHashMap<>();
     final int totalSegments;
+    /** The floating buffers of the gate's pool (the sum of the channels' `floating`). */
+    final int floatingSegments;
+    /** The owner recorded for a floating segment: every channel may borrow it. */
+    static final int SHARED = -1;
     /** The gate pool's one segment, held by the driver: the model's pool is empty. */
     private Buffer reserved;
     private final Cp[] checkpoints;
@@ -212,9 +221,10 @@ public final class FlinkSystem {
             return "faults: upstream failures are not realised by this driver";
         }
         for (ChannelConfig c : cfg.channels) {
-            if (c.floating > 0) {
-                return "floating buffers: the gate's one LocalBufferPool is shared by all channels, the "
-                        + "model's floating buffers are per channel; not realised by this driver";
+            if (c.floating > 0 && !cfg.sharedPool) {
+                return "floating buffers per channel: the model gives each channel a pool of its own, "
+                        + "Flink 2.3.0's gate has one LocalBufferPool for all its channels; use shared_pool "
+                        + "(the model's gate-wide pool, which this driver realises)";
             }
             if (!"remote".equals(c.kind) && c.exclusive > 0) {
                 return "a local channel with exclusive buffers (drainer only)";
@@ -228,12 +238,17 @@ public final class FlinkSystem {
         this.workers = workers;
         int n = cfg.channels.size();
         int exclusive = 0;
+        int floating = 0;
         for (ChannelConfig c : cfg.channels) {
             exclusive += "remote".equals(c.kind) ? c.exclusive : 0;
+            floating += c.floating;
         }
-        // The gate's LocalBufferPool needs at least one segment (2.3.0: `required > 0`); the model's
-        // pool has none to lend (no floating buffers), so the driver takes that one out below.
-        totalSegments = exclusive + 1;
+        // The gate's LocalBufferPool holds the model's floating buffers (`shared_pool`: the sum of
+        // the channels' `floating`). It needs at least one segment (2.3.0: `required > 0`); when
+        // the model's pool has none to lend, the driver takes that one out below.
+        floatingSegments = floating;
+        int poolSize = Math.max(1, floating);
+        totalSegments = exclusive + poolSize;
         global = new NetworkBufferPool(totalSegments, SEGMENT_SIZE);
         producerPool = new NetworkBufferPool(Math.max(1, n), SEGMENT_SIZE);
         client = new Stubs.Client(this::serve, n);
@@ -244,7 +259,7 @@ public final class FlinkSystem {
                 ResultPartitionType.PIPELINED_BOUNDED,
                 n,
                 (resultId, partitionId, handle) -> {},
-                () -> global.createBufferPool(1, 1),
+                () -> global.createBufferPool(poolSize, poolSize),
                 null,
                 global,
                 SEGMENT_SIZE,
@@ -293,9 +308,13 @@ public final class FlinkSystem {
             throw new IllegalStateException("the gate converts its channels in the order " + conversionOrder());
         }
         gate.setup();
-        reserved = gate.getBufferPool().requestBuffer();
-        if (reserved == null) {
-            throw new IllegalStateException("the gate's pool has no segment to set aside");
+        if (floating == 0) {
+            reserved = gate.getBufferPool().requestBuffer();
+            if (reserved == null) {
+                throw new IllegalStateException("the gate's pool has no segment to set aside");
+            }
+        } else {
+            nameFloatingSegments(floating);
         }
         for (Chan ch : chans) {
             adopt(ch);
@@ -303,6 +322,35 @@ public final class FlinkSystem {
         checkpoints = new Cp[cfg.checkpoints];
         java.util.Arrays.fill(checkpoints, Cp.NOT_TRIGGERED);
         barriersSeen = new int[cfg.checkpoints];
+    }
+
+    /**
+     * The gate's pool takes its segments from the global pool one at a time, when it runs empty;
+     * the model's pool holds all its floating buffers from the start. The driver requests every
+     * segment of the pool once and recycles them (no listener is registered yet, so they stay in
+     * the pool), then names them `f0`, `f1`, ... in the order of `availableMemorySegments`, the
+     * order in which `requestBuffer` hands them out. The names are gate-wide: a floating buffer
+     * can be lent to any channel.
+     */
+    private void nameFloatingSegments(int floating) {
+        BufferPool pool = gate.getBufferPool();
+        List<Buffer> taken = new ArrayList<>();
+        for (int i = 0; i < floating; i++) {
+            Buffer b = pool.requestBuffer();
+            if (b == null) {
+                throw new IllegalStateException("the gate's pool lends " + i + " of its " + floating + " segments");
+            }
+            taken.add(b);
+        }
+        taken.forEach(Buffer::recycleBuffer);
+        int f = 0;
+        for (MemorySegment s : Projection.poolSegments((LocalBufferPool) pool)) {
+            segmentNames.put(s, "f" + f++);
+            segmentChannels.put(s, SHARED);
+        }
+        if (f != floating) {
+            throw new IllegalStateException("the gate's pool holds " + f + " of its " + floating + " segments");
+        }
     }
 
     /**
@@ -907,12 +955,55 @@ public final class FlinkSystem {
             return unperformable("no " + thread + " worker");
         }
         Workers.Pause p = w.paused();
-        if (w.state != Workers.Outcome.PAUSED || p == null || p.channel != c) {
+        if (w.state != Workers.Outcome.PAUSED || p == null || p.buffer != null || p.channel != c) {
             return unperformable("the " + thread + " thread is not paused before announcing on channel " + c);
         }
         w.resume();
         return outcome(w);
     }
+
+    /**
+     * `recycleFloatingBuffer`: the recycler, stopped in `BufferManager.recycle` of an exclusive
+     * buffer before `releasedFloatingBuffer.recycleBuffer()`, goes on: `LocalBufferPool.recycle`
+     * hands the floating buffer to the first registered listener (whose channel may be another
+     * one, and which then stops before announcing its credit) or keeps it.
+     */
+    public Obs returnFloatingBuffer(int c, String name) {
+        Workers.Worker w = workers.recycler;
+        Workers.Pause p = w.paused();
+        if (w.state != Workers.Outcome.PAUSED || p == null || p.buffer == null || p.channel != c
+                || !p.buffer.equals(name)) {
+            return unperformable("the recycler is not about to return " + name + " of channel " + c + " to the pool");
+        }
+        w.resume();
+        return outcome(w);
+    }
+
+    /**
+     * The recycler of the floating buffers in a manager's queue while the recycler thread
+     * recycles an exclusive buffer of that channel. `BufferManager.recycle(segment)` adds the
+     * exclusive buffer and, with more buffers than required, takes a floating one out
+     * (`addExclusiveBuffer`) and recycles it after leaving the `bufferQueue` lock; the model
+     * makes that recycle a step of its own (`recycleFloatingBuffer`). A floating buffer's
+     * recycler is the gate's `LocalBufferPool`; `recycle` points the buffers in the queue at this
+     * stand-in (`Buffer.setRecycler`), which stops the recycler thread there and then calls the
+     * pool's `recycle(segment)`, as the buffer would have. On any other thread, or when the
+     * recycled buffer came from the operator, it forwards at once.
+     */
+    private final BufferRecycler returnPause = new BufferRecycler() {
+        @Override
+        public void recycle(MemorySegment segment) {
+            Workers.Worker w = Workers.current();
+            if (w != null && w == workers.recycler && returning) {
+                returning = false;
+                w.pauseAt(new Workers.Pause("return-floating", w.channel, 0, segmentNames.get(segment)));
+            }
+            gate.getBufferPool().recycle(segment);
+        }
+    };
+
+    /** The recycler thread is inside the recycle of an exclusive buffer. */
+    private volatile boolean returning;
 
     // --- recycler and canceler ---------------------------------------------------------------
 
@@ -928,13 +1019,24 @@ public final class FlinkSystem {
         if (held == null) {
             return unperformable("the consumer does not hold " + name);
         }
-        ch.held.remove(held);
-        Buffer b = held;
         if (!workers.recycler.idle()) {
             return unperformable("the recycler thread is busy");
         }
+        ch.held.remove(held);
+        Buffer b = held;
+        boolean exclusive = name.startsWith("x");
+        if (exclusive && ch.channel instanceof RemoteInputChannel) {
+            for (Buffer f : Projection.floating(((RemoteInputChannel) ch.channel).getBufferManager())) {
+                f.setRecycler(returnPause);
+            }
+        }
         workers.recycler.start(c, () -> {
-            b.recycleBuffer();
+            returning = exclusive;
+            try {
+                b.recycleBuffer();
+            } finally {
+                returning = false;
+            }
             return done();
         });
         return outcome(workers.recycler);

@@ -108,8 +108,17 @@ final class Projection {
         }
     }
 
+    /** The free segments of a `LocalBufferPool`, head first. */
     @SuppressWarnings("unchecked")
-    private static Collection<Buffer> floating(BufferManager bm) {
+    static List<MemorySegment> poolSegments(LocalBufferPool pool) {
+        ArrayDeque<MemorySegment> segments = (ArrayDeque<MemorySegment>) get(LOCAL_POOL_SEGMENTS, pool);
+        synchronized (segments) {
+            return new ArrayList<>(segments);
+        }
+    }
+
+    @SuppressWarnings("unchecked")
+    static Collection<Buffer> floating(BufferManager bm) {
         Object q = get(BUFFER_QUEUE, bm);
         synchronized (q) {
             return new ArrayList<>((ArrayDeque<Buffer>) get(FLOATING, q));
@@ -153,6 +162,9 @@ final class Projection {
         ObjectNode o = JSON.objectNode();
         if (p == null) {
             return o.put("at", "idle");
+        }
+        if (p.buffer != null) {
+            return o.put("at", "return-floating").put("channel", p.channel).put("buffer", p.buffer);
         }
         return o.put("at", "announce").put("channel", p.channel).put("n", p.n);
     }
@@ -277,8 +289,10 @@ final class Projection {
     }
 
     private static String name(FlinkSystem sys, int c, MemorySegment s) {
+        // Exclusive segments are named per channel (x0 of each); the gate pool's floating ones
+        // gate-wide (f0 is the same buffer whichever channel it is lent to).
         Integer owner = sys.segmentChannels.get(s);
-        return owner != null && owner == c ? sys.segmentNames.get(s) : null;
+        return owner != null && (owner == c || owner == FlinkSystem.SHARED) ? sys.segmentNames.get(s) : null;
     }
 
     private static ArrayNode subpartition(FlinkSystem.Chan ch) {
@@ -350,11 +364,8 @@ final class Projection {
         ArrayNode pool = buffers.putArray("pool");
         LocalBufferPool gatePool = (LocalBufferPool) sys.gate.getBufferPool();
         if (gatePool != null) {
-            ArrayDeque<MemorySegment> segments = (ArrayDeque<MemorySegment>) get(LOCAL_POOL_SEGMENTS, gatePool);
-            synchronized (segments) {
-                for (MemorySegment s : segments) {
-                    addName(pool, sys, c, s);
-                }
+            for (MemorySegment s : poolSegments(gatePool)) {
+                addName(pool, sys, c, s);
             }
         }
         ArrayNode global = buffers.putArray("global");

@@ -34,11 +34,18 @@ final class Workers {
         final String at;
         final int channel;
         final int n;
+        /** The floating buffer handed back to the pool (`return-floating`), else null. */
+        final String buffer;
 
         Pause(String at, int channel, int n) {
+            this(at, channel, n, null);
+        }
+
+        Pause(String at, int channel, int n, String buffer) {
             this.at = at;
             this.channel = channel;
             this.n = n;
+            this.buffer = buffer;
         }
     }
 
