@@ -154,7 +154,8 @@ pub fn features_needed(cfg: &ModelConfig) -> Vec<String> {
         if !f.contains(&kind) {
             f.push(kind);
         }
-        if ch.floating > 0 && !f.iter().any(|x| x == "floating") {
+        // Floating buffers in per-channel pools; the gate's one pool is `shared-pool`.
+        if ch.floating > 0 && !cfg.shared_pool && !f.iter().any(|x| x == "floating") {
             f.push("floating".into());
         }
         if ch.late > 0 && !f.iter().any(|x| x == "late") {

@@ -38,12 +38,12 @@ public final class FlinkDriver {
             "close");
 
     /**
-     * `floating` only together with `shared-pool`: the gate's one LocalBufferPool is what Flink
-     * has; a configuration with per-channel floating buffers is refused at `reset`.
+     * `shared-pool` (floating buffers in the gate's one LocalBufferPool, as Flink has it), not
+     * `floating` (floating buffers in a pool per channel, which Flink does not have).
      */
     static final List<String> FEATURES = List.of(
             "delivery:no-recovery", "delivery:legacy", "delivery:migration", "kind:local", "kind:remote", "release",
-            "late", "floating", "shared-pool");
+            "late", "shared-pool");
 
     /** Snapshot fields 2.3.0 does not have (see docs/flink-conformance.md). */
     static final List<String> UNOBSERVED = List.of("/channels/*/upstream_ready");
