@@ -4,6 +4,7 @@
 
 use crate::config::{ChannelConfig, Upstream};
 use crate::state::{CheckpointId, Payload, PopFront};
+use smallvec::SmallVec;
 
 /// A `BufferResponse` on the wire.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -24,7 +25,7 @@ pub struct Producer {
     /// Checkpoint barriers written so far.
     pub barriers: u8,
     /// The subpartition's buffers; priority events at the head.
-    pub subpartition: Vec<Payload>,
+    pub subpartition: SmallVec<[Payload; 8]>,
     /// `isReleased`: the producer failed and released the subpartition (`faults`).
     pub released: bool,
     /// Remote: the view reader's `numCreditsAvailable`, once the partition request created it.
@@ -32,7 +33,7 @@ pub struct Producer {
     /// Next upstream sequence number.
     pub next_seq: i32,
     /// `BufferResponse`s on the wire, server to client.
-    pub wire: Vec<Wire>,
+    pub wire: SmallVec<[Wire; 4]>,
     /// `add` of this priority barrier released the subpartition's lock and has yet to call
     /// `notifyPriorityEvent` (`priority_notify_step`).
     pub notify_pending: Option<CheckpointId>,

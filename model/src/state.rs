@@ -10,7 +10,39 @@ use crate::local_buffer_pool::LocalBufferPool;
 use crate::producer::Producer;
 use crate::single_input_gate::InputChannelsWithData;
 use serde::{Deserialize, Serialize};
+use smallvec::SmallVec;
 use std::fmt;
+
+// The state's sequences are small vectors stored inline: cloning a state, which every transition
+// does, then copies bytes instead of allocating one heap vector per queue. Each inline capacity
+// covers what the presets reach, and the configuration's bounds (`ModelConfig::validate`) where
+// they are small; a longer sequence moves to the heap, so no configuration is refused or cut.
+// Equality, hashing and `Debug` are those of the slice, as for `Vec`.
+
+/// At most this many channels (`ModelConfig::validate`).
+pub const MAX_CHANNELS: usize = 4;
+/// At most this many checkpoints (`ModelConfig::validate`).
+pub const MAX_CHECKPOINTS: usize = 4;
+
+/// One slot per channel.
+pub type PerChannel<T> = SmallVec<[T; MAX_CHANNELS]>;
+/// One slot per checkpoint (index cp-1).
+pub type PerCheckpoint<T> = SmallVec<[T; MAX_CHECKPOINTS]>;
+/// A channel's queue of elements (`recoveredBuffers`, `receivedBuffers`).
+pub type Queue = SmallVec<[Entry; 8]>;
+/// The remote channel's `recoveryEventStash`: ordinary events only.
+pub type Stash = SmallVec<[Entry; 4]>;
+/// Network buffers: a buffer manager's queues, a pool, the held and returned buffers. A
+/// channel has at most 4 exclusive and 4 floating buffers.
+pub type Buffers = SmallVec<[NetBuf; 8]>;
+/// `AddCredit` messages on the wire (16 fit in the space of the heap vector's header).
+pub type Credits = SmallVec<[u8; 16]>;
+/// What the gate handed to the operator.
+pub type Deliveries = SmallVec<[Delivered; 8]>;
+/// Recovered buffer numbers (at most 8 per channel).
+pub type RecoveredIds = SmallVec<[u8; 8]>;
+/// What was written for checkpoints: (checkpoint, payload).
+pub type Written = SmallVec<[(CheckpointId, Payload); 8]>;
 
 /// A checkpoint id, 1-based.
 pub type CheckpointId = u8;
@@ -139,11 +171,11 @@ pub enum Violation {
 pub struct Channel {
     // --- consumer channel, guarded by the queue monitor ---
     /// `recoveredBuffers` (local) or `receivedBuffers` (remote); priority elements at the head.
-    pub queue: Vec<Entry>,
+    pub queue: Queue,
     /// Number of priority elements at the head of `queue` (remote `PrioritizedDeque`).
     pub priority_len: u8,
     /// `recoveryEventStash` (remote): ordinary upstream events held back during recovery.
-    pub stash: Vec<Entry>,
+    pub stash: Stash,
     /// `inRecovery`.
     pub in_recovery: bool,
     /// `recoverySequenceNumber`: the next number to hand out.
@@ -176,34 +208,34 @@ pub struct Channel {
     /// `notifyCreditAvailable` queued an `AddCredit` write on the Netty client.
     pub add_credit_queued: bool,
     /// `AddCredit(k)` messages on the wire, client to server.
-    pub add_credit_in_flight: Vec<u8>,
+    pub add_credit_in_flight: Credits,
     /// Network buffers the consumer holds after `getNextBuffer` until it recycles them.
-    pub held: Vec<NetBuf>,
+    pub held: Buffers,
     /// Exclusive segments handed back to the global pool by a released manager.
-    pub global_pool: Vec<NetBuf>,
+    pub global_pool: Buffers,
     /// Producer side: subpartition, view reader and the wire server to client.
     pub producer: Producer,
     // --- ghosts ---
     /// Recovered buffers pushed so far (the drainer's or conversion's cursor).
     pub ghost_pushed: u8,
     /// What the gate handed to the operator, in order.
-    pub ghost_delivered: Vec<Delivered>,
+    pub ghost_delivered: Deliveries,
     /// Recovered buffers recycled without being delivered (pushed into or drained from a
     /// released channel).
-    pub ghost_freed: Vec<u8>,
+    pub ghost_freed: RecoveredIds,
     /// What the `ChannelStateWriter` received: (checkpoint, payload), in order.
-    pub ghost_persisted: Vec<(CheckpointId, Payload)>,
+    pub ghost_persisted: Written,
     /// Stashed events moved back into the queue by `onRecoveredStateConsumed`.
     pub ghost_replayed: u8,
     /// Per checkpoint (index cp-1): recovered buffers pushed when its RCB was inserted.
-    pub ghost_rcb_at: Vec<Option<u8>>,
+    pub ghost_rcb_at: PerCheckpoint<Option<u8>>,
     /// What the trigger wrote for the drainer's remaining state (`addInputDataFromSpill`):
     /// (checkpoint, recovered buffer) for each buffer not yet pushed when the RCB was inserted.
-    pub ghost_spilled: Vec<(CheckpointId, Payload)>,
+    pub ghost_spilled: Written,
     /// Per checkpoint: length of `ghost_delivered` when the operator snapshot was taken.
-    pub ghost_started_at: Vec<Option<u8>>,
+    pub ghost_started_at: PerCheckpoint<Option<u8>>,
     /// Per checkpoint: upstream elements that had left the subpartition when its barrier did.
-    pub ghost_barrier_after: Vec<Option<u8>>,
+    pub ghost_barrier_after: PerCheckpoint<Option<u8>>,
 }
 
 impl Channel {
@@ -388,7 +420,7 @@ pub struct State {
     /// The gate's `inputChannelsWithData`.
     pub gate: InputChannelsWithData,
     /// The `LocalBufferPool`s: one per channel, or with `shared_pool` the gate's one.
-    pub pools: Vec<LocalBufferPool>,
+    pub pools: PerChannel<LocalBufferPool>,
     /// Task thread.
     pub task: TaskPc,
     /// `requestPartitions` ran (mail on the task thread).
@@ -398,9 +430,9 @@ pub struct State {
     /// `SingleInputGate.close()` ran: the task is being cancelled and runs no more mails.
     pub closed: bool,
     /// Per checkpoint (index cp-1).
-    pub checkpoints: Vec<CheckpointStatus>,
+    pub checkpoints: PerCheckpoint<CheckpointStatus>,
     /// Per checkpoint: bitmask of channels whose barrier the task processed.
-    pub barriers_seen: Vec<u8>,
+    pub barriers_seen: PerCheckpoint<u8>,
     /// Drainer (IO thread) program counter: index into its program.
     pub io_pc: u8,
     /// Task thread's pending credit announcement (after `enableNotify`).
@@ -466,7 +498,7 @@ impl State {
     }
 }
 
-/// `Deque.poll()` on the `Vec`s that stand for Java deques.
+/// `Deque.poll()` on the vectors that stand for Java deques.
 pub trait PopFront<T> {
     /// Removes and returns the head.
     fn pop_front(&mut self) -> Option<T>;
@@ -474,6 +506,12 @@ pub trait PopFront<T> {
 
 impl<T> PopFront<T> for Vec<T> {
     fn pop_front(&mut self) -> Option<T> {
+        if self.is_empty() { None } else { Some(self.remove(0)) }
+    }
+}
+
+impl<A: smallvec::Array> PopFront<A::Item> for SmallVec<A> {
+    fn pop_front(&mut self) -> Option<A::Item> {
         if self.is_empty() { None } else { Some(self.remove(0)) }
     }
 }
