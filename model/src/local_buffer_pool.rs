@@ -6,8 +6,7 @@
 //! buffer to a listener needs every channel's manager and lives in the model
 //! (`RecoveryModel::recycle_to_pool`).
 
-use crate::state::{Buffers, MAX_CHANNELS, NetBuf, PopFront};
-use smallvec::SmallVec;
+use crate::state::{Buffers, NetBuf, PerChannel, PopFront};
 
 /// One `LocalBufferPool`, under its `availableMemorySegments` monitor.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
@@ -16,7 +15,7 @@ pub struct LocalBufferPool {
     pub available: Buffers,
     /// `registeredListeners`: channels whose `BufferManager` waits for a floating buffer, in
     /// the order they registered (the first is handed the next recycled buffer).
-    pub listeners: SmallVec<[u8; MAX_CHANNELS]>,
+    pub listeners: PerChannel<u8>,
 }
 
 impl LocalBufferPool {
@@ -24,7 +23,7 @@ impl LocalBufferPool {
     pub fn with(buffers: impl IntoIterator<Item = NetBuf>) -> Self {
         Self {
             available: buffers.into_iter().collect(),
-            listeners: SmallVec::new(),
+            listeners: Default::default(),
         }
     }
 

@@ -259,10 +259,10 @@ impl RecoveryModel {
                     ghost_freed: Default::default(),
                     ghost_persisted: Default::default(),
                     ghost_replayed: 0,
-                    ghost_rcb_at: smallvec![None; n],
+                    ghost_rcb_at: smallvec![None; n].into(),
                     ghost_spilled: Default::default(),
-                    ghost_started_at: smallvec![None; n],
-                    ghost_barrier_after: smallvec![None; n],
+                    ghost_started_at: smallvec![None; n].into(),
+                    ghost_barrier_after: smallvec![None; n].into(),
                 }
             })
             .collect();
@@ -282,8 +282,8 @@ impl RecoveryModel {
             partitions_requested: false,
             converted: false,
             closed: false,
-            checkpoints: smallvec![CheckpointStatus::NotTriggered; n],
-            barriers_seen: smallvec![0; n],
+            checkpoints: smallvec![CheckpointStatus::NotTriggered; n].into(),
+            barriers_seen: smallvec![0; n].into(),
             io_pc: 0,
             task_announce: None,
             client_backlog: None,

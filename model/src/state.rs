@@ -10,8 +10,10 @@ use crate::local_buffer_pool::LocalBufferPool;
 use crate::producer::Producer;
 use crate::single_input_gate::InputChannelsWithData;
 use serde::{Deserialize, Serialize};
-use smallvec::SmallVec;
+use smallvec::{Array, SmallVec};
 use std::fmt;
+use std::hash::{Hash, Hasher};
+use std::ops::{Deref, DerefMut};
 
 // The state's sequences are small vectors stored inline: cloning a state, which every transition
 // does, then copies bytes instead of allocating one heap vector per queue. Each inline capacity
@@ -25,30 +27,137 @@ pub const MAX_CHANNELS: usize = 4;
 pub const MAX_CHECKPOINTS: usize = 4;
 
 /// One slot per channel.
-pub type PerChannel<T> = SmallVec<[T; MAX_CHANNELS]>;
+pub type PerChannel<T> = InlineVec<[T; MAX_CHANNELS]>;
 /// One slot per checkpoint (index cp-1).
-pub type PerCheckpoint<T> = SmallVec<[T; MAX_CHECKPOINTS]>;
+pub type PerCheckpoint<T> = InlineVec<[T; MAX_CHECKPOINTS]>;
 /// A channel's queue of elements (`recoveredBuffers`, `receivedBuffers`).
-pub type Queue = SmallVec<[Entry; 8]>;
+pub type Queue = InlineVec<[Entry; 8]>;
 /// The remote channel's `recoveryEventStash`: ordinary events only.
-pub type Stash = SmallVec<[Entry; 4]>;
+pub type Stash = InlineVec<[Entry; 4]>;
 /// Network buffers: a buffer manager's queues, a pool, the held and returned buffers. A
 /// channel has at most 4 exclusive and 4 floating buffers.
-pub type Buffers = SmallVec<[NetBuf; 8]>;
+pub type Buffers = InlineVec<[NetBuf; 8]>;
 /// `AddCredit` messages on the wire (16 fit in the space of the heap vector's header).
-pub type Credits = SmallVec<[u8; 16]>;
+pub type Credits = InlineVec<[u8; 16]>;
 /// What the gate handed to the operator.
-pub type Deliveries = SmallVec<[Delivered; 8]>;
+pub type Deliveries = InlineVec<[Delivered; 8]>;
 /// Recovered buffer numbers (at most 8 per channel).
-pub type RecoveredIds = SmallVec<[u8; 8]>;
+pub type RecoveredIds = InlineVec<[u8; 8]>;
 /// What was written for checkpoints: (checkpoint, payload).
-pub type Written = SmallVec<[(CheckpointId, Payload); 8]>;
+pub type Written = InlineVec<[(CheckpointId, Payload); 8]>;
+
+/// A `SmallVec` of `Copy` elements whose clone copies the elements in one go (`from_slice`)
+/// rather than pushing them one by one. It dereferences to the `SmallVec`.
+pub struct InlineVec<A: Array>(pub SmallVec<A>);
+
+impl<A: Array> Clone for InlineVec<A>
+where
+    A::Item: Copy,
+{
+    fn clone(&self) -> Self {
+        InlineVec(SmallVec::from_slice(&self.0))
+    }
+}
+
+impl<A: Array> Default for InlineVec<A> {
+    fn default() -> Self {
+        InlineVec(SmallVec::new())
+    }
+}
+
+impl<A: Array> Deref for InlineVec<A> {
+    type Target = SmallVec<A>;
+    fn deref(&self) -> &SmallVec<A> {
+        &self.0
+    }
+}
+
+impl<A: Array> DerefMut for InlineVec<A> {
+    fn deref_mut(&mut self) -> &mut SmallVec<A> {
+        &mut self.0
+    }
+}
+
+impl<A: Array> PartialEq for InlineVec<A>
+where
+    A::Item: PartialEq,
+{
+    fn eq(&self, other: &Self) -> bool {
+        self.0 == other.0
+    }
+}
+
+impl<A: Array> Eq for InlineVec<A> where A::Item: Eq {}
+
+impl<A: Array> Hash for InlineVec<A>
+where
+    A::Item: Hash,
+{
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.0.hash(state);
+    }
+}
+
+impl<A: Array> fmt::Debug for InlineVec<A>
+where
+    A::Item: fmt::Debug,
+{
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl<A: Array> From<SmallVec<A>> for InlineVec<A> {
+    fn from(v: SmallVec<A>) -> Self {
+        InlineVec(v)
+    }
+}
+
+impl<A: Array> FromIterator<A::Item> for InlineVec<A> {
+    fn from_iter<I: IntoIterator<Item = A::Item>>(iter: I) -> Self {
+        InlineVec(iter.into_iter().collect())
+    }
+}
+
+impl<'a, A: Array> IntoIterator for &'a InlineVec<A> {
+    type Item = &'a A::Item;
+    type IntoIter = std::slice::Iter<'a, A::Item>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter()
+    }
+}
+
+impl<'a, A: Array> IntoIterator for &'a mut InlineVec<A> {
+    type Item = &'a mut A::Item;
+    type IntoIter = std::slice::IterMut<'a, A::Item>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter_mut()
+    }
+}
+
+impl<A: Array> Serialize for InlineVec<A>
+where
+    A::Item: Serialize,
+{
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize(serializer)
+    }
+}
+
+impl<'de, A: Array> Deserialize<'de> for InlineVec<A>
+where
+    A::Item: Deserialize<'de>,
+{
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        SmallVec::deserialize(deserializer).map(InlineVec)
+    }
+}
 
 /// A checkpoint id, 1-based.
 pub type CheckpointId = u8;
 
 /// What an element of a channel queue, stash, subpartition or the wire is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case", tag = "kind", content = "id")]
 pub enum Payload {
     /// Recovered data buffer number `i` of this channel, read from the checkpoint.
@@ -93,6 +202,33 @@ impl Payload {
     }
 }
 
+// The elements of the state's queues hash as one number each: a fingerprint then takes one
+// hasher call per element rather than one per field and discriminant. Each number determines
+// the element, so no two distinct states hash alike any more than before.
+
+impl Payload {
+    /// The payload as one number: its variant in the high byte, its id in the low one.
+    pub fn code(self) -> u16 {
+        let (variant, id) = match self {
+            Payload::Recovered(i) => (0, i),
+            Payload::Data(i) => (1, i),
+            Payload::Event(i) => (2, i),
+            Payload::Barrier(cp) => (3, cp),
+            Payload::RecoveryBarrier(cp) => (4, cp),
+            Payload::EndOfRecovery => (5, 0),
+            Payload::AlignedBarrier(cp) => (6, cp),
+            Payload::Announcement(cp) => (7, cp),
+        };
+        (variant as u16) << 8 | id as u16
+    }
+}
+
+impl Hash for Payload {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        state.write_u16(self.code());
+    }
+}
+
 impl fmt::Display for Payload {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -109,13 +245,33 @@ impl fmt::Display for Payload {
 }
 
 /// A network buffer of a remote channel's `BufferManager`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case", tag = "kind", content = "id")]
 pub enum NetBuf {
     /// Exclusive segment `i` from the global `NetworkBufferPool`.
     Exclusive(u8),
     /// Floating buffer `i` from the gate's `LocalBufferPool`.
     Floating(u8),
+}
+
+impl NetBuf {
+    /// The buffer as one number: 1 for floating in the high byte, its id in the low one.
+    pub fn code(self) -> u16 {
+        match self {
+            NetBuf::Exclusive(i) => i as u16,
+            NetBuf::Floating(i) => 1 << 8 | i as u16,
+        }
+    }
+    /// An optional buffer as one number: [`NetBuf::code`], or 2 in the high byte for none.
+    pub fn code_of(b: Option<NetBuf>) -> u16 {
+        b.map_or(2 << 8, NetBuf::code)
+    }
+}
+
+impl Hash for NetBuf {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        state.write_u16(self.code());
+    }
 }
 
 impl fmt::Display for NetBuf {
@@ -128,7 +284,7 @@ impl fmt::Display for NetBuf {
 }
 
 /// One element of `recoveredBuffers` (local) or `receivedBuffers` (remote).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Entry {
     /// What the element is.
     pub payload: Payload,
@@ -140,12 +296,25 @@ pub struct Entry {
 }
 
 /// What the consumer saw: one element returned by `getNextBuffer` to the gate.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Delivered {
     /// What was polled.
     pub payload: Payload,
     /// The sequence number returned with it.
     pub seq: i32,
+}
+
+impl Hash for Entry {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        let code = self.payload.code() as u64 | (self.seq as u32 as u64) << 16;
+        state.write_u64(code | (NetBuf::code_of(self.buffer) as u64) << 48);
+    }
+}
+
+impl Hash for Delivered {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        state.write_u64(self.payload.code() as u64 | (self.seq as u32 as u64) << 16);
+    }
 }
 
 /// Why a protocol assertion fired; any of these is a safety violation.
@@ -167,7 +336,7 @@ pub enum Violation {
 }
 
 /// One input channel: its consumer side, buffer manager, persister, producer and wire.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Channel {
     // --- consumer channel, guarded by the queue monitor ---
     /// `recoveredBuffers` (local) or `receivedBuffers` (remote); priority elements at the head.
@@ -236,6 +405,88 @@ pub struct Channel {
     pub ghost_started_at: PerCheckpoint<Option<u8>>,
     /// Per checkpoint: upstream elements that had left the subpartition when its barrier did.
     pub ghost_barrier_after: PerCheckpoint<Option<u8>>,
+}
+
+// The flags and small numbers hash as two numbers rather than one hasher call each; every field
+// is hashed (the destructuring names them all, so a new field does not compile until it is).
+impl Hash for Channel {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        let Channel {
+            queue,
+            priority_len,
+            stash,
+            in_recovery,
+            recovery_seq,
+            upstream_ready,
+            released,
+            releasing,
+            state_consumed,
+            pending_priority,
+            listener,
+            error,
+            last_barrier,
+            persister,
+            bm,
+            unannounced_credit,
+            add_credit_queued,
+            add_credit_in_flight,
+            held,
+            global_pool,
+            producer,
+            ghost_pushed,
+            ghost_delivered,
+            ghost_freed,
+            ghost_persisted,
+            ghost_replayed,
+            ghost_rcb_at,
+            ghost_spilled,
+            ghost_started_at,
+            ghost_barrier_after,
+        } = self;
+        let flags = [
+            in_recovery,
+            upstream_ready,
+            released,
+            releasing,
+            state_consumed,
+            pending_priority,
+            listener,
+            error,
+            add_credit_queued,
+        ];
+        let flags = flags
+            .iter()
+            .enumerate()
+            .fold(0u64, |acc, (i, &&f)| acc | (f as u64) << i);
+        let small = [
+            *priority_len,
+            *unannounced_credit,
+            *ghost_pushed,
+            *ghost_replayed,
+            last_barrier.0 as u8,
+        ];
+        let small = small
+            .iter()
+            .enumerate()
+            .fold(0u64, |acc, (i, &n)| acc | (n as u64) << (16 + 8 * i));
+        state.write_u64(flags | small);
+        state.write_u64(*recovery_seq as u32 as u64 | (last_barrier.1 as u32 as u64) << 32);
+        queue.hash(state);
+        stash.hash(state);
+        persister.hash(state);
+        bm.hash(state);
+        add_credit_in_flight.hash(state);
+        held.hash(state);
+        global_pool.hash(state);
+        producer.hash(state);
+        ghost_delivered.hash(state);
+        ghost_freed.hash(state);
+        ghost_persisted.hash(state);
+        ghost_rcb_at.hash(state);
+        ghost_spilled.hash(state);
+        ghost_started_at.hash(state);
+        ghost_barrier_after.hash(state);
+    }
 }
 
 impl Channel {
@@ -420,7 +671,7 @@ pub struct State {
     /// The gate's `inputChannelsWithData`.
     pub gate: InputChannelsWithData,
     /// The `LocalBufferPool`s: one per channel, or with `shared_pool` the gate's one.
-    pub pools: PerChannel<LocalBufferPool>,
+    pub pools: SmallVec<[LocalBufferPool; MAX_CHANNELS]>,
     /// Task thread.
     pub task: TaskPc,
     /// `requestPartitions` ran (mail on the task thread).
@@ -510,8 +761,14 @@ impl<T> PopFront<T> for Vec<T> {
     }
 }
 
-impl<A: smallvec::Array> PopFront<A::Item> for SmallVec<A> {
+impl<A: Array> PopFront<A::Item> for SmallVec<A> {
     fn pop_front(&mut self) -> Option<A::Item> {
         if self.is_empty() { None } else { Some(self.remove(0)) }
+    }
+}
+
+impl<A: Array> PopFront<A::Item> for InlineVec<A> {
+    fn pop_front(&mut self) -> Option<A::Item> {
+        self.0.pop_front()
     }
 }
