@@ -89,6 +89,24 @@ where
 
 impl<A: Array> Eq for InlineVec<A> where A::Item: Eq {}
 
+impl<A: Array, const N: usize> PartialEq<[A::Item; N]> for InlineVec<A>
+where
+    A::Item: PartialEq,
+{
+    fn eq(&self, other: &[A::Item; N]) -> bool {
+        self.0[..] == other[..]
+    }
+}
+
+impl<A: Array> PartialEq<Vec<A::Item>> for InlineVec<A>
+where
+    A::Item: PartialEq,
+{
+    fn eq(&self, other: &Vec<A::Item>) -> bool {
+        self.0[..] == other[..]
+    }
+}
+
 impl<A: Array> Hash for InlineVec<A>
 where
     A::Item: Hash,
