@@ -684,12 +684,14 @@ pub enum RecyclerPc {
 /// The whole model state.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct State {
-    /// One entry per configured channel.
+    /// One entry per configured channel: one heap block, sized to the configuration (kept
+    /// inline, two channels' worth would make every state larger for no measurable gain).
     pub channels: Vec<Channel>,
     /// The gate's `inputChannelsWithData`.
     pub gate: InputChannelsWithData,
-    /// The `LocalBufferPool`s: one per channel, or with `shared_pool` the gate's one.
-    pub pools: SmallVec<[LocalBufferPool; MAX_CHANNELS]>,
+    /// The `LocalBufferPool`s: one per channel, or with `shared_pool` the gate's one (inline for
+    /// up to two).
+    pub pools: SmallVec<[LocalBufferPool; 2]>,
     /// Task thread.
     pub task: TaskPc,
     /// `requestPartitions` ran (mail on the task thread).
