@@ -16,9 +16,9 @@ use std::hash::{Hash, Hasher};
 use std::ops::{Deref, DerefMut};
 
 // The state's sequences are small vectors stored inline: cloning a state, which every transition
-// does, then copies bytes instead of allocating one heap vector per queue. Each inline capacity
-// covers what the presets reach, and the configuration's bounds (`ModelConfig::validate`) where
-// they are small; a longer sequence moves to the heap, so no configuration is refused or cut.
+// does, then copies bytes instead of allocating one heap vector per queue. An inline capacity is
+// the configuration's bound (`ModelConfig::validate`) where that is small, and otherwise a few
+// elements; a longer sequence moves to the heap, so no configuration is refused or cut.
 // Equality, hashing and `Debug` are those of the slice, as for `Vec`.
 
 /// At most this many channels (`ModelConfig::validate`).
