@@ -278,7 +278,7 @@ pub fn model_snapshot(m: &RecoveryModel, s: &State) -> Snapshot {
     };
     let channels: Vec<ChannelView> = (0..s.channels.len() as u8).map(|c| model_channel(m, s, c)).collect();
     let gate = GateView {
-        queue: s.gate.channels.clone(),
+        queue: s.gate.channels.to_vec(),
         priority: s.gate.num_priority as usize,
         state_consumed: channels.iter().all(|ch| ch.state_consumed),
     };

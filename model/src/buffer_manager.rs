@@ -5,16 +5,16 @@
 //! returned, and the caller announces it in a separate step, after the lock, as Flink does.
 
 use crate::local_buffer_pool::LocalBufferPool;
-use crate::state::{NetBuf, PopFront};
+use crate::state::{Buffers, NetBuf, PopFront};
 use crate::variant::Variant;
 
 /// Buffer queues and the notification gate of one channel.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
 pub struct BufferManager {
     /// `bufferQueue.exclusiveBuffers`.
-    pub exclusive: Vec<NetBuf>,
+    pub exclusive: Buffers,
     /// `bufferQueue.floatingBuffers`.
-    pub floating: Vec<NetBuf>,
+    pub floating: Buffers,
     /// `numRequiredBuffers` (goes negative in Flink too: `requestBuffer` decrements it).
     pub required: i8,
     /// `isWaitingForFloatingBuffers`: registered as a listener of the `LocalBufferPool`.
@@ -117,7 +117,7 @@ impl BufferManager {
     }
 
     /// `recycle(segment)` of an exclusive buffer; on a released channel it goes to the global pool.
-    pub fn recycle(&mut self, released: bool, buffer: NetBuf, global_pool: &mut Vec<NetBuf>) -> Recycled {
+    pub fn recycle(&mut self, released: bool, buffer: NetBuf, global_pool: &mut Buffers) -> Recycled {
         if released {
             global_pool.push(buffer);
             return Recycled::Nothing;
@@ -183,7 +183,7 @@ impl BufferManager {
     pub fn release_all_buffers(
         &mut self,
         drained: impl IntoIterator<Item = NetBuf>,
-        global_pool: &mut Vec<NetBuf>,
+        global_pool: &mut Buffers,
     ) -> Vec<NetBuf> {
         let queued: Vec<NetBuf> = self.exclusive.drain(..).chain(self.floating.drain(..)).collect();
         drained
@@ -195,7 +195,7 @@ impl BufferManager {
 
     /// A buffer leaving a released manager: an exclusive segment to the global pool; a
     /// floating buffer is returned, to be recycled to the `LocalBufferPool`.
-    pub fn release_buffer(b: NetBuf, global_pool: &mut Vec<NetBuf>) -> Option<NetBuf> {
+    pub fn release_buffer(b: NetBuf, global_pool: &mut Buffers) -> Option<NetBuf> {
         match b {
             NetBuf::Exclusive(_) => {
                 global_pool.push(b);

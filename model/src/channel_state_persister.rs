@@ -2,7 +2,7 @@
 //! buffers go to the `ChannelStateWriter` for a checkpoint. Task thread only (remote: under
 //! `receivedBuffers`, because the Netty thread persists in `onBuffer`).
 
-use crate::state::{CheckpointId, Payload};
+use crate::state::{CheckpointId, Payload, Written};
 
 /// `CheckpointStatus` of the persister.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
@@ -43,7 +43,7 @@ impl ChannelStatePersister {
         &mut self,
         cp: CheckpointId,
         known: &[Payload],
-        persisted: &mut Vec<(CheckpointId, Payload)>,
+        persisted: &mut Written,
     ) -> Result<(), Subsumed> {
         let id = cp as i8;
         if self.status == PersistStatus::BarrierReceived && self.last_seen_barrier > id {
@@ -67,7 +67,7 @@ impl ChannelStatePersister {
     }
 
     /// `maybePersist(buffer)`: data seen while the window is open belongs to the checkpoint.
-    pub fn maybe_persist(&self, payload: Payload, persisted: &mut Vec<(CheckpointId, Payload)>) {
+    pub fn maybe_persist(&self, payload: Payload, persisted: &mut Written) {
         if self.status == PersistStatus::BarrierPending && payload.is_data() {
             persisted.push((self.last_seen_barrier as CheckpointId, payload));
         }

@@ -6,16 +6,16 @@
 //! buffer to a listener needs every channel's manager and lives in the model
 //! (`RecoveryModel::recycle_to_pool`).
 
-use crate::state::{NetBuf, PopFront};
+use crate::state::{Buffers, NetBuf, PerChannel, PopFront};
 
 /// One `LocalBufferPool`, under its `availableMemorySegments` monitor.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
 pub struct LocalBufferPool {
     /// `availableMemorySegments`: floating buffers not lent out.
-    pub available: Vec<NetBuf>,
+    pub available: Buffers,
     /// `registeredListeners`: channels whose `BufferManager` waits for a floating buffer, in
     /// the order they registered (the first is handed the next recycled buffer).
-    pub listeners: Vec<u8>,
+    pub listeners: PerChannel<u8>,
 }
 
 impl LocalBufferPool {
@@ -23,7 +23,7 @@ impl LocalBufferPool {
     pub fn with(buffers: impl IntoIterator<Item = NetBuf>) -> Self {
         Self {
             available: buffers.into_iter().collect(),
-            listeners: Vec::new(),
+            listeners: Default::default(),
         }
     }
 
@@ -43,7 +43,7 @@ impl LocalBufferPool {
 
     /// `lazyDestroy()`: the free segments go to the global pool (the lent ones follow when
     /// recycled) and the listeners are dropped (`notifyBufferDestroyed` does nothing).
-    pub fn lazy_destroy(&mut self, global_pool: &mut Vec<NetBuf>) {
+    pub fn lazy_destroy(&mut self, global_pool: &mut Buffers) {
         global_pool.append(&mut self.available);
         self.listeners.clear();
     }

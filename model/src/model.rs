@@ -13,6 +13,7 @@ use crate::remote_input_channel as remote;
 use crate::state::*;
 use crate::task;
 use crate::variant::Variant;
+use smallvec::smallvec;
 use stateright::{Model, Property};
 
 /// One step of the drainer's program on the IO thread.
@@ -203,9 +204,9 @@ impl RecoveryModel {
                 // setup(): exclusive buffers are queued, not announced.
                 bm.request_exclusive_buffers(cc.exclusive);
                 Channel {
-                    queue: Vec::new(),
+                    queue: Default::default(),
                     priority_len: 0,
-                    stash: Vec::new(),
+                    stash: Default::default(),
                     in_recovery: needs_recovery,
                     recovery_seq: if self.variant == Variant::RecoverySequenceFromZero {
                         0
@@ -227,28 +228,28 @@ impl RecoveryModel {
                     bm,
                     unannounced_credit: 0,
                     add_credit_queued: false,
-                    add_credit_in_flight: Vec::new(),
-                    held: Vec::new(),
-                    global_pool: Vec::new(),
+                    add_credit_in_flight: Default::default(),
+                    held: Default::default(),
+                    global_pool: Default::default(),
                     // The upstream has already written its output; what matters is when the
                     // consumer side lets it through (credit, recovery), not when it was written.
                     producer: Producer::with_output(cc),
                     ghost_pushed: 0,
-                    ghost_delivered: Vec::new(),
-                    ghost_freed: Vec::new(),
-                    ghost_persisted: Vec::new(),
+                    ghost_delivered: Default::default(),
+                    ghost_freed: Default::default(),
+                    ghost_persisted: Default::default(),
                     ghost_replayed: 0,
-                    ghost_rcb_at: vec![None; n],
-                    ghost_spilled: Vec::new(),
-                    ghost_started_at: vec![None; n],
-                    ghost_barrier_after: vec![None; n],
+                    ghost_rcb_at: smallvec![None; n].into(),
+                    ghost_spilled: Default::default(),
+                    ghost_started_at: smallvec![None; n].into(),
+                    ghost_barrier_after: smallvec![None; n].into(),
                 }
             })
             .collect();
         // Floating buffers are numbered per pool: per channel, or across the gate's one pool.
         let pools = if self.cfg.shared_pool {
             let total: u8 = self.cfg.channels.iter().map(|cc| cc.floating).sum();
-            vec![LocalBufferPool::with((0..total).map(NetBuf::Floating))]
+            smallvec![LocalBufferPool::with((0..total).map(NetBuf::Floating))]
         } else {
             let per_channel = |cc: &ChannelConfig| LocalBufferPool::with((0..cc.floating).map(NetBuf::Floating));
             self.cfg.channels.iter().map(per_channel).collect()
@@ -261,8 +262,8 @@ impl RecoveryModel {
             partitions_requested: false,
             converted: false,
             closed: false,
-            checkpoints: vec![CheckpointStatus::NotTriggered; n],
-            barriers_seen: vec![0; n],
+            checkpoints: smallvec![CheckpointStatus::NotTriggered; n].into(),
+            barriers_seen: smallvec![0; n].into(),
             io_pc: 0,
             task_announce: None,
             client_backlog: None,

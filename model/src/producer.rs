@@ -3,10 +3,11 @@
 //! and the wire to the consumer's Netty client.
 
 use crate::config::{ChannelConfig, Upstream};
-use crate::state::{CheckpointId, Payload, PopFront};
+use crate::state::{CheckpointId, InlineVec, Payload, PopFront};
+use std::hash::{Hash, Hasher};
 
 /// A `BufferResponse` on the wire.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Wire {
     /// Buffer or event.
     pub payload: Payload,
@@ -14,6 +15,14 @@ pub struct Wire {
     pub seq: i32,
     /// Sender backlog: data buffers still in the subpartition.
     pub backlog: u8,
+}
+
+// One number per element, as for the consumer's queue elements (state.rs).
+impl Hash for Wire {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        let code = self.payload.code() as u64 | (self.seq as u32 as u64) << 16;
+        state.write_u64(code | (self.backlog as u64) << 48);
+    }
 }
 
 /// Subpartition, reader and wire of one channel.
@@ -24,7 +33,7 @@ pub struct Producer {
     /// Checkpoint barriers written so far.
     pub barriers: u8,
     /// The subpartition's buffers; priority events at the head.
-    pub subpartition: Vec<Payload>,
+    pub subpartition: InlineVec<[Payload; 8]>,
     /// `isReleased`: the producer failed and released the subpartition (`faults`).
     pub released: bool,
     /// Remote: the view reader's `numCreditsAvailable`, once the partition request created it.
@@ -32,7 +41,7 @@ pub struct Producer {
     /// Next upstream sequence number.
     pub next_seq: i32,
     /// `BufferResponse`s on the wire, server to client.
-    pub wire: Vec<Wire>,
+    pub wire: InlineVec<[Wire; 4]>,
     /// `add` of this priority barrier released the subpartition's lock and has yet to call
     /// `notifyPriorityEvent` (`priority_notify_step`).
     pub notify_pending: Option<CheckpointId>,

@@ -385,7 +385,7 @@ fn buffer_places(s: &State, c: u8) -> Vec<NetBuf> {
 /// pool). Every recovered buffer pushed is in exactly one of: the queue, delivered, recycled.
 fn buffer_ownership(m: &RecoveryModel, s: &State) -> bool {
     let mut exclusive: Vec<Vec<NetBuf>> = vec![Vec::new(); s.channels.len()];
-    let mut floating: Vec<Vec<NetBuf>> = s.pools.iter().map(|p| p.available.clone()).collect();
+    let mut floating: Vec<Vec<NetBuf>> = s.pools.iter().map(|p| p.available.to_vec()).collect();
     for c in 0..s.channels.len() as u8 {
         for b in buffer_places(s, c) {
             match b {

@@ -9,6 +9,7 @@
 //! notifications racing after their locks is therefore not explored; each channel's own order
 //! is, and that is what the properties are about.
 
+use crate::state::PerChannel;
 use serde::{Deserialize, Serialize};
 
 /// The gate's `PrioritizedDeque<InputChannel>` plus `enqueuedInputChannelsWithData`: no channel
@@ -16,7 +17,7 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct InputChannelsWithData {
     /// Queued channel indices, head first.
-    pub channels: Vec<u8>,
+    pub channels: PerChannel<u8>,
     /// How many of the head entries were queued with priority.
     pub num_priority: u8,
 }
@@ -92,13 +93,13 @@ mod tests {
         g.notify_channel_non_empty(0);
         g.notify_channel_non_empty(1);
         g.notify_channel_non_empty(0);
-        assert_eq!(g.channels, vec![0, 1]);
+        assert_eq!(g.channels[..], [0, 1]);
         g.notify_priority_event(1);
-        assert_eq!((g.channels.clone(), g.num_priority), (vec![1, 0], 1));
+        assert_eq!((&g.channels[..], g.num_priority), (&[1, 0][..], 1));
         g.notify_priority_event(1);
-        assert_eq!((g.channels.clone(), g.num_priority), (vec![1, 0], 1));
+        assert_eq!((&g.channels[..], g.num_priority), (&[1, 0][..], 1));
         assert_eq!(g.poll(), Some(1));
-        assert_eq!((g.channels.clone(), g.num_priority), (vec![0], 0));
+        assert_eq!((&g.channels[..], g.num_priority), (&[0][..], 0));
         assert_eq!(g.poll(), Some(0));
         assert_eq!(g.poll(), None);
     }

@@ -10,13 +10,172 @@ use crate::local_buffer_pool::LocalBufferPool;
 use crate::producer::Producer;
 use crate::single_input_gate::InputChannelsWithData;
 use serde::{Deserialize, Serialize};
+use smallvec::{Array, SmallVec};
 use std::fmt;
+use std::hash::{Hash, Hasher};
+use std::ops::{Deref, DerefMut};
+
+// The state's sequences are small vectors stored inline: cloning a state, which every transition
+// does, then copies bytes instead of allocating one heap vector per queue. An inline capacity is
+// the configuration's bound (`ModelConfig::validate`) where that is small, and otherwise a few
+// elements; a longer sequence moves to the heap, so no configuration is refused or cut.
+// Equality, hashing and `Debug` are those of the slice, as for `Vec`.
+
+/// At most this many channels (`ModelConfig::validate`).
+pub const MAX_CHANNELS: usize = 4;
+/// At most this many checkpoints (`ModelConfig::validate`).
+pub const MAX_CHECKPOINTS: usize = 4;
+
+/// One slot per channel.
+pub type PerChannel<T> = InlineVec<[T; MAX_CHANNELS]>;
+/// One slot per checkpoint (index cp-1).
+pub type PerCheckpoint<T> = InlineVec<[T; MAX_CHECKPOINTS]>;
+/// A channel's queue of elements (`recoveredBuffers`, `receivedBuffers`).
+pub type Queue = InlineVec<[Entry; 8]>;
+/// The remote channel's `recoveryEventStash`: ordinary events only.
+pub type Stash = InlineVec<[Entry; 4]>;
+/// Network buffers: a buffer manager's queues, a pool, the held and returned buffers. A
+/// channel has at most 4 exclusive and 4 floating buffers.
+pub type Buffers = InlineVec<[NetBuf; 8]>;
+/// `AddCredit` messages on the wire (16 fit in the space of the heap vector's header).
+pub type Credits = InlineVec<[u8; 16]>;
+/// What the gate handed to the operator.
+pub type Deliveries = InlineVec<[Delivered; 8]>;
+/// Recovered buffer numbers (at most 8 per channel).
+pub type RecoveredIds = InlineVec<[u8; 8]>;
+/// What was written for checkpoints: (checkpoint, payload).
+pub type Written = InlineVec<[(CheckpointId, Payload); 8]>;
+
+/// A `SmallVec` of `Copy` elements whose clone copies the elements in one go (`from_slice`)
+/// rather than pushing them one by one. It dereferences to the `SmallVec`.
+pub struct InlineVec<A: Array>(pub SmallVec<A>);
+
+impl<A: Array> Clone for InlineVec<A>
+where
+    A::Item: Copy,
+{
+    fn clone(&self) -> Self {
+        InlineVec(SmallVec::from_slice(&self.0))
+    }
+}
+
+impl<A: Array> Default for InlineVec<A> {
+    fn default() -> Self {
+        InlineVec(SmallVec::new())
+    }
+}
+
+impl<A: Array> Deref for InlineVec<A> {
+    type Target = SmallVec<A>;
+    fn deref(&self) -> &SmallVec<A> {
+        &self.0
+    }
+}
+
+impl<A: Array> DerefMut for InlineVec<A> {
+    fn deref_mut(&mut self) -> &mut SmallVec<A> {
+        &mut self.0
+    }
+}
+
+impl<A: Array> PartialEq for InlineVec<A>
+where
+    A::Item: PartialEq,
+{
+    fn eq(&self, other: &Self) -> bool {
+        self.0 == other.0
+    }
+}
+
+impl<A: Array> Eq for InlineVec<A> where A::Item: Eq {}
+
+impl<A: Array, const N: usize> PartialEq<[A::Item; N]> for InlineVec<A>
+where
+    A::Item: PartialEq,
+{
+    fn eq(&self, other: &[A::Item; N]) -> bool {
+        self.0[..] == other[..]
+    }
+}
+
+impl<A: Array> PartialEq<Vec<A::Item>> for InlineVec<A>
+where
+    A::Item: PartialEq,
+{
+    fn eq(&self, other: &Vec<A::Item>) -> bool {
+        self.0[..] == other[..]
+    }
+}
+
+impl<A: Array> Hash for InlineVec<A>
+where
+    A::Item: Hash,
+{
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.0.hash(state);
+    }
+}
+
+impl<A: Array> fmt::Debug for InlineVec<A>
+where
+    A::Item: fmt::Debug,
+{
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl<A: Array> From<SmallVec<A>> for InlineVec<A> {
+    fn from(v: SmallVec<A>) -> Self {
+        InlineVec(v)
+    }
+}
+
+impl<A: Array> FromIterator<A::Item> for InlineVec<A> {
+    fn from_iter<I: IntoIterator<Item = A::Item>>(iter: I) -> Self {
+        InlineVec(iter.into_iter().collect())
+    }
+}
+
+impl<'a, A: Array> IntoIterator for &'a InlineVec<A> {
+    type Item = &'a A::Item;
+    type IntoIter = std::slice::Iter<'a, A::Item>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter()
+    }
+}
+
+impl<'a, A: Array> IntoIterator for &'a mut InlineVec<A> {
+    type Item = &'a mut A::Item;
+    type IntoIter = std::slice::IterMut<'a, A::Item>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter_mut()
+    }
+}
+
+impl<A: Array> Serialize for InlineVec<A>
+where
+    A::Item: Serialize,
+{
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize(serializer)
+    }
+}
+
+impl<'de, A: Array> Deserialize<'de> for InlineVec<A>
+where
+    A::Item: Deserialize<'de>,
+{
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        SmallVec::deserialize(deserializer).map(InlineVec)
+    }
+}
 
 /// A checkpoint id, 1-based.
 pub type CheckpointId = u8;
 
 /// What an element of a channel queue, stash, subpartition or the wire is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case", tag = "kind", content = "id")]
 pub enum Payload {
     /// Recovered data buffer number `i` of this channel, read from the checkpoint.
@@ -61,6 +220,33 @@ impl Payload {
     }
 }
 
+// The elements of the state's queues hash as one number each: a fingerprint then takes one
+// hasher call per element rather than one per field and discriminant. Each number determines
+// the element, so no two distinct states hash alike any more than before.
+
+impl Payload {
+    /// The payload as one number: its variant in the high byte, its id in the low one.
+    pub fn code(self) -> u16 {
+        let (variant, id) = match self {
+            Payload::Recovered(i) => (0, i),
+            Payload::Data(i) => (1, i),
+            Payload::Event(i) => (2, i),
+            Payload::Barrier(cp) => (3, cp),
+            Payload::RecoveryBarrier(cp) => (4, cp),
+            Payload::EndOfRecovery => (5, 0),
+            Payload::AlignedBarrier(cp) => (6, cp),
+            Payload::Announcement(cp) => (7, cp),
+        };
+        (variant as u16) << 8 | id as u16
+    }
+}
+
+impl Hash for Payload {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        state.write_u16(self.code());
+    }
+}
+
 impl fmt::Display for Payload {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -77,13 +263,33 @@ impl fmt::Display for Payload {
 }
 
 /// A network buffer of a remote channel's `BufferManager`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case", tag = "kind", content = "id")]
 pub enum NetBuf {
     /// Exclusive segment `i` from the global `NetworkBufferPool`.
     Exclusive(u8),
     /// Floating buffer `i` from the gate's `LocalBufferPool`.
     Floating(u8),
+}
+
+impl NetBuf {
+    /// The buffer as one number: 1 for floating in the high byte, its id in the low one.
+    pub fn code(self) -> u16 {
+        match self {
+            NetBuf::Exclusive(i) => i as u16,
+            NetBuf::Floating(i) => 1 << 8 | i as u16,
+        }
+    }
+    /// An optional buffer as one number: [`NetBuf::code`], or 2 in the high byte for none.
+    pub fn code_of(b: Option<NetBuf>) -> u16 {
+        b.map_or(2 << 8, NetBuf::code)
+    }
+}
+
+impl Hash for NetBuf {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        state.write_u16(self.code());
+    }
 }
 
 impl fmt::Display for NetBuf {
@@ -96,7 +302,7 @@ impl fmt::Display for NetBuf {
 }
 
 /// One element of `recoveredBuffers` (local) or `receivedBuffers` (remote).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Entry {
     /// What the element is.
     pub payload: Payload,
@@ -108,12 +314,25 @@ pub struct Entry {
 }
 
 /// What the consumer saw: one element returned by `getNextBuffer` to the gate.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Delivered {
     /// What was polled.
     pub payload: Payload,
     /// The sequence number returned with it.
     pub seq: i32,
+}
+
+impl Hash for Entry {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        let code = self.payload.code() as u64 | (self.seq as u32 as u64) << 16;
+        state.write_u64(code | (NetBuf::code_of(self.buffer) as u64) << 48);
+    }
+}
+
+impl Hash for Delivered {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        state.write_u64(self.payload.code() as u64 | (self.seq as u32 as u64) << 16);
+    }
 }
 
 /// Why a protocol assertion fired; any of these is a safety violation.
@@ -135,15 +354,15 @@ pub enum Violation {
 }
 
 /// One input channel: its consumer side, buffer manager, persister, producer and wire.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Channel {
     // --- consumer channel, guarded by the queue monitor ---
     /// `recoveredBuffers` (local) or `receivedBuffers` (remote); priority elements at the head.
-    pub queue: Vec<Entry>,
+    pub queue: Queue,
     /// Number of priority elements at the head of `queue` (remote `PrioritizedDeque`).
     pub priority_len: u8,
     /// `recoveryEventStash` (remote): ordinary upstream events held back during recovery.
-    pub stash: Vec<Entry>,
+    pub stash: Stash,
     /// `inRecovery`.
     pub in_recovery: bool,
     /// `recoverySequenceNumber`: the next number to hand out.
@@ -176,34 +395,116 @@ pub struct Channel {
     /// `notifyCreditAvailable` queued an `AddCredit` write on the Netty client.
     pub add_credit_queued: bool,
     /// `AddCredit(k)` messages on the wire, client to server.
-    pub add_credit_in_flight: Vec<u8>,
+    pub add_credit_in_flight: Credits,
     /// Network buffers the consumer holds after `getNextBuffer` until it recycles them.
-    pub held: Vec<NetBuf>,
+    pub held: Buffers,
     /// Exclusive segments handed back to the global pool by a released manager.
-    pub global_pool: Vec<NetBuf>,
+    pub global_pool: Buffers,
     /// Producer side: subpartition, view reader and the wire server to client.
     pub producer: Producer,
     // --- ghosts ---
     /// Recovered buffers pushed so far (the drainer's or conversion's cursor).
     pub ghost_pushed: u8,
     /// What the gate handed to the operator, in order.
-    pub ghost_delivered: Vec<Delivered>,
+    pub ghost_delivered: Deliveries,
     /// Recovered buffers recycled without being delivered (pushed into or drained from a
     /// released channel).
-    pub ghost_freed: Vec<u8>,
+    pub ghost_freed: RecoveredIds,
     /// What the `ChannelStateWriter` received: (checkpoint, payload), in order.
-    pub ghost_persisted: Vec<(CheckpointId, Payload)>,
+    pub ghost_persisted: Written,
     /// Stashed events moved back into the queue by `onRecoveredStateConsumed`.
     pub ghost_replayed: u8,
     /// Per checkpoint (index cp-1): recovered buffers pushed when its RCB was inserted.
-    pub ghost_rcb_at: Vec<Option<u8>>,
+    pub ghost_rcb_at: PerCheckpoint<Option<u8>>,
     /// What the trigger wrote for the drainer's remaining state (`addInputDataFromSpill`):
     /// (checkpoint, recovered buffer) for each buffer not yet pushed when the RCB was inserted.
-    pub ghost_spilled: Vec<(CheckpointId, Payload)>,
+    pub ghost_spilled: Written,
     /// Per checkpoint: length of `ghost_delivered` when the operator snapshot was taken.
-    pub ghost_started_at: Vec<Option<u8>>,
+    pub ghost_started_at: PerCheckpoint<Option<u8>>,
     /// Per checkpoint: upstream elements that had left the subpartition when its barrier did.
-    pub ghost_barrier_after: Vec<Option<u8>>,
+    pub ghost_barrier_after: PerCheckpoint<Option<u8>>,
+}
+
+// The flags and small numbers hash as two numbers rather than one hasher call each; every field
+// is hashed (the destructuring names them all, so a new field does not compile until it is).
+impl Hash for Channel {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        let Channel {
+            queue,
+            priority_len,
+            stash,
+            in_recovery,
+            recovery_seq,
+            upstream_ready,
+            released,
+            releasing,
+            state_consumed,
+            pending_priority,
+            listener,
+            error,
+            last_barrier,
+            persister,
+            bm,
+            unannounced_credit,
+            add_credit_queued,
+            add_credit_in_flight,
+            held,
+            global_pool,
+            producer,
+            ghost_pushed,
+            ghost_delivered,
+            ghost_freed,
+            ghost_persisted,
+            ghost_replayed,
+            ghost_rcb_at,
+            ghost_spilled,
+            ghost_started_at,
+            ghost_barrier_after,
+        } = self;
+        let flags = [
+            in_recovery,
+            upstream_ready,
+            released,
+            releasing,
+            state_consumed,
+            pending_priority,
+            listener,
+            error,
+            add_credit_queued,
+        ];
+        let flags = flags
+            .iter()
+            .enumerate()
+            .fold(0u64, |acc, (i, &&f)| acc | (f as u64) << i);
+        let small = [
+            *priority_len,
+            *unannounced_credit,
+            *ghost_pushed,
+            *ghost_replayed,
+            last_barrier.0 as u8,
+        ];
+        let small = small
+            .iter()
+            .enumerate()
+            .fold(0u64, |acc, (i, &n)| acc | (n as u64) << (16 + 8 * i));
+        state.write_u64(flags | small);
+        state.write_u64(*recovery_seq as u32 as u64 | (last_barrier.1 as u32 as u64) << 32);
+        queue.hash(state);
+        stash.hash(state);
+        persister.hash(state);
+        bm.hash(state);
+        add_credit_in_flight.hash(state);
+        held.hash(state);
+        global_pool.hash(state);
+        producer.hash(state);
+        ghost_delivered.hash(state);
+        ghost_freed.hash(state);
+        ghost_persisted.hash(state);
+        ghost_rcb_at.hash(state);
+        ghost_spilled.hash(state);
+        ghost_started_at.hash(state);
+        ghost_barrier_after.hash(state);
+    }
 }
 
 impl Channel {
@@ -383,12 +684,14 @@ pub enum RecyclerPc {
 /// The whole model state.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct State {
-    /// One entry per configured channel.
+    /// One entry per configured channel: one heap block, sized to the configuration (kept
+    /// inline, two channels' worth would make every state larger for no measurable gain).
     pub channels: Vec<Channel>,
     /// The gate's `inputChannelsWithData`.
     pub gate: InputChannelsWithData,
-    /// The `LocalBufferPool`s: one per channel, or with `shared_pool` the gate's one.
-    pub pools: Vec<LocalBufferPool>,
+    /// The `LocalBufferPool`s: one per channel, or with `shared_pool` the gate's one (inline for
+    /// up to two).
+    pub pools: SmallVec<[LocalBufferPool; 2]>,
     /// Task thread.
     pub task: TaskPc,
     /// `requestPartitions` ran (mail on the task thread).
@@ -398,9 +701,9 @@ pub struct State {
     /// `SingleInputGate.close()` ran: the task is being cancelled and runs no more mails.
     pub closed: bool,
     /// Per checkpoint (index cp-1).
-    pub checkpoints: Vec<CheckpointStatus>,
+    pub checkpoints: PerCheckpoint<CheckpointStatus>,
     /// Per checkpoint: bitmask of channels whose barrier the task processed.
-    pub barriers_seen: Vec<u8>,
+    pub barriers_seen: PerCheckpoint<u8>,
     /// Drainer (IO thread) program counter: index into its program.
     pub io_pc: u8,
     /// Task thread's pending credit announcement (after `enableNotify`).
@@ -466,7 +769,7 @@ impl State {
     }
 }
 
-/// `Deque.poll()` on the `Vec`s that stand for Java deques.
+/// `Deque.poll()` on the vectors that stand for Java deques.
 pub trait PopFront<T> {
     /// Removes and returns the head.
     fn pop_front(&mut self) -> Option<T>;
@@ -475,5 +778,17 @@ pub trait PopFront<T> {
 impl<T> PopFront<T> for Vec<T> {
     fn pop_front(&mut self) -> Option<T> {
         if self.is_empty() { None } else { Some(self.remove(0)) }
+    }
+}
+
+impl<A: Array> PopFront<A::Item> for SmallVec<A> {
+    fn pop_front(&mut self) -> Option<A::Item> {
+        if self.is_empty() { None } else { Some(self.remove(0)) }
+    }
+}
+
+impl<A: Array> PopFront<A::Item> for InlineVec<A> {
+    fn pop_front(&mut self) -> Option<A::Item> {
+        self.0.pop_front()
     }
 }
