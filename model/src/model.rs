@@ -1140,6 +1140,11 @@ impl Model for RecoveryModel {
     }
 
     fn as_svg(&self, path: stateright::Path<State, Action>) -> Option<String> {
-        crate::svg::state(self, path.last_state())
+        // Each entry is a state and the action that leaves it: the second last holds the step
+        // that led to the state shown.
+        let mut states = path.into_vec();
+        let (last, _) = states.pop()?;
+        let step = states.pop().and_then(|(before, a)| a.map(|a| (before, a)));
+        crate::svg::state_after(self, &last, step.as_ref().map(|(before, a)| (before, a)))
     }
 }

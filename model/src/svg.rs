@@ -9,6 +9,7 @@
 //! use the model's short names (`r0` recovered, `d1` live data, `e0` event, `barrier1`,
 //! `RCB1`, `EOR`, `x0` exclusive and `f0` floating buffers) and one colour per kind.
 
+use crate::action::Action;
 use crate::config::ChannelKind;
 use crate::format;
 use crate::local_buffer_pool::LocalBufferPool;
@@ -169,14 +170,27 @@ pub fn violated(m: &RecoveryModel, s: &State) -> Vec<&'static str> {
 
 /// The SVG of `state`.
 pub fn state(model: &RecoveryModel, state: &State) -> Option<String> {
+    state_after(model, state, None)
+}
+
+/// The SVG of `state`, reached from `before` by `step` when given: the step and what it
+/// changed are shown under the header, and the cards of the channels it changed are framed in
+/// blue.
+pub fn state_after(model: &RecoveryModel, state: &State, step: Option<(&State, &Action)>) -> Option<String> {
     let mut cv = Canvas {
         body: String::new(),
         y: 0.0,
     };
     header(&mut cv, model, state);
+    let changed: Vec<bool> = (0..state.channels.len())
+        .map(|c| step.is_some_and(|(before, _)| before.channels[c] != state.channels[c]))
+        .collect();
+    if let Some((before, a)) = step {
+        last_step(&mut cv, model, before, a, state);
+    }
     banner(&mut cv, model, state);
     for c in 0..state.channels.len() as u8 {
-        channel_card(&mut cv, model, state, c);
+        channel_card(&mut cv, model, state, c, changed[c as usize]);
     }
     legend(&mut cv);
     let h = cv.y + 8.0;
@@ -274,7 +288,41 @@ fn banner(cv: &mut Canvas, m: &RecoveryModel, s: &State) {
     cv.y += 16.0;
 }
 
-fn channel_card(cv: &mut Canvas, m: &RecoveryModel, s: &State, c: u8) {
+/// The step that led here, and what it changed (as the step tables print it).
+fn last_step(cv: &mut Canvas, m: &RecoveryModel, before: &State, a: &Action, after: &State) {
+    const MAX_LINES: usize = 6;
+    let step = format::step_to(m, before, a, after);
+    let mut lines = vec![format!("last step: {} {} {}", step.thread, step.channel, step.call)];
+    let n = step.changes.len();
+    lines.extend(step.changes.into_iter().take(MAX_LINES).map(|c| format!("  {c}")));
+    if n > MAX_LINES {
+        lines.push(format!("  (+{} more)", n - MAX_LINES));
+    }
+    let h = 10.0 + 17.0 * lines.len() as f32;
+    let _ = write!(
+        cv.body,
+        r##"<rect x="8" y="{:.0}" width="{:.0}" height="{h:.0}" rx="5" fill="#e7f5ff" stroke="#1c7ed6" stroke-width="1.5"/>"##,
+        cv.y + 4.0,
+        WIDTH - 16.0
+    );
+    for (i, l) in lines.iter().enumerate() {
+        cv.y += 17.0;
+        let class = if i == 0 {
+            "cdr-label cdr-last-step"
+        } else {
+            "cdr-last-step"
+        };
+        let _ = write!(
+            cv.body,
+            r#"<text x="20" y="{:.0}" class="{class}">{}</text>"#,
+            cv.y + 4.0,
+            esc(l)
+        );
+    }
+    cv.y += 14.0;
+}
+
+fn channel_card(cv: &mut Canvas, m: &RecoveryModel, s: &State, c: u8, changed: bool) {
     let ch = s.ch(c);
     let remote = m.cfg.channels[c as usize].kind == ChannelKind::Remote;
     let top = cv.y + 8.0;
@@ -302,8 +350,10 @@ fn channel_card(cv: &mut Canvas, m: &RecoveryModel, s: &State, c: u8) {
     }
     persisted_rows(cv, m, s, c);
     cv.y += 12.0;
+    // A card the last step changed has a blue frame, as the last-step box.
+    let (stroke, width) = if changed { ("#1c7ed6", 2.5) } else { ("#adb5bd", 1.0) };
     let frame = format!(
-        r##"<rect x="8" y="{top:.0}" width="{:.0}" height="{:.0}" rx="6" fill="#f8f9fa" stroke="#adb5bd"/>"##,
+        r##"<rect x="8" y="{top:.0}" width="{:.0}" height="{:.0}" rx="6" fill="#f8f9fa" stroke="{stroke}" stroke-width="{width}"/>"##,
         WIDTH - 16.0,
         cv.y - top
     );
@@ -547,5 +597,28 @@ mod tests {
             assert!(svg.contains(name), "{name} missing");
         }
         assert_eq!(svg.matches('<').count(), svg.matches('>').count());
+    }
+
+    #[test]
+    fn the_explorer_picture_names_the_last_step_and_frames_the_channels_it_changed() {
+        let m = RecoveryModel::new(preset("tiny").unwrap(), Variant::Fixed);
+        let s0 = m.init_states().remove(0);
+        let a = Action::SendBuffer { channel: 1 };
+        let request = Action::RequestPartitions;
+        let s1 = m.next_state(&s0, request).unwrap();
+        let s2 = m.next_state(&s1, a).unwrap();
+        let path = stateright::Path::from_actions(&m, s0.clone(), [&request, &a]).expect("a path");
+        let svg = m.as_svg(path).unwrap();
+        assert!(svg.contains("last step: netty-server remote#1 sendBuffer(e0)"), "{svg}");
+        assert!(svg.contains("wire +e0"), "{svg}");
+        // remote#1's card changed, local#0's did not: one blue frame.
+        assert_eq!(
+            svg.matches(r##"stroke="#1c7ed6" stroke-width="2.5""##).count(),
+            1,
+            "{svg}"
+        );
+        assert_eq!(state_after(&m, &s2, Some((&s1, &a))), Some(svg));
+        // Without a step (the initial state), no last-step box.
+        assert!(!state(&m, &s0).unwrap().contains("last step:"));
     }
 }
