@@ -113,11 +113,20 @@ pub fn explore(args: ExploreArgs) -> ExitCode {
     let base = base_url(addr);
     println!("cdr explore: {} / variant {}", setup.label, setup.model.variant.name());
     let found = counterexamples(&setup, args.threads);
+    // The picture of the initial state repeats what is printed here, linked.
+    let mut notes = Vec::new();
     if found.is_empty() {
         println!(
             "no counterexample: every safety and liveness property holds on {}",
             setup.label
         );
+        notes.push((
+            format!(
+                "no counterexample: every safety and liveness property holds on {}",
+                setup.label
+            ),
+            None,
+        ));
     }
     for (property, actions) in &found {
         println!(
@@ -125,17 +134,32 @@ pub fn explore(args: ExploreArgs) -> ExitCode {
             actions.len()
         );
         match report::deep_link(&setup.model, actions, &base) {
-            Ok(link) => println!("  {link}"),
+            Ok(link) => {
+                println!("  {link}");
+                // Relative, so that it also works through a tunnel or another host name.
+                let fragment = link.find('#').map(|i| link[i..].to_string());
+                let text = format!(
+                    "counterexample for \"{property}\" ({} steps): open its last state",
+                    actions.len()
+                );
+                notes.push((text, fragment));
+            }
             Err(e) => println!("  (no link: {e})"),
         }
     }
+    notes.push((
+        "Properties say \"Searching\" until Run to completion; `cdr check` gives every verdict and shortest counterexamples".to_string(),
+        None,
+    ));
+    let mut model = setup.model.clone();
+    model.explorer_notes = notes;
     // The search may have taken a while: make sure the port is still ours to take.
     if let Err(e) = reserve_address(&addr.ip().to_string(), addr.port()) {
         return usage(e);
     }
     println!("Explorer: {base}  (Ctrl-C stops it)");
     let _ = std::io::stdout().flush();
-    setup.model.checker().serve(addr);
+    model.checker().serve(addr);
     ExitCode::SUCCESS
 }
 

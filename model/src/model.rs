@@ -45,6 +45,9 @@ pub struct RecoveryModel {
     pub variant: Variant,
     /// How the task picks the channel to poll.
     pub polling: GatePolling,
+    /// Lines the Explorer's picture of an initial state shows, each with an optional link (the
+    /// counterexamples `cdr explore` found, how to get every verdict).
+    pub explorer_notes: Vec<(String, Option<String>)>,
     io_program: Vec<IoStep>,
 }
 
@@ -62,6 +65,7 @@ impl RecoveryModel {
             cfg,
             variant,
             polling: GatePolling::Queue,
+            explorer_notes: Vec::new(),
             io_program,
         }
     }

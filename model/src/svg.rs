@@ -187,6 +187,8 @@ pub fn state_after(model: &RecoveryModel, state: &State, step: Option<(&State, &
         .collect();
     if let Some((before, a)) = step {
         last_step(&mut cv, model, before, a, state);
+    } else {
+        notes(&mut cv, model);
     }
     banner(&mut cv, model, state);
     for c in 0..state.channels.len() as u8 {
@@ -206,6 +208,8 @@ pub fn state_after(model: &RecoveryModel, state: &State, step: Option<(&State, &
             ".cdr-state .cdr-bad{{fill:#b00020;font-weight:bold}}",
             ".cdr-state .cdr-good{{fill:#2b8a3e}}",
             ".cdr-state .cdr-chip{{font-size:12px}}",
+            ".cdr-state .cdr-note{{fill:#1864ab}}",
+            ".cdr-state a .cdr-note{{text-decoration:underline}}",
             "</style>",
             r##"<rect x="0" y="0" width="{w:.0}" height="{h:.0}" fill="#ffffff"/>"##,
             "{body}</svg>"
@@ -286,6 +290,23 @@ fn banner(cv: &mut Canvas, m: &RecoveryModel, s: &State) {
         );
     }
     cv.y += 16.0;
+}
+
+/// The model's notes for an initial state's picture, a line each, linked where they have a link.
+fn notes(cv: &mut Canvas, m: &RecoveryModel) {
+    for (text, link) in &m.explorer_notes {
+        cv.y += 17.0;
+        let line = format!(r#"<text x="12" y="{:.0}" class="cdr-note">{}</text>"#, cv.y, esc(text));
+        match link {
+            Some(href) => {
+                let _ = write!(cv.body, r#"<a href="{}" target="_top">{line}</a>"#, esc(href));
+            }
+            None => cv.body.push_str(&line),
+        }
+    }
+    if !m.explorer_notes.is_empty() {
+        cv.y += 6.0;
+    }
 }
 
 /// The step that led here, and what it changed (as the step tables print it).
@@ -620,5 +641,31 @@ mod tests {
         assert_eq!(state_after(&m, &s2, Some((&s1, &a))), Some(svg));
         // Without a step (the initial state), no last-step box.
         assert!(!state(&m, &s0).unwrap().contains("last step:"));
+    }
+
+    #[test]
+    fn the_initial_state_picture_shows_the_explorer_notes_linked() {
+        let mut m = RecoveryModel::new(preset("tiny").unwrap(), Variant::Fixed);
+        m.explorer_notes = vec![
+            (
+                "counterexample for \"x\" (3 steps)".to_string(),
+                Some("#/steps/0/1/2".to_string()),
+            ),
+            ("plain note".to_string(), None),
+        ];
+        let s0 = m.init_states().remove(0);
+        let svg = state(&m, &s0).unwrap();
+        assert!(
+            svg.contains(r##"<a href="#/steps/0/1/2" target="_top"><text"##),
+            "{svg}"
+        );
+        assert!(
+            svg.contains("counterexample for &quot;x&quot; (3 steps)</text></a>"),
+            "{svg}"
+        );
+        assert!(svg.contains(">plain note</text>"), "{svg}");
+        let a = Action::RequestPartitions;
+        let s1 = m.next_state(&s0, a).unwrap();
+        assert!(!state_after(&m, &s1, Some((&s0, &a))).unwrap().contains("plain note"));
     }
 }
