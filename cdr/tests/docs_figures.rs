@@ -337,3 +337,50 @@ fn ci_md_counts_the_action_kinds_and_variants_the_code_has() {
         "docs/ci.md should count {channel} channel and {task} task-level variants"
     );
 }
+
+/// docs/model.md's presets table gives each preset's unique states as docs/performance.md's
+/// size table does (which the tests above check against the model).
+#[test]
+fn model_md_s_presets_table_agrees_with_the_size_table() {
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/model.md")).unwrap();
+    let rows = table_rows(&doc, "| preset | channels | unique states |");
+    let sizes = size_table();
+    let mut named: Vec<&str> = rows.iter().map(|r| r[0].trim_matches('`')).collect();
+    let mut presets = recovery_model::config::preset_names();
+    named.sort_unstable();
+    presets.sort_unstable();
+    assert_eq!(named, presets, "docs/model.md's presets table and the presets differ");
+    for row in &rows {
+        let name = row[0].trim_matches('`');
+        let (_, _, unique) = sizes.iter().find(|(n, _, _)| n == name).expect("in the size table");
+        assert_eq!(row[2], grouped(*unique), "docs/model.md's row for `{name}`");
+    }
+}
+
+/// docs/findings.md's table gives each finding's shortest counterexample length, for the
+/// property its preset violates by design.
+#[test]
+fn findings_md_gives_the_length_of_each_finding_s_shortest_counterexample() {
+    use recovery_model::check::shortest_counterexample;
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/findings.md")).unwrap();
+    let rows = table_rows(&doc, "| finding | configuration | property | status |");
+    assert!(rows.len() >= 4);
+    for row in &rows {
+        let name = row[1].trim_start_matches("preset ").trim_matches('`');
+        let cfg = preset(name).unwrap_or_else(|| panic!("findings.md names preset {name}"));
+        let property = cfg.violated_by_config()[0];
+        assert!(
+            row[2].starts_with(property),
+            "findings.md's row for {name} names {}",
+            row[2]
+        );
+        let steps = shortest_counterexample(&RecoveryModel::new(cfg, Variant::Fixed), property)
+            .unwrap_or_else(|| panic!("{name} violates {property}"))
+            .len();
+        assert!(
+            row[3].starts_with(&format!("found, {steps} steps")),
+            "findings.md's row for {name}: {}",
+            row[3]
+        );
+    }
+}
