@@ -15,9 +15,10 @@ pub struct Polled {
     pub buffer: Option<crate::state::NetBuf>,
 }
 
-/// Whether `getNextBuffer()` returns something now (what the gate must have queued).
+/// Whether `getNextBuffer()` returns something now (what the gate must have queued). Between
+/// `isReleased` and the view's release (`release_step`) it still does, as `get_next_buffer`.
 pub fn has_next(ch: &Channel) -> bool {
-    if ch.released {
+    if ch.released && !ch.releasing {
         return false;
     }
     if ch.in_recovery {

@@ -125,9 +125,10 @@ pub fn get_next_buffer(ch: &mut Channel) -> Option<Entry> {
     Some(e)
 }
 
-/// Whether `getNextBuffer()` returns something now.
+/// Whether `getNextBuffer()` returns something now: also between `isReleased` and the drain
+/// of the queue (`release_step`), as `get_next_buffer`.
 pub fn has_next(ch: &Channel) -> bool {
-    !ch.released && !ch.queue.is_empty()
+    (!ch.released || ch.releasing) && !ch.queue.is_empty()
 }
 
 /// `onRecoveredStateConsumed()`, the `receivedBuffers` critical section: recovery off and the

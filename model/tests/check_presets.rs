@@ -207,3 +207,31 @@ fn the_split_release_satisfies_every_property_and_its_window_delivers() {
     assert!(delivers_inside_the_release_window("release-window-local"));
     assert!(delivers_inside_the_release_window("release-window-remote"));
 }
+
+/// Between `isReleased` and the drain (`release_step`) a channel still hands out what it
+/// queued: the gate that polls any channel with data (the log validation's) must see it too.
+/// A real run's log polled a released local channel's sentinel in that window.
+#[test]
+fn a_channel_in_its_release_window_still_has_next_for_a_gate_that_polls_any_channel() {
+    use recovery_model::Action;
+    use recovery_model::check::shortest_path;
+    use recovery_model::model::GatePolling;
+    use stateright::Model;
+    for name in ["release-window-local", "release-window-remote"] {
+        let m = RecoveryModel::new((find_preset(name).unwrap().config)(), Variant::Fixed)
+            .with_polling(GatePolling::AnyChannelWithData);
+        let path = shortest_path(&m, |s| s.ch(0).releasing && !s.ch(0).queue.is_empty())
+            .unwrap_or_else(|| panic!("{name}: a release window with something queued"));
+        let mut s = m.init_states().remove(0);
+        for a in &path {
+            s = m.next_state(&s, *a).unwrap();
+        }
+        assert!(m.has_next(&s, 0), "{name}");
+        let mut enabled = Vec::new();
+        m.actions(&s, &mut enabled);
+        assert!(
+            enabled.contains(&Action::GetNextBuffer { channel: 0 }),
+            "{name}: {enabled:?}"
+        );
+    }
+}
