@@ -22,7 +22,9 @@
 
 use crate::driver::{Driver, DriverError};
 use crate::observation::{DataType, ErrorKind, GateView, Item, Observation, Pending, Refusal, Snapshot, WireElement};
-use crate::projection::{IdMap, ImplParts, NettyParts, SHARED_BASE, impl_channel, impl_pending, item_of, payload_of};
+use crate::projection::{
+    IdMap, ImplParts, NettyParts, SHARED_BASE, announces_for, impl_channel, impl_pending, item_of, payload_of,
+};
 use recovery_impl::buffer_pool::{LocalBufferPool, NetworkBufferPool};
 use recovery_impl::channel_state_persister::ChannelStateWriter;
 use recovery_impl::credit_based_sequence_numbering_view_reader::{
@@ -87,14 +89,6 @@ struct Worker {
     resume: Sender<()>,
     state: WorkerState,
     channel: u8,
-}
-
-/// The channel an announcement pause point is for, where it names one.
-fn announces_for(point: PausePoint) -> Option<u8> {
-    match point {
-        PausePoint::Announce { channel, .. } => channel.map(|i| i as u8),
-        _ => None,
-    }
 }
 
 impl Worker {
@@ -997,7 +991,7 @@ impl ImplDriver {
     fn close_gate(&mut self) -> Observation {
         let mut result = self.sys.gate.close();
         for ch in &self.sys.channels {
-            result = result.and(ch.pool.destroy());
+            result = result.and(ch.pool.lazy_destroy());
         }
         outcome(result)
     }

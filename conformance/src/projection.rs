@@ -666,13 +666,22 @@ pub fn impl_channel(p: &ImplParts<'_>) -> ChannelView {
     }
 }
 
+/// The channel an announcement pause point is for, where it names one: a floating buffer
+/// handed to another channel's manager announces that channel's credit, on the thread of the
+/// call that recycled it.
+pub fn announces_for(point: PausePoint) -> Option<u8> {
+    match point {
+        PausePoint::Announce { channel, .. } => channel.map(|i| i as u8),
+        _ => None,
+    }
+}
+
 /// The abstract state of a thread of the implementation paused at `point` in a call on channel
 /// `c` (names buffers with `ids`).
 pub fn impl_pending(c: u8, ids: IdMap, point: PausePoint) -> Pending {
     match point {
-        // A floating buffer handed to another channel's manager announces that channel's credit.
-        PausePoint::Announce { n, channel } => Pending::Announce {
-            channel: channel.map_or(c, |i| i as u8),
+        PausePoint::Announce { n, .. } => Pending::Announce {
+            channel: announces_for(point).unwrap_or(c),
             n: n as u8,
         },
         PausePoint::EnableNotify => Pending::EnableNotify { channel: c },

@@ -227,7 +227,7 @@ impl LocalBufferPool {
 
     /// `lazyDestroy()`: returns the free segments to the global pool and tells the listeners;
     /// lent segments go to the global pool when recycled.
-    pub fn destroy(&self) -> Result<()> {
+    pub fn lazy_destroy(&self) -> Result<()> {
         let (free, listeners) = {
             let mut segments = self.segments.lock();
             segments.destroyed = true;

@@ -649,7 +649,7 @@ impl SingleInputGate {
             outcome = outcome.and(channel.release_all_resources());
         }
         // The pool can go as soon as the channels are released (`bufferPool.lazyDestroy()`).
-        outcome.and(self.buffer_pool.destroy())
+        outcome.and(self.buffer_pool.lazy_destroy())
     }
 
     /// A snapshot: the channel queue, then each channel under `requestLock`.

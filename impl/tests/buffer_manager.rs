@@ -232,7 +232,7 @@ fn destroyed_local_pool_returns_segments_to_the_global_pool() {
     let global = NetworkBufferPool::new(2);
     let local = LocalBufferPool::new(Arc::clone(&global), 2).unwrap();
     let lent = local.request_buffer().unwrap();
-    local.destroy().unwrap();
+    local.lazy_destroy().unwrap();
     assert_eq!(global.snapshot().lent, vec![lent.id()]);
     lent.recycle_buffer().unwrap();
     assert!(global.snapshot().lent.is_empty());

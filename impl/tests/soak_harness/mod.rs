@@ -777,7 +777,7 @@ pub fn run(cfg: SoakConfig) -> Report {
     let released: Vec<bool> = (0..n).map(|c| run.released(c)).collect();
     gate.close().unwrap();
     for pool in &pools.local {
-        pool.destroy().unwrap();
+        pool.lazy_destroy().unwrap();
     }
     for partition in &partitions {
         partition.release().unwrap();
