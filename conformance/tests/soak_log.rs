@@ -30,11 +30,12 @@ use Upstream::{Data as D, Event as E};
 /// Two local and two remote channels (one with a floating buffer), two checkpoints; with the
 /// drainer, releases at random points.
 fn config(delivery: ModelDelivery) -> ModelConfig {
-    // With the drainer a local channel in recovery reads `hasPendingPriorityEvent`, which the
-    // producer sets and the task clears outside any common lock, as in Flink: the model takes
-    // each as a step of its own, so that it accepts the lost update (docs/findings.md).
+    // A local channel in recovery (the drainer's, or a converted one still holding recovered
+    // buffers) reads `hasPendingPriorityEvent`, which the producer sets and the task clears
+    // outside any common lock, as in Flink: the model takes each as a step of its own, so that
+    // it accepts the lost update (docs/findings.md).
     let local = |recovered, upstream| ChannelConfig {
-        priority_notify_step: delivery == ModelDelivery::Drainer,
+        priority_notify_step: true,
         ..local(recovered, upstream)
     };
     ModelConfig {

@@ -89,7 +89,8 @@ pub struct ChannelConfig {
     /// Local: `PipelinedSubpartition.add` notifies a priority event in a producer step of its
     /// own after its lock (`NotifyPriorityEvent`), and the task clears `hasPendingPriorityEvent`
     /// in a step of its own after polling the view (`ClearPendingPriorityEvent`), as the code
-    /// does. Off: each is part of the step before (no state between them).
+    /// does. Off: each is part of the step before (no state between them). With the drainer or
+    /// the conversion: both leave a local channel in recovery reading the flag.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub priority_notify_step: bool,
 }
@@ -231,9 +232,9 @@ impl ModelConfig {
                     "channel {i}: priority_notify_step is about a local channel's listener; a remote channel's priority events arrive through onBuffer"
                 ));
             }
-            if c.priority_notify_step && self.delivery != Delivery::Drainer {
+            if c.priority_notify_step && !matches!(self.delivery, Delivery::Drainer | Delivery::Conversion) {
                 return Err(format!(
-                    "channel {i}: priority_notify_step is modelled with delivery drainer"
+                    "channel {i}: priority_notify_step is modelled with delivery drainer or conversion, where a local channel in recovery reads hasPendingPriorityEvent"
                 ));
             }
             if c.kind == ChannelKind::Local && c.floating > 0 {

@@ -235,3 +235,21 @@ fn a_channel_in_its_release_window_still_has_next_for_a_gate_that_polls_any_chan
         );
     }
 }
+
+#[test]
+fn a_converted_local_channel_still_in_recovery_loses_the_priority_flag_as_the_drainer_s_does() {
+    use recovery_model::Action;
+    use recovery_model::config::{ChannelConfig, Delivery, PRIORITY_HONOURED};
+    // PR3's conversion pushes the recovered buffers into a LocalInputChannel that stays in
+    // recovery until its sentinel is polled: its getNextBuffer reads hasPendingPriorityEvent
+    // as the drainer's channel does, so the split notification loses the flag there too.
+    let mut cfg = (find_preset("priority-race").unwrap().config)();
+    cfg.delivery = Delivery::Conversion;
+    assert!(cfg.channels.iter().all(|c: &ChannelConfig| c.priority_notify_step));
+    cfg.validate().unwrap();
+    assert_eq!(cfg.violated_by_config(), [PRIORITY_HONOURED]);
+    let m = RecoveryModel::new(cfg, Variant::Fixed);
+    let path = recovery_model::check::shortest_counterexample(&m, PRIORITY_HONOURED).unwrap();
+    assert_eq!(path.len(), 7, "{path:?}");
+    assert_eq!(path[0], Action::ConvertRecoveredInputChannels);
+}
