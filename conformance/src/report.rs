@@ -88,7 +88,14 @@ pub fn explore_hint(setup: &Setup, actions: &[Action]) -> String {
 /// one line per property (names padded to `name_width`).
 pub fn print_verdicts(r: &CheckReport, name_width: usize) {
     match r.acyclic {
-        Some(true) => println!("state graph acyclic: yes (eventually verdicts are sound)"),
+        Some(true) if r.acyclic_by == Some("ranking") => {
+            println!(
+                "state graph acyclic: yes, every edge increases the progress measure (eventually verdicts are sound)"
+            )
+        }
+        Some(true) => {
+            println!("state graph acyclic: yes, no back edge in a depth-first search (eventually verdicts are sound)")
+        }
         Some(false) => println!("state graph acyclic: NO (eventually verdicts may miss cycles)"),
         None => println!("state graph acyclic: not checked"),
     }

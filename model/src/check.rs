@@ -3,12 +3,14 @@
 
 use crate::action::Action;
 use crate::model::RecoveryModel;
+use crate::progress::RankCheck;
 use crate::properties::PROPERTIES;
 use crate::state::State;
 use serde::Serialize;
 use stateright::{Checker, Expectation, Model};
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::hash::{BuildHasher, Hash};
+use std::sync::Arc;
 use std::time::Instant;
 
 /// A property's verdict.
@@ -86,6 +88,9 @@ pub struct CheckReport {
     pub seconds: f64,
     /// Whether the reachable state graph is acyclic (liveness soundness); None if not checked.
     pub acyclic: Option<bool>,
+    /// How acyclicity was decided: "ranking" (every edge the search generated increased
+    /// [`crate::progress::rank`]) or "search" (a depth-first search for a back edge).
+    pub acyclic_by: Option<&'static str>,
     /// Every property.
     pub properties: Vec<PropertyResult>,
 }
@@ -134,7 +139,10 @@ pub fn check_with_progress(
 ) -> CheckReport {
     let start = Instant::now();
     let variant = model.variant.name().to_string();
-    let checker = model.clone().checker().threads(threads.max(1)).spawn_bfs();
+    let ranks = Arc::new(RankCheck::default());
+    let mut searched = model.clone();
+    searched.rank_check = acyclic.then(|| Arc::clone(&ranks));
+    let checker = searched.checker().threads(threads.max(1)).spawn_bfs();
     while !checker.is_done() {
         std::thread::sleep(std::time::Duration::from_millis(100));
         on_progress(Progress {
@@ -171,7 +179,16 @@ pub fn check_with_progress(
             actions,
         });
     }
-    let acyclic = acyclic.then(|| graph_is_acyclic(&model));
+    // The search saw every edge unless it stopped early, which stateright does only once every
+    // property has a discovery. If every edge increased the rank, no path returns to a state.
+    let exhaustive = PROPERTIES.iter().any(|(_, name, _)| checker.discovery(name).is_none());
+    let (acyclic, acyclic_by) = match acyclic {
+        true => {
+            let (yes, by) = acyclicity(&model, exhaustive && checker.state_count() > 0, &ranks);
+            (Some(yes), Some(by))
+        }
+        false => (None, None),
+    };
     CheckReport {
         model: "channel-recovery",
         preset: preset.to_string(),
@@ -181,7 +198,19 @@ pub fn check_with_progress(
         max_depth: checker.max_depth(),
         seconds: start.elapsed().as_secs_f64(),
         acyclic,
+        acyclic_by,
         properties,
+    }
+}
+
+/// Whether `model`'s reachable graph is acyclic, and how that was decided: by the ranking
+/// function, when a search that saw every edge (`exhaustive`) found none that failed to
+/// increase it, else by the depth-first search.
+pub fn acyclicity(model: &RecoveryModel, exhaustive: bool, ranks: &RankCheck) -> (bool, &'static str) {
+    if exhaustive && ranks.non_increasing() == 0 {
+        (true, "ranking")
+    } else {
+        (graph_is_acyclic(model), "search")
     }
 }
 
@@ -402,5 +431,22 @@ mod tests {
             limit: 0,
             back_from: Some(0)
         }));
+    }
+
+    #[test]
+    fn the_ranking_decides_only_after_an_exhaustive_search_with_no_edge_against_it() {
+        use super::{RankCheck, acyclicity};
+        use crate::{RecoveryModel, Variant, config::find_preset};
+        let m = RecoveryModel::new((find_preset("tiny").unwrap().config)(), Variant::Fixed);
+        let s = m.init_states().remove(0);
+        let next = m.next_states(&s).remove(0);
+        let ranks = RankCheck::default();
+        ranks.edge(&s, &next);
+        assert_eq!(acyclicity(&m, true, &ranks), (true, "ranking"));
+        assert_eq!(acyclicity(&m, false, &ranks), (true, "search"));
+        // An edge back to its own state does not increase the rank: the search decides.
+        ranks.edge(&next, &next);
+        assert_eq!(ranks.non_increasing(), 1);
+        assert_eq!(acyclicity(&m, true, &ranks), (true, "search"));
     }
 }

@@ -24,6 +24,7 @@ pub mod local_buffer_pool;
 pub mod local_input_channel;
 pub mod model;
 pub mod producer;
+pub mod progress;
 pub mod properties;
 pub mod recoverable_input_channel;
 pub mod recovered_input_channel;

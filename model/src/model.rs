@@ -48,6 +48,8 @@ pub struct RecoveryModel {
     /// Lines the Explorer's picture of an initial state shows, each with an optional link (the
     /// counterexamples `cdr explore` found, how to get every verdict).
     pub explorer_notes: Vec<(String, Option<String>)>,
+    /// Counts the edges that do not increase [`crate::progress::rank`] while the checker runs.
+    pub rank_check: Option<std::sync::Arc<crate::progress::RankCheck>>,
     io_program: Vec<IoStep>,
 }
 
@@ -66,6 +68,7 @@ impl RecoveryModel {
             variant,
             polling: GatePolling::Queue,
             explorer_notes: Vec::new(),
+            rank_check: None,
             io_program,
         }
     }
@@ -1127,6 +1130,9 @@ impl Model for RecoveryModel {
             Action::ReleaseQueuedBuffers { channel: c } => self.release_queued_buffers(&mut s, c),
             Action::RereadPendingPriorityEvent { channel: c } => self.reread_pending_priority_event(&mut s, c),
             Action::CloseGate => self.close_gate(&mut s),
+        }
+        if let Some(check) = &self.rank_check {
+            check.edge(last, &s);
         }
         Some(s)
     }

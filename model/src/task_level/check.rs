@@ -49,6 +49,7 @@ pub fn check(model: &TaskModel, preset: &str, unreachable: &[&str], threads: usi
         unique_states: checker.unique_state_count(),
         max_depth: checker.max_depth(),
         seconds: start.elapsed().as_secs_f64(),
+        acyclic_by: acyclic.map(|_| "search"),
         acyclic,
         properties,
     }
