@@ -48,6 +48,13 @@ use std::sync::Arc;
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::time::Duration;
 
+/// What the Netty server wrote to a channel's connection: Flink's `NettyMessage.BufferResponse`
+/// or `NettyMessage.BacklogAnnouncement`.
+enum ServerMessage {
+    Response(BufferResponse),
+    BacklogAnnouncement { backlog: i32 },
+}
+
 // ---------------------------------------------------------------------------------------------
 // Workers
 // ---------------------------------------------------------------------------------------------
@@ -276,7 +283,7 @@ struct Chan {
     recovered: u8,
     // Netty server: the view reader and what it wrote.
     reader: Option<CreditBasedSequenceNumberingViewReader>,
-    wire: VecDeque<BufferResponse>,
+    wire: VecDeque<ServerMessage>,
     // Netty client: AddCredit messages written, and notifications served.
     add_credit_in_flight: VecDeque<i32>,
     credit_writes: u64,
@@ -879,7 +886,7 @@ impl ImplDriver {
                     backlog: response.backlog,
                 };
                 let next = data_type(response.next_data_type);
-                ch.wire.push_back(response);
+                ch.wire.push_back(ServerMessage::Response(response));
                 Observation::Sent { sent, next }
             }
             Ok(None) => Observation::NothingSent,
@@ -888,6 +895,21 @@ impl ImplDriver {
             },
             Err(e) => Observation::Error { error: error_kind(&e) },
         }
+    }
+
+    /// `PartitionRequestQueue.enqueueAvailableReader` on a reader that is not available:
+    /// `announceBacklog` when `needAnnounceBacklog()` and there is a backlog.
+    fn announce_backlog(&mut self, c: u8) -> Observation {
+        let ch = self.ch(c);
+        let Some(reader) = ch.reader.as_ref() else {
+            return unperformable("no view reader: the partition was not requested");
+        };
+        let (available, backlog) = reader.get_availability_and_backlog();
+        if available || backlog == 0 || !reader.need_announce_backlog() {
+            return unperformable("the reader is available, has no backlog or has credit");
+        }
+        ch.wire.push_back(ServerMessage::BacklogAnnouncement { backlog });
+        Observation::Done
     }
 
     fn on_add_credit(&mut self, c: u8) -> Observation {
@@ -908,11 +930,21 @@ impl ImplDriver {
     fn on_buffer(&mut self, c: u8) -> Observation {
         let timeout = self.watchdog;
         let ch = self.ch(c);
-        let Some(response) = ch.wire.pop_front() else {
+        let Some(message) = ch.wire.pop_front() else {
             return unperformable("nothing on the wire");
         };
         let Some(remote) = ch.handle.as_remote().cloned() else {
             return unperformable("not a remote channel");
+        };
+        let response = match message {
+            ServerMessage::Response(response) => response,
+            ServerMessage::BacklogAnnouncement { backlog } => {
+                let job: Job = Box::new(move || {
+                    remote.on_backlog_announcement(backlog);
+                    Observation::Done
+                });
+                return self.workers.netty_client.start(c, job, timeout);
+            }
         };
         let job: Job = Box::new(move || {
             if remote.is_released() {
@@ -1059,6 +1091,7 @@ impl ImplDriver {
             OnError { channel } => self.on_error(channel),
             SendBuffer { channel } => self.send_buffer(channel),
             OnAddCredit { channel } => self.on_add_credit(channel),
+            AnnounceBacklog { channel } => self.announce_backlog(channel),
             OnBuffer { channel } => self.on_buffer(channel),
             SendAddCredit { channel } => self.send_add_credit(channel),
             Recycle { channel, buffer } => self.recycle(channel, buffer),
@@ -1091,10 +1124,17 @@ impl ImplDriver {
                     wire: ch
                         .wire
                         .iter()
-                        .map(|w| WireElement {
-                            item: item_of(c as u8, &w.buffer.snapshot()),
-                            seq: w.sequence_number,
-                            backlog: w.backlog,
+                        .map(|w| match w {
+                            ServerMessage::Response(w) => WireElement {
+                                item: item_of(c as u8, &w.buffer.snapshot()),
+                                seq: w.sequence_number,
+                                backlog: w.backlog,
+                            },
+                            ServerMessage::BacklogAnnouncement { backlog } => WireElement {
+                                item: Item::BacklogAnnouncement,
+                                seq: -1,
+                                backlog: *backlog,
+                            },
                         })
                         .collect(),
                     add_credit_in_flight: ch.add_credit_in_flight.iter().copied().collect(),

@@ -35,6 +35,8 @@ pub enum Item {
     AlignedBarrier(u8),
     /// `EventAnnouncement` of an aligned barrier (`announce1`).
     Announcement(u8),
+    /// A `BacklogAnnouncement` message on the wire (`backlog`).
+    BacklogAnnouncement,
     /// Something the model has no name for (an implementation-only buffer), described.
     Unknown(String),
 }
@@ -50,6 +52,7 @@ impl From<Payload> for Item {
             Payload::EndOfRecovery => Item::EndOfRecovery,
             Payload::AlignedBarrier(cp) => Item::AlignedBarrier(cp),
             Payload::Announcement(cp) => Item::Announcement(cp),
+            Payload::BacklogAnnouncement => Item::BacklogAnnouncement,
         }
     }
 }
@@ -65,6 +68,7 @@ impl fmt::Display for Item {
             Item::EndOfRecovery => f.write_str("EOR"),
             Item::AlignedBarrier(cp) => write!(f, "aligned{cp}"),
             Item::Announcement(cp) => write!(f, "announce{cp}"),
+            Item::BacklogAnnouncement => f.write_str("backlog"),
             Item::Unknown(what) => write!(f, "?{what}"),
         }
     }
@@ -76,6 +80,9 @@ impl FromStr for Item {
         let num = |prefix: &str| s.strip_prefix(prefix).and_then(|n| n.parse::<u8>().ok());
         if s == "EOR" {
             return Ok(Item::EndOfRecovery);
+        }
+        if s == "backlog" {
+            return Ok(Item::BacklogAnnouncement);
         }
         if let Some(what) = s.strip_prefix('?') {
             return Ok(Item::Unknown(what.to_string()));
@@ -103,7 +110,7 @@ impl FromStr for Item {
             return Ok(Item::Event(i));
         }
         Err(format!(
-            "`{s}` is not an element (r0, d1, e0, barrier1, RCB1, EOR, aligned1, announce1)"
+            "`{s}` is not an element (r0, d1, e0, barrier1, RCB1, EOR, aligned1, announce1, backlog)"
         ))
     }
 }
@@ -202,9 +209,11 @@ impl DataType {
         match p {
             Payload::Recovered(_) | Payload::Data(_) => DataType::DataBuffer,
             Payload::Barrier(_) | Payload::Announcement(_) => DataType::PriorityEventBuffer,
-            Payload::Event(_) | Payload::RecoveryBarrier(_) | Payload::EndOfRecovery | Payload::AlignedBarrier(_) => {
-                DataType::EventBuffer
-            }
+            Payload::Event(_)
+            | Payload::RecoveryBarrier(_)
+            | Payload::EndOfRecovery
+            | Payload::AlignedBarrier(_)
+            | Payload::BacklogAnnouncement => DataType::EventBuffer,
         }
     }
 

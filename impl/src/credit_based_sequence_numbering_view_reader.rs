@@ -100,6 +100,12 @@ impl CreditBasedSequenceNumberingViewReader {
             .get_availability_and_backlog(self.num_credits_available > 0)
     }
 
+    /// `needAnnounceBacklog()`: with an initial credit of 0 the consumer has no buffer to
+    /// receive data unless it learns the backlog and asks for floating buffers.
+    pub fn need_announce_backlog(&self) -> bool {
+        self.initial_credit == 0 && self.num_credits_available == 0
+    }
+
     /// `getNextBuffer()`: the next element if available; a data buffer consumes one credit.
     pub fn get_next_buffer(&mut self) -> Result<Option<BufferResponse>> {
         if !self.get_availability_and_backlog().0 {

@@ -442,6 +442,16 @@ impl RemoteInputChannel {
     // Network I/O notifications (netty client thread)
     // ------------------------------------------------------------------------
 
+    /// The client handler's `decodeMsg` of a `BacklogAnnouncement`: `onSenderBacklog(backlog)`
+    /// unless the channel is released (its messages are dropped).
+    pub fn on_backlog_announcement(&self, backlog: i32) {
+        if self.is_released() {
+            return;
+        }
+        pause_point::reached(PausePoint::OnSenderBacklog);
+        self.on_sender_backlog(backlog);
+    }
+
     /// `onError(cause)` (Netty client thread): the connection failed; the cause is kept and
     /// thrown by the next `getNextBuffer`.
     pub fn on_error(&self, cause: ChannelError) {

@@ -214,6 +214,13 @@ actions! {
         /// Channel index.
         channel: u8,
     } => "addCredit", Thread::NettyServer;
+    /// Netty server: `PartitionRequestQueue.announceBacklog`. A reader with initial credit 0
+    /// and no credit left (`needAnnounceBacklog`) whose head is a data buffer writes a
+    /// `BacklogAnnouncement`.
+    AnnounceBacklog {
+        /// Channel index.
+        channel: u8,
+    } => "announceBacklog", Thread::NettyServer;
     /// Netty client: `onBuffer` (with the `requestBuffer` a data buffer needs); opens
     /// `upstreamReady`.
     OnBuffer {

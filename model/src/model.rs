@@ -435,6 +435,13 @@ impl RecoveryModel {
             if !ch.add_credit_in_flight.is_empty() {
                 out.push(Action::OnAddCredit { channel: c });
             }
+            if ch
+                .producer
+                .backlog_to_announce(self.cfg.channels[c as usize].exclusive)
+                .is_some()
+            {
+                out.push(Action::AnnounceBacklog { channel: c });
+            }
         }
         if let Some(SenderBacklog { channel, .. }) = s.client_backlog {
             out.push(Action::OnSenderBacklog { channel });
@@ -1088,6 +1095,12 @@ impl Model for RecoveryModel {
                 if !ch.producer.send() {
                     s.violate(c, Violation::SendWithoutCredit);
                 }
+            }
+            Action::AnnounceBacklog { channel: c } => {
+                let exclusive = self.cfg.channels[c as usize].exclusive;
+                let producer = &mut s.ch_mut(c).producer;
+                let backlog = producer.backlog_to_announce(exclusive).expect("guarded");
+                producer.announce_backlog(backlog);
             }
             Action::OnAddCredit { channel: c } => {
                 let ch = s.ch_mut(c);

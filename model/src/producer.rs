@@ -45,6 +45,8 @@ pub struct Producer {
     /// `add` of this priority barrier released the subpartition's lock and has yet to call
     /// `notifyPriorityEvent` (`priority_notify_step`).
     pub notify_pending: Option<CheckpointId>,
+    /// The largest backlog a `BacklogAnnouncement` carried so far (0: none sent).
+    pub backlog_announced: u8,
 }
 
 impl Producer {
@@ -130,6 +132,27 @@ impl Producer {
             (Some(credit), Some(head)) => !head.is_data() || credit > 0,
             _ => false,
         }
+    }
+
+    /// `enqueueAvailableReader` on a reader that is not available: the backlog to announce if
+    /// `needAnnounceBacklog()` (initial credit 0, no credit left) and the backlog is larger than
+    /// any announced before (the model's bound on Flink's repeated announcements).
+    pub fn backlog_to_announce(&self, initial_credit: u8) -> Option<u8> {
+        let backlog = self.backlog();
+        let need = initial_credit == 0 && self.reader_credit == Some(0);
+        (need && !self.can_send() && backlog > self.backlog_announced).then_some(backlog)
+    }
+
+    /// `announceBacklog(reader, backlog)`: the `BacklogAnnouncement` goes on the wire, behind
+    /// the responses written before it.
+    pub fn announce_backlog(&mut self, backlog: u8) {
+        self.backlog_announced = backlog;
+        // The message carries no sequence number: -1 on the wire.
+        self.wire.push(Wire {
+            payload: Payload::BacklogAnnouncement,
+            seq: -1,
+            backlog,
+        });
     }
 
     /// `getNextBuffer` on the reader, then write the `BufferResponse`. Returns false when a

@@ -70,6 +70,7 @@ fn grown(ch: &Channel) -> i64 {
         + i64::from(ch.producer.emitted)
         + i64::from(ch.producer.barriers)
         + i64::from(ch.producer.next_seq)
+        + i64::from(ch.producer.backlog_announced)
         + (i64::from(ch.recovery_seq) - i64::from(i32::MIN))
         + i64::from(ch.ghost_pushed)
         + ch.ghost_delivered.len() as i64

@@ -34,6 +34,13 @@ pub fn on_buffer(ch: &mut Channel, variant: Variant) -> Result<OnBuffer, Violati
         // The client handler drops a released channel's messages before `onBuffer`.
         return Ok(OnBuffer::default());
     }
+    if payload == Payload::BacklogAnnouncement {
+        // decodeMsg hands the backlog straight to onSenderBacklog; nothing is queued.
+        return Ok(OnBuffer {
+            backlog: Some(backlog),
+            ..OnBuffer::default()
+        });
+    }
     // The first buffer from upstream proves the partition request went through.
     ch.upstream_ready = true;
     let mut buffer: Option<NetBuf> = None;

@@ -196,6 +196,8 @@ pub enum Payload {
     /// `EventAnnouncement` of an aligned barrier: a priority element carrying the barrier's
     /// sequence number (its entry's `seq`).
     Announcement(CheckpointId),
+    /// A `BacklogAnnouncement` message on the wire (never in a queue): the backlog only.
+    BacklogAnnouncement,
 }
 
 impl Payload {
@@ -236,6 +238,7 @@ impl Payload {
             Payload::EndOfRecovery => (5, 0),
             Payload::AlignedBarrier(cp) => (6, cp),
             Payload::Announcement(cp) => (7, cp),
+            Payload::BacklogAnnouncement => (8, 0),
         };
         (variant as u16) << 8 | id as u16
     }
@@ -258,6 +261,7 @@ impl fmt::Display for Payload {
             Payload::EndOfRecovery => write!(f, "EOR"),
             Payload::AlignedBarrier(cp) => write!(f, "aligned{cp}"),
             Payload::Announcement(cp) => write!(f, "announce{cp}"),
+            Payload::BacklogAnnouncement => write!(f, "backlog"),
         }
     }
 }

@@ -47,7 +47,7 @@ impl Look {
             Payload::Data(_) => Look::Data,
             Payload::Event(_) => Look::Event,
             Payload::Barrier(_) | Payload::Announcement(_) => Look::Barrier,
-            Payload::AlignedBarrier(_) => Look::Event,
+            Payload::AlignedBarrier(_) | Payload::BacklogAnnouncement => Look::Event,
         }
     }
 
