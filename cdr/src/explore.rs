@@ -78,7 +78,7 @@ fn counterexamples(setup: &Setup, threads: usize) -> Vec<(&'static str, Vec<Acti
         bar.set_message(format!("shortest counterexample of \"{}\"", info.property));
         let found = shortest_counterexample(&setup.model, info.property);
         bar.finish_and_clear();
-        return found.map(|a| (info.property, a)).into_iter().collect();
+        return found.map(|a| (info.property.name(), a)).into_iter().collect();
     }
     let report = conformance::progress::check_with_progress(
         setup.model.clone(),

@@ -168,7 +168,7 @@ fn print_report(setup: &Setup, r: &CheckReport) {
 /// The counterexample that `--mermaid` and `--trace-out` write: the variant's own property if
 /// it is violated, else the first violated one.
 fn chosen_counterexample<'r>(setup: &Setup, r: &'r CheckReport) -> Option<(&'static str, &'r [Action])> {
-    let own = setup.model.variant.info().map(|i| i.property);
+    let own = setup.model.variant.info().map(|i| i.property.name());
     let violated = || r.properties.iter().filter(|p| p.status == Status::Violated);
     violated()
         .find(|p| Some(p.name) == own)
@@ -295,7 +295,11 @@ fn report_json(report: &CheckReport) -> serde_json::Value {
 /// "PASSED" would say nothing. Its own bug-zoo preset does expose it.
 fn unexposed_variant(setup: &Setup, report: &CheckReport) -> Option<String> {
     let info = setup.model.variant.info()?;
-    let status = report.properties.iter().find(|p| p.name == info.property)?.status;
+    let status = report
+        .properties
+        .iter()
+        .find(|p| p.name == info.property.name())?
+        .status;
     (status != Status::Violated).then(|| {
         format!(
             "variant {} is not exposed by {}: \"{}\" holds, so this check says nothing about the bug; \
@@ -362,9 +366,9 @@ fn check_variants(args: VariantsArgs) -> ExitCode {
         let status = report
             .properties
             .iter()
-            .find(|p| p.name == v.property)
+            .find(|p| p.name == v.property.name())
             .map_or(Status::Holds, |p| p.status);
-        record(v.name, v.bug, v.property, v.preset, status, &report);
+        record(v.name, v.bug, v.property.name(), v.preset, status, &report);
     }
     for v in TASK_VARIANTS.iter().filter(|v| wanted(v.name)) {
         let (status, report) = task_check::check_variant(v, threads);

@@ -178,6 +178,7 @@ fn with_bug_zoo_diagrams(doc: &str, diagrams: &[(&str, String)]) -> String {
 mod tests {
     use super::*;
     use recovery_model::check::shortest_counterexample;
+    use recovery_model::properties::PropertyId;
     use recovery_model::variant::VARIANTS;
     use recovery_model::{Variant, preset};
 
@@ -191,7 +192,7 @@ mod tests {
                 let m = RecoveryModel::new(preset(row.preset).unwrap(), row.variant);
                 let actions = shortest_counterexample(&m, row.property)
                     .unwrap_or_else(|| panic!("{} is found on {}", row.name, row.preset));
-                (row.name, sequence_diagram(&m, &actions, Some(row.property)))
+                (row.name, sequence_diagram(&m, &actions, Some(row.property.name())))
             })
             .collect();
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/bug-zoo.md");
@@ -215,8 +216,8 @@ mod tests {
     #[test]
     fn diagram_has_the_five_lifelines_one_message_per_step_and_the_verdict() {
         let m = RecoveryModel::new(preset("tiny").unwrap(), Variant::EnableNotifyFlagBeforeCount);
-        let actions = shortest_counterexample(&m, "credit conservation").unwrap();
-        let d = sequence_diagram(&m, &actions, Some("credit conservation"));
+        let actions = shortest_counterexample(&m, PropertyId::CreditConservation).unwrap();
+        let d = sequence_diagram(&m, &actions, Some(PropertyId::CreditConservation.name()));
         for p in ["IO thread", "task thread", "netty client", "netty server", "recycler"] {
             assert!(d.contains(&format!(" as {p}\n")), "{p} missing:\n{d}");
         }

@@ -168,7 +168,7 @@ fn explorer_deep_link_opens_on_the_counterexamples_last_state_in_chromium() {
         Duration::from_secs(90),
     );
 
-    assert!(dom.contains(info.property), "property not on the page");
+    assert!(dom.contains(info.property.name()), "property not on the page");
     assert!(
         dom.contains(&format!("violated: {}", info.property)),
         "the state picture names the violated property"

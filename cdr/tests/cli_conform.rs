@@ -2,6 +2,7 @@
 
 use conformance::trace::Trace;
 use recovery_model::check::shortest_counterexample;
+use recovery_model::properties::PropertyId;
 use recovery_model::{RecoveryModel, Variant, preset};
 use std::process::Command;
 
@@ -65,7 +66,7 @@ fn conform_with_bad_input_exits_two() {
 fn replay_of_a_fixed_model_trace_passes_and_of_a_bug_trace_diverges() {
     let fixed = RecoveryModel::new(preset("tiny").unwrap(), Variant::Fixed);
     let buggy = RecoveryModel::new(preset("tiny").unwrap(), Variant::NoEventStash);
-    let actions = shortest_counterexample(&buggy, "recovered data precedes live data").unwrap();
+    let actions = shortest_counterexample(&buggy, PropertyId::RecoveredDataPrecedesLiveData).unwrap();
 
     let good = temp("good.json");
     Trace::record(&fixed, Some("tiny"), &actions[..3])

@@ -209,12 +209,13 @@ fn the_divergence_example_of_conformance_md_is_what_the_broken_driver_reports() 
     use conformance::impl_driver::ImplDriver;
     use conformance::replay::{Compare, lockstep};
     use recovery_model::check::shortest_counterexample;
+    use recovery_model::properties::PropertyId;
 
     let doc = conformance_md();
     let shown = fenced_block_after(&doc, "## Reading a divergence");
     assert!(shown.len() > 10, "{shown:?}");
     let buggy = RecoveryModel::new(preset("tiny").unwrap(), Variant::StashReplayedAtHead);
-    let actions = shortest_counterexample(&buggy, "priority events first").expect("caught");
+    let actions = shortest_counterexample(&buggy, PropertyId::PriorityEventsFirst).expect("caught");
     let fixed = RecoveryModel::new(preset("tiny").unwrap(), Variant::Fixed);
     let mut reference = ModelDriver::new(fixed.clone());
     let mut broken = common::StashAtHead::new(ImplDriver::new(&fixed.cfg));
@@ -310,7 +311,7 @@ fn impl_md_names_every_module_and_its_loom_tests_exist() {
 #[test]
 fn performance_md_counts_the_property_predicates_the_model_has() {
     let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/performance.md")).unwrap();
-    let n = recovery_model::properties::PROPERTIES.len();
+    let n = recovery_model::properties::PropertyId::ALL.len();
     assert!(
         doc.contains(&format!("the {n} property predicates")),
         "docs/performance.md should say the {n} property predicates"
@@ -370,7 +371,7 @@ fn findings_md_gives_the_length_of_each_finding_s_shortest_counterexample() {
         let cfg = preset(name).unwrap_or_else(|| panic!("findings.md names preset {name}"));
         let property = cfg.violated_by_config()[0];
         assert!(
-            row[2].starts_with(property),
+            row[2].starts_with(property.name()),
             "findings.md's row for {name} names {}",
             row[2]
         );

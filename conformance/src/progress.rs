@@ -92,7 +92,7 @@ pub fn resident_bytes() -> Option<u64> {
 pub fn check_with_progress(
     model: RecoveryModel,
     label: &str,
-    unreachable: &[&str],
+    unreachable: &[recovery_model::properties::PropertyId],
     threads: usize,
     acyclic: bool,
     show: bool,
@@ -104,7 +104,7 @@ pub fn check_with_progress(
 pub fn check_with_limits(
     model: RecoveryModel,
     label: &str,
-    unreachable: &[&str],
+    unreachable: &[recovery_model::properties::PropertyId],
     threads: usize,
     acyclic: bool,
     show: bool,
@@ -175,8 +175,21 @@ mod tests {
     fn progress_check_gives_the_same_report_as_the_model_crates_check() {
         // A variant: violated, held, found and missing verdicts all occur.
         let model = RecoveryModel::new(preset("tiny").unwrap(), Variant::EnableNotifyFlagBeforeCount);
-        let plain = check(model.clone(), "tiny", &["recycle races enableNotify"], 1, true);
-        let watched = check_with_progress(model, "tiny", &["recycle races enableNotify"], 1, true, false);
+        let plain = check(
+            model.clone(),
+            "tiny",
+            &[recovery_model::properties::PropertyId::RecycleRacesEnableNotify],
+            1,
+            true,
+        );
+        let watched = check_with_progress(
+            model,
+            "tiny",
+            &[recovery_model::properties::PropertyId::RecycleRacesEnableNotify],
+            1,
+            true,
+            false,
+        );
         assert_eq!(without_time(&plain), without_time(&watched));
         let actions = |r: &CheckReport| r.properties.iter().map(|p| p.actions.clone()).collect::<Vec<_>>();
         assert_eq!(actions(&plain), actions(&watched));

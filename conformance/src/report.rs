@@ -117,11 +117,12 @@ pub fn print_verdicts(r: &CheckReport, name_width: usize) {
 mod tests {
     use super::*;
     use recovery_model::check::shortest_counterexample;
+    use recovery_model::properties::PropertyId;
 
     #[test]
     fn step_table_has_one_numbered_row_per_step_and_says_what_changed() {
         let setup = crate::setup::load(None, None, "enable-notify-flag-before-count").unwrap();
-        let actions = shortest_counterexample(&setup.model, "credit conservation").unwrap();
+        let actions = shortest_counterexample(&setup.model, PropertyId::CreditConservation).unwrap();
         let table = step_table(&setup.model, &actions);
         let numbered = table
             .lines()
@@ -133,7 +134,7 @@ mod tests {
             table.contains("pending: recycler notifyBufferAvailable(1) on remote#1"),
             "{table}"
         );
-        let text = counterexample(&setup, "credit conservation", &actions);
+        let text = counterexample(&setup, PropertyId::CreditConservation.name(), &actions);
         assert!(text.contains("cdr explore --preset tiny --variant enable-notify-flag-before-count"));
         assert!(text.contains("http://127.0.0.1:3000/#/steps/0/"), "{text}");
     }

@@ -2,8 +2,10 @@
 //! the command-line choice into a model and into the command line that reproduces it.
 
 use recovery_model::config::{find_preset, preset_names};
+use recovery_model::properties::PropertyId;
 use recovery_model::variant::VARIANTS;
 use recovery_model::{ModelConfig, RecoveryModel, Variant};
+use stateright::Expectation;
 use std::path::{Path, PathBuf};
 
 /// A configuration chosen on the command line, ready to check or explore.
@@ -18,7 +20,7 @@ pub struct Setup {
     /// The model of that configuration and variant.
     pub model: RecoveryModel,
     /// `sometimes` properties this configuration cannot reach by design.
-    pub unreachable: Vec<&'static str>,
+    pub unreachable: Vec<PropertyId>,
 }
 
 /// A config file: a bare `ModelConfig`, or `{"config": ModelConfig, "unreachable": [...]}`
@@ -45,25 +47,19 @@ struct DeclaredConfig {
     summary: Option<String>,
 }
 
-/// The `sometimes` property named `name`, as the static name the checker uses.
-fn sometimes_property(name: &str) -> Result<&'static str, String> {
-    use recovery_model::properties::PROPERTIES;
-    use stateright::Expectation;
-    PROPERTIES
-        .iter()
-        .find(|(e, n, _)| *n == name && *e == Expectation::Sometimes)
-        .map(|(_, n, _)| *n)
+/// The `sometimes` property named `name`, listing the valid names when it is not one.
+fn sometimes_property(name: &str) -> Result<PropertyId, String> {
+    PropertyId::from_name(name)
+        .filter(|p| p.expectation() == Expectation::Sometimes)
         .ok_or_else(|| {
-            let known: Vec<&str> = PROPERTIES
-                .iter()
-                .filter(|(e, ..)| *e == Expectation::Sometimes)
-                .map(|(_, n, _)| *n)
+            let known: Vec<&str> = PropertyId::with_expectation(Expectation::Sometimes)
+                .map(PropertyId::name)
                 .collect();
             format!("`{name}` is not a sometimes property; they are: {}", known.join(", "))
         })
 }
 
-fn read_config(path: &Path) -> Result<(ModelConfig, Vec<&'static str>), String> {
+fn read_config(path: &Path) -> Result<(ModelConfig, Vec<PropertyId>), String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     // Parsed as a bare config first, so that its field errors are the ones reported.
     if let Ok(cfg) = serde_json::from_str::<ModelConfig>(&text) {

@@ -12,6 +12,7 @@ use conformance::observation::{Item, Observation, diff};
 use conformance::replay::{Compare, lockstep};
 use indicatif::ProgressBar;
 use recovery_model::check::shortest_counterexample;
+use recovery_model::properties::PropertyId;
 use recovery_model::variant::VARIANTS;
 use recovery_model::{Action, ChannelKind, RecoveryModel, Variant, preset};
 use std::fmt::Write;
@@ -352,7 +353,7 @@ fn finish_delivery_during_conversion_diverges_because_the_fixed_conversion_does_
 fn broken_driver_replaying_the_stash_at_the_head_is_reported_with_step_and_diff() {
     // The bug zoo's counterexample for the same bug, replayed against the fixed model.
     let buggy = model("tiny", Variant::StashReplayedAtHead);
-    let actions = shortest_counterexample(&buggy, "priority events first").expect("the variant is caught");
+    let actions = shortest_counterexample(&buggy, PropertyId::PriorityEventsFirst).expect("the variant is caught");
     let fixed = model("tiny", Variant::Fixed);
     let mut reference = ModelDriver::new(fixed.clone());
     let mut broken = StashAtHead::new(ImplDriver::new(&fixed.cfg));

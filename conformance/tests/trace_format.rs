@@ -165,10 +165,11 @@ fn a_path_that_leaves_the_model_is_reported_not_panicked() {
 #[test]
 fn the_trace_files_of_the_findings_are_current() {
     use recovery_model::check::shortest_counterexample;
-    use recovery_model::config::{ANNOUNCED_BARRIER_FOUND, POOL_STARVATION, PRIORITY_HONOURED};
+    use recovery_model::config::POOL_STARVATION;
+    use recovery_model::properties::PropertyId;
     for (name, property) in [
-        ("priority-race", PRIORITY_HONOURED),
-        ("aligned-timeout", ANNOUNCED_BARRIER_FOUND),
+        ("priority-race", PropertyId::PriorityHonoured),
+        ("aligned-timeout", PropertyId::AnnouncedBarrierFound),
         ("pool-starvation", POOL_STARVATION[0]),
     ] {
         let path = format!("{}/../docs/findings/{name}.trace.json", env!("CARGO_MANIFEST_DIR"));

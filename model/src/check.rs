@@ -4,7 +4,7 @@
 use crate::action::Action;
 use crate::model::RecoveryModel;
 use crate::progress::RankCheck;
-use crate::properties::PROPERTIES;
+use crate::properties::PropertyId;
 use crate::state::State;
 use serde::Serialize;
 use stateright::{Checker, Expectation, Model};
@@ -113,7 +113,13 @@ pub fn expectation_name(e: &Expectation) -> &'static str {
 
 /// Runs stateright's BFS on `model` with `threads`, then finds the shortest counterexample of
 /// each violated property with a single-threaded BFS of its own.
-pub fn check(model: RecoveryModel, preset: &str, unreachable: &[&str], threads: usize, acyclic: bool) -> CheckReport {
+pub fn check(
+    model: RecoveryModel,
+    preset: &str,
+    unreachable: &[PropertyId],
+    threads: usize,
+    acyclic: bool,
+) -> CheckReport {
     check_with_progress(model, preset, unreachable, threads, acyclic, &mut |_| {})
 }
 
@@ -132,7 +138,7 @@ pub struct Progress {
 pub fn check_with_progress(
     model: RecoveryModel,
     preset: &str,
-    unreachable: &[&str],
+    unreachable: &[PropertyId],
     threads: usize,
     acyclic: bool,
     on_progress: &mut dyn FnMut(Progress),
@@ -153,35 +159,36 @@ pub fn check_with_progress(
     }
     let checker = checker.join();
     let mut properties = Vec::new();
-    for (e, name, _) in PROPERTIES {
-        let found = checker.discovery(name);
-        let status = match (e, &found) {
+    for &p in PropertyId::ALL {
+        let e = p.expectation();
+        let found = checker.discovery(p.name());
+        let status = match (&e, &found) {
             (Expectation::Sometimes, Some(_)) => Status::ExampleFound,
             (Expectation::Sometimes, None) => Status::ExampleMissing,
             (_, Some(_)) => Status::Violated,
             (_, None) => Status::Holds,
         };
         let actions = match status {
-            Status::Violated => shortest_counterexample(&model, name).or_else(|| found.map(|p| p.into_actions())),
-            _ => found.map(|p| p.into_actions()),
+            Status::Violated => shortest_counterexample(&model, p).or_else(|| found.map(|path| path.into_actions())),
+            _ => found.map(|path| path.into_actions()),
         };
         let trace = actions
             .as_ref()
             .map(|a| a.iter().map(|a| model.format_action(a)).collect());
-        let unreachable_by_design = unreachable.contains(name) || model.cfg.unreachable_by_config().contains(name);
+        let unreachable_by_design = unreachable.contains(&p) || model.cfg.unreachable_by_config().contains(&p);
         properties.push(PropertyResult {
-            name,
-            expectation: expectation_name(e),
+            name: p.name(),
+            expectation: expectation_name(&e),
             status,
             trace,
             unreachable_by_design,
-            violated_by_design: model.cfg.violated_by_config().contains(name),
+            violated_by_design: model.cfg.violated_by_config().contains(&p),
             actions,
         });
     }
     // The search saw every edge unless it stopped early, which stateright does only once every
     // property has a discovery. If every edge increased the rank, no path returns to a state.
-    let exhaustive = PROPERTIES.iter().any(|(_, name, _)| checker.discovery(name).is_none());
+    let exhaustive = PropertyId::ALL.iter().any(|p| checker.discovery(p.name()).is_none());
     let (acyclic, acyclic_by) = match acyclic {
         true => {
             let (yes, by) = acyclicity(&model, exhaustive && checker.state_count() > 0, &ranks);
@@ -214,36 +221,33 @@ pub fn acyclicity(model: &RecoveryModel, exhaustive: bool, ranks: &RankCheck) ->
     }
 }
 
-/// Single-threaded breadth-first search for the first state that refutes property `name`: for
+/// Single-threaded breadth-first search for the first state that refutes property `p`: for
 /// `always`, a state where it is false; for `eventually`, a terminal state where it is false
 /// (the predicates are stable and the graph acyclic, so that is exactly a path that never
 /// satisfies it). Its path is a shortest counterexample. `sometimes` properties have none.
-pub fn shortest_counterexample(model: &RecoveryModel, name: &str) -> Option<Vec<Action>> {
-    let (e, _, pred) = PROPERTIES
-        .iter()
-        .find(|(e, n, _)| *n == name && *e != Expectation::Sometimes)?;
+pub fn shortest_counterexample(model: &RecoveryModel, p: PropertyId) -> Option<Vec<Action>> {
+    let (e, pred) = (p.expectation(), p.predicate());
+    if e == Expectation::Sometimes {
+        return None;
+    }
     shortest_path(model, |s| {
-        !pred(model, s) && (*e == Expectation::Always || model.is_terminal(s))
+        !pred(model, s) && (e == Expectation::Always || model.is_terminal(s))
     })
 }
 
-/// A shortest path to a state where the `sometimes` property `name` holds.
-pub fn shortest_example(model: &RecoveryModel, name: &str) -> Option<Vec<Action>> {
-    let (_, _, pred) = PROPERTIES
-        .iter()
-        .find(|(e, n, _)| *n == name && *e == Expectation::Sometimes)?;
+/// A shortest path to a state where the `sometimes` property `p` holds.
+pub fn shortest_example(model: &RecoveryModel, p: PropertyId) -> Option<Vec<Action>> {
+    if p.expectation() != Expectation::Sometimes {
+        return None;
+    }
+    let pred = p.predicate();
     shortest_path(model, |s| pred(model, s))
 }
 
 /// [`shortest_example`] of several `sometimes` properties, in one search.
-pub fn shortest_examples(model: &RecoveryModel, names: &[&str]) -> Vec<Option<Vec<Action>>> {
-    let preds: Vec<_> = (names.iter())
-        .map(|name| {
-            PROPERTIES
-                .iter()
-                .find(|(e, n, _)| n == name && *e == Expectation::Sometimes)
-                .map(|(_, _, pred)| *pred)
-        })
+pub fn shortest_examples(model: &RecoveryModel, properties: &[PropertyId]) -> Vec<Option<Vec<Action>>> {
+    let preds: Vec<_> = (properties.iter())
+        .map(|p| (p.expectation() == Expectation::Sometimes).then(|| p.predicate()))
         .collect();
     let targets: Vec<_> = (preds.iter())
         .map(|p| move |s: &State| p.is_some_and(|pred| pred(model, s)))

@@ -1,6 +1,7 @@
 //! Configurations of the model: which channels exist, what they recover and receive, and
 //! which switches are on. Presets are named configurations used by the CLI, tests and CI.
 
+use crate::properties::PropertyId;
 use serde::{Deserialize, Serialize};
 
 /// Which physical input channel class a channel stands for.
@@ -266,42 +267,23 @@ impl ModelConfig {
     }
 }
 
-/// The `sometimes` property that needs `faults`.
-pub const TASK_FAILS: &str = "task fails on an upstream failure";
-
-/// The `always` property the alignment timer breaks when the announced barrier is still in
-/// the recovery event stash (docs/findings.md).
-pub const ANNOUNCED_BARRIER_FOUND: &str = "convertToPriorityEvent finds the announced barrier";
-
-/// Its `sometimes` twin: an announced barrier is moved to the priority head.
-pub const ANNOUNCED_BARRIER_CONVERTED: &str = "announced barrier converted to priority";
-
-/// The `always` property a split priority notification breaks (docs/findings.md).
-pub const PRIORITY_HONOURED: &str = "priority channels have priority events";
-
-/// The `sometimes` property that needs the drainer and recovery barriers.
-pub const SPILLS: &str = "checkpoint spills data not yet drained";
-
-/// The `sometimes` property that needs `shared_pool`.
-pub const LENT_ACROSS: &str = "floating buffer passes to another channel";
-
 impl ModelConfig {
     /// `sometimes` properties this configuration cannot reach whatever its preset says: without
     /// faults no task fails; only the drainer leaves recovered data undrained while a recovery
     /// barrier is inserted (the other deliveries push everything before any checkpoint); only
     /// aligned checkpoints have announcements to convert; only a shared pool hands one
     /// channel's buffer to another.
-    pub fn unreachable_by_config(&self) -> Vec<&'static str> {
+    pub fn unreachable_by_config(&self) -> Vec<PropertyId> {
         let spills = self.delivery == Delivery::Drainer && self.insert_recovery_barriers;
         [
-            (self.faults, TASK_FAILS),
-            (spills, SPILLS),
-            (self.aligned_checkpoint_timeout, ANNOUNCED_BARRIER_CONVERTED),
-            (self.shared_pool, LENT_ACROSS),
+            (self.faults, PropertyId::TaskFails),
+            (spills, PropertyId::CheckpointSpillsUndrainedData),
+            (self.aligned_checkpoint_timeout, PropertyId::AnnouncedBarrierConverted),
+            (self.shared_pool, PropertyId::LentAcross),
         ]
         .into_iter()
         .filter(|(reachable, _)| !reachable)
-        .map(|(_, name)| name)
+        .map(|(_, p)| p)
         .collect()
     }
 }
@@ -309,15 +291,16 @@ impl ModelConfig {
 /// The safety properties Flink 2.3.0's migration path violates (FLINK-40016 is not fixed
 /// there): a migrated buffer still queued in a `LocalInputChannel` when a checkpoint starts is
 /// written by `checkpointStarted` and again by `maybePersist` when it is polled.
-pub const MIGRATION_PERSISTS_TWICE: &[&str] = &["persisted at most once", "persisted content is exact"];
+pub const MIGRATION_PERSISTS_TWICE: &[PropertyId] =
+    &[PropertyId::PersistedAtMostOnce, PropertyId::PersistedContentIsExact];
 
 /// The liveness properties a channel in recovery breaks when it takes the shared pool's last
 /// floating buffer on a backlog, unannounced, while the drainer waits for one for an earlier
 /// channel without exclusive buffers (docs/findings.md).
-pub const POOL_STARVATION: &[&str] = &[
-    "recovery completes unless released",
-    "all live data is delivered",
-    "every buffer returns home",
+pub const POOL_STARVATION: &[PropertyId] = &[
+    PropertyId::RecoveryCompletes,
+    PropertyId::AllLiveDataDelivered,
+    PropertyId::EveryBufferReturnsHome,
 ];
 
 impl ModelConfig {
@@ -342,15 +325,15 @@ impl ModelConfig {
     /// Properties this configuration's delivery violates by design: a finding about the
     /// Flink version it models, not a bug of the model (docs/model.md, choice 21). `check`
     /// reports them violated without failing.
-    pub fn violated_by_config(&self) -> &'static [&'static str] {
+    pub fn violated_by_config(&self) -> &'static [PropertyId] {
         if self.delivery == Delivery::Migration {
             MIGRATION_PERSISTS_TWICE
         } else if self.channels.iter().any(|c| c.priority_notify_step) {
             // A lost update of hasPendingPriorityEvent (docs/findings.md).
-            &[PRIORITY_HONOURED]
+            &[PropertyId::PriorityHonoured]
         } else if self.aligned_checkpoint_timeout {
             // The alignment timer's lookup misses a barrier in the stash (docs/findings.md).
-            &[ANNOUNCED_BARRIER_FOUND]
+            &[PropertyId::AnnouncedBarrierFound]
         } else if self.starves_the_drainer() {
             POOL_STARVATION
         } else {
@@ -369,7 +352,7 @@ pub struct Preset {
     pub config: fn() -> ModelConfig,
     /// `sometimes` properties this configuration cannot reach by design (each says why in
     /// docs/model.md); their missing examples do not fail the check.
-    pub unreachable: &'static [&'static str],
+    pub unreachable: &'static [PropertyId],
 }
 
 /// A local channel with `recovered` buffers of recovered state and `upstream` to come.
@@ -404,81 +387,81 @@ use Upstream::{Data as D, Event as E};
 /// enableNotify, declined for a missing barrier or queued behind a sentinel, and no checkpoint
 /// runs during recovery (channels created without recovery, or the flag-off path, whose physical
 /// channels are created without recovery).
-const NO_RECOVERY_STATE: &[&str] = &[
-    "checkpoint persists recovered data",
-    "event stashed and replayed",
-    "recycle races enableNotify",
-    "checkpoint declined for missing barrier",
-    "checkpoint completes during recovery",
-    "recovery barrier queued behind the sentinel",
-    "stale recovery barrier polled",
+const NO_RECOVERY_STATE: &[PropertyId] = &[
+    PropertyId::CheckpointPersistsRecoveredData,
+    PropertyId::EventStashedAndReplayed,
+    PropertyId::RecycleRacesEnableNotify,
+    PropertyId::CheckpointDeclinedForMissingBarrier,
+    PropertyId::CheckpointCompletesDuringRecovery,
+    PropertyId::RecoveryBarrierBehindSentinel,
+    PropertyId::StaleRecoveryBarrierPolled,
 ];
 
 /// Without release no channel is drained under a checkpoint: none is declined for a missing
 /// barrier, and no stale recovery barrier is left behind a decline.
-const NO_DECLINE: &[&str] = &[
-    "checkpoint declined for missing barrier",
-    "stale recovery barrier polled",
+const NO_DECLINE: &[PropertyId] = &[
+    PropertyId::CheckpointDeclinedForMissingBarrier,
+    PropertyId::StaleRecoveryBarrierPolled,
 ];
 
 /// [`NO_DECLINE`], and with one exclusive buffer and no floating one, `enableNotify` and a
 /// recycle never both have a buffer to announce.
-const TINY_UNREACHABLE: &[&str] = &[
-    "recycle races enableNotify",
-    "checkpoint declined for missing barrier",
-    "stale recovery barrier polled",
+const TINY_UNREACHABLE: &[PropertyId] = &[
+    PropertyId::RecycleRacesEnableNotify,
+    PropertyId::CheckpointDeclinedForMissingBarrier,
+    PropertyId::StaleRecoveryBarrierPolled,
 ];
 
 /// An aligned checkpoint never runs during recovery: its barrier waits in the stash until
 /// recovery ends, and a timeout before that fails the task (docs/findings.md). So nothing
 /// recovered is persisted or spilled and no recovery barrier is inserted; no data upstream, one
 /// exclusive buffer, no release, as in tiny.
-const ALIGNED_TIMEOUT_UNREACHABLE: &[&str] = &[
-    "checkpoint persists recovered data",
-    SPILLS,
-    "checkpoint persists in-window live data",
-    "recycle races enableNotify",
-    "checkpoint declined for missing barrier",
-    "checkpoint completes during recovery",
-    "recovery barrier queued behind the sentinel",
-    "stale recovery barrier polled",
+const ALIGNED_TIMEOUT_UNREACHABLE: &[PropertyId] = &[
+    PropertyId::CheckpointPersistsRecoveredData,
+    PropertyId::CheckpointSpillsUndrainedData,
+    PropertyId::CheckpointPersistsLiveData,
+    PropertyId::RecycleRacesEnableNotify,
+    PropertyId::CheckpointDeclinedForMissingBarrier,
+    PropertyId::CheckpointCompletesDuringRecovery,
+    PropertyId::RecoveryBarrierBehindSentinel,
+    PropertyId::StaleRecoveryBarrierPolled,
 ];
 
 /// With one channel's recovery only and no checkpoint: nothing persisted, spilled, declined
 /// or inserted; the shared pool is what this preset is for.
-const SHARED_POOL_UNREACHABLE: &[&str] = &[
-    "checkpoint persists recovered data",
-    SPILLS,
-    "checkpoint persists in-window live data",
-    "checkpoint declined for missing barrier",
-    "checkpoint completes during recovery",
-    "recovery barrier queued behind the sentinel",
-    "stale recovery barrier polled",
+const SHARED_POOL_UNREACHABLE: &[PropertyId] = &[
+    PropertyId::CheckpointPersistsRecoveredData,
+    PropertyId::CheckpointSpillsUndrainedData,
+    PropertyId::CheckpointPersistsLiveData,
+    PropertyId::CheckpointDeclinedForMissingBarrier,
+    PropertyId::CheckpointCompletesDuringRecovery,
+    PropertyId::RecoveryBarrierBehindSentinel,
+    PropertyId::StaleRecoveryBarrierPolled,
 ];
 
 /// [`SHARED_POOL_UNREACHABLE`], and with no exclusive buffer and the pool's one buffer held
 /// until the deadlock, nothing is recycled while `enableNotify` runs.
-const POOL_STARVATION_UNREACHABLE: &[&str] = &[
-    "checkpoint persists recovered data",
-    SPILLS,
-    "checkpoint persists in-window live data",
-    "recycle races enableNotify",
-    "checkpoint declined for missing barrier",
-    "checkpoint completes during recovery",
-    "recovery barrier queued behind the sentinel",
-    "stale recovery barrier polled",
+const POOL_STARVATION_UNREACHABLE: &[PropertyId] = &[
+    PropertyId::CheckpointPersistsRecoveredData,
+    PropertyId::CheckpointSpillsUndrainedData,
+    PropertyId::CheckpointPersistsLiveData,
+    PropertyId::RecycleRacesEnableNotify,
+    PropertyId::CheckpointDeclinedForMissingBarrier,
+    PropertyId::CheckpointCompletesDuringRecovery,
+    PropertyId::RecoveryBarrierBehindSentinel,
+    PropertyId::StaleRecoveryBarrierPolled,
 ];
 
 /// [`NO_RECOVERY_STATE`], and without a checkpoint no live data is persisted either.
-const SHARED_POOL_LIVE_UNREACHABLE: &[&str] = &[
-    "checkpoint persists recovered data",
-    "checkpoint persists in-window live data",
-    "event stashed and replayed",
-    "recycle races enableNotify",
-    "checkpoint declined for missing barrier",
-    "checkpoint completes during recovery",
-    "recovery barrier queued behind the sentinel",
-    "stale recovery barrier polled",
+const SHARED_POOL_LIVE_UNREACHABLE: &[PropertyId] = &[
+    PropertyId::CheckpointPersistsRecoveredData,
+    PropertyId::CheckpointPersistsLiveData,
+    PropertyId::EventStashedAndReplayed,
+    PropertyId::RecycleRacesEnableNotify,
+    PropertyId::CheckpointDeclinedForMissingBarrier,
+    PropertyId::CheckpointCompletesDuringRecovery,
+    PropertyId::RecoveryBarrierBehindSentinel,
+    PropertyId::StaleRecoveryBarrierPolled,
 ];
 
 /// All presets, smallest first.
@@ -522,10 +505,10 @@ pub const PRESETS: &[Preset] = &[
         // channel to decline before, and no live data persisted on the consumer side (the
         // barrier overtakes it in the subpartition; the producer's snapshot holds it).
         unreachable: &[
-            "checkpoint persists in-window live data",
-            "event stashed and replayed",
-            "recycle races enableNotify",
-            "stale recovery barrier polled",
+            PropertyId::CheckpointPersistsLiveData,
+            PropertyId::EventStashedAndReplayed,
+            PropertyId::RecycleRacesEnableNotify,
+            PropertyId::StaleRecoveryBarrierPolled,
         ],
     },
     Preset {
@@ -616,11 +599,11 @@ pub const PRESETS: &[Preset] = &[
         },
         // Without recovery barriers nothing recovered is persisted, and no queue has one.
         unreachable: &[
-            "recycle races enableNotify",
-            "checkpoint persists recovered data",
-            "checkpoint completes during recovery",
-            "recovery barrier queued behind the sentinel",
-            "stale recovery barrier polled",
+            PropertyId::RecycleRacesEnableNotify,
+            PropertyId::CheckpointPersistsRecoveredData,
+            PropertyId::CheckpointCompletesDuringRecovery,
+            PropertyId::RecoveryBarrierBehindSentinel,
+            PropertyId::StaleRecoveryBarrierPolled,
         ],
     },
     Preset {
@@ -690,12 +673,12 @@ pub const PRESETS: &[Preset] = &[
         // No channel is ever in recovery, but a checkpoint can start while migrated recovered
         // data is still queued (and persists it).
         unreachable: &[
-            "event stashed and replayed",
-            "recycle races enableNotify",
-            "checkpoint declined for missing barrier",
-            "checkpoint completes during recovery",
-            "recovery barrier queued behind the sentinel",
-            "stale recovery barrier polled",
+            PropertyId::EventStashedAndReplayed,
+            PropertyId::RecycleRacesEnableNotify,
+            PropertyId::CheckpointDeclinedForMissingBarrier,
+            PropertyId::CheckpointCompletesDuringRecovery,
+            PropertyId::RecoveryBarrierBehindSentinel,
+            PropertyId::StaleRecoveryBarrierPolled,
         ],
     },
     Preset {
@@ -753,10 +736,10 @@ pub const PRESETS: &[Preset] = &[
         // One local channel: no stash, no credit, no second channel to decline before, and no
         // live data persisted on the consumer side.
         unreachable: &[
-            "checkpoint persists in-window live data",
-            "event stashed and replayed",
-            "recycle races enableNotify",
-            "stale recovery barrier polled",
+            PropertyId::CheckpointPersistsLiveData,
+            PropertyId::EventStashedAndReplayed,
+            PropertyId::RecycleRacesEnableNotify,
+            PropertyId::StaleRecoveryBarrierPolled,
         ],
     },
     Preset {
@@ -775,7 +758,10 @@ pub const PRESETS: &[Preset] = &[
         },
         // One channel: no second channel to decline before; one exclusive buffer and no floating
         // one, as in tiny.
-        unreachable: &["recycle races enableNotify", "stale recovery barrier polled"],
+        unreachable: &[
+            PropertyId::RecycleRacesEnableNotify,
+            PropertyId::StaleRecoveryBarrierPolled,
+        ],
     },
     Preset {
         name: "stash-order",
@@ -877,11 +863,11 @@ pub const PRESETS: &[Preset] = &[
         // One local channel: no stash, no credit, no second channel to decline before, and no
         // live data persisted on the consumer side (the barrier overtakes it).
         unreachable: &[
-            "checkpoint persists in-window live data",
-            "event stashed and replayed",
-            "recycle races enableNotify",
-            "checkpoint declined for missing barrier",
-            "stale recovery barrier polled",
+            PropertyId::CheckpointPersistsLiveData,
+            PropertyId::EventStashedAndReplayed,
+            PropertyId::RecycleRacesEnableNotify,
+            PropertyId::CheckpointDeclinedForMissingBarrier,
+            PropertyId::StaleRecoveryBarrierPolled,
         ],
     },
     Preset {
@@ -981,8 +967,8 @@ mod tests {
         };
         cfg.validate().unwrap();
         let model = crate::RecoveryModel::new(cfg.clone(), crate::Variant::Fixed);
-        assert!(crate::check::shortest_counterexample(&model, "all live data is delivered").is_none());
-        let path = crate::check::shortest_example(&model, "everything delivered").unwrap();
+        assert!(crate::check::shortest_counterexample(&model, PropertyId::AllLiveDataDelivered).is_none());
+        let path = crate::check::shortest_example(&model, PropertyId::EverythingDelivered).unwrap();
         assert!(path.contains(&Action::AnnounceBacklog { channel: 0 }), "{path:?}");
         // Without the announcement the channel would wait for credit forever.
         let mut s = model.init_states().remove(0);

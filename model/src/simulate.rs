@@ -11,7 +11,7 @@
 
 use crate::action::Action;
 use crate::model::RecoveryModel;
-use crate::properties::PROPERTIES;
+use crate::properties::PropertyId;
 use crate::state::State;
 use serde::Serialize;
 use stateright::{Expectation, Model};
@@ -131,10 +131,10 @@ fn walk_rng(seed: u64, walk: usize) -> SplitMix64 {
     SplitMix64::new(mix.next_u64())
 }
 
-/// Whether `s` refutes property `p` (index into [`PROPERTIES`]) as the checker defines it: an
+/// Whether `s` refutes property `p` (index into [`PropertyId::ALL`]) as the checker defines it: an
 /// `always` predicate false anywhere, an `eventually` predicate false in a terminal state.
 fn refutes(model: &RecoveryModel, p: usize, s: &State) -> bool {
-    let (e, _, pred) = &PROPERTIES[p];
+    let (e, pred) = (PropertyId::ALL[p].expectation(), PropertyId::ALL[p].predicate());
     match e {
         Expectation::Always => !pred(model, s),
         Expectation::Eventually => model.is_terminal(s) && !pred(model, s),
@@ -159,12 +159,12 @@ fn run_walk(model: &RecoveryModel, rng: &mut SplitMix64, max_steps: usize) -> Wa
         hits: Vec::new(),
         actions: Vec::new(),
     };
-    let mut seen = vec![false; PROPERTIES.len()];
+    let mut seen = vec![false; PropertyId::ALL.len()];
     let mut enabled = Vec::new();
     loop {
-        for (p, (e, _, pred)) in PROPERTIES.iter().enumerate() {
-            let hit = match e {
-                Expectation::Sometimes => pred(model, &s),
+        for (p, id) in PropertyId::ALL.iter().enumerate() {
+            let hit = match id.expectation() {
+                Expectation::Sometimes => id.predicate()(model, &s),
                 _ => refutes(model, p, &s),
             };
             if hit && !std::mem::replace(&mut seen[p], true) {
@@ -298,7 +298,7 @@ pub fn simulate(model: &RecoveryModel, opts: SimulationOptions) -> SimulationRep
     });
     let mut steps = 0;
     let mut states = HashSet::new();
-    let mut first: Vec<Option<(usize, usize, Vec<Action>)>> = vec![None; PROPERTIES.len()];
+    let mut first: Vec<Option<(usize, usize, Vec<Action>)>> = vec![None; PropertyId::ALL.len()];
     for (s, st, hits) in parts {
         steps += s;
         states.extend(st);
@@ -309,10 +309,11 @@ pub fn simulate(model: &RecoveryModel, opts: SimulationOptions) -> SimulationRep
             }
         }
     }
-    let properties = PROPERTIES
+    let properties = PropertyId::ALL
         .iter()
         .enumerate()
-        .map(|(p, (e, name, _))| {
+        .map(|(p, id)| {
+            let e = &id.expectation();
             let hit = first[p].take();
             let (status, actions) = match (e, &hit) {
                 (Expectation::Sometimes, Some((_, _, a))) => (SimStatus::ExampleFound, Some(a.clone())),
@@ -321,7 +322,7 @@ pub fn simulate(model: &RecoveryModel, opts: SimulationOptions) -> SimulationRep
                 (_, None) => (SimStatus::NotRefuted, None),
             };
             SimProperty {
-                name,
+                name: id.name(),
                 expectation: crate::check::expectation_name(e),
                 status,
                 walk: hit.as_ref().map(|h| h.0),

@@ -14,7 +14,7 @@ use crate::config::ChannelKind;
 use crate::format;
 use crate::local_buffer_pool::LocalBufferPool;
 use crate::model::RecoveryModel;
-use crate::properties::{PROPERTIES, expected_persisted};
+use crate::properties::{PropertyId, expected_persisted};
 use crate::state::{Channel, Entry, NetBuf, Payload, State};
 use stateright::Expectation;
 use std::fmt::Write;
@@ -155,16 +155,16 @@ fn payload_chips(v: impl IntoIterator<Item = Payload>) -> Vec<(String, Look, boo
 
 /// The properties `s` violates: `always` ones that are false, and `eventually` ones that are
 /// false in a state with no way forward.
-pub fn violated(m: &RecoveryModel, s: &State) -> Vec<&'static str> {
+pub fn violated(m: &RecoveryModel, s: &State) -> Vec<PropertyId> {
     let mut terminal = None;
-    PROPERTIES
+    PropertyId::ALL
         .iter()
-        .filter(|(e, _, pred)| match e {
-            Expectation::Always => !pred(m, s),
-            Expectation::Eventually => !pred(m, s) && *terminal.get_or_insert_with(|| m.is_terminal(s)),
+        .copied()
+        .filter(|p| match p.expectation() {
+            Expectation::Always => !p.predicate()(m, s),
+            Expectation::Eventually => !p.predicate()(m, s) && *terminal.get_or_insert_with(|| m.is_terminal(s)),
             Expectation::Sometimes => false,
         })
-        .map(|(_, name, _)| *name)
         .collect()
 }
 
@@ -556,7 +556,7 @@ fn persisted_rows(cv: &mut Canvas, m: &RecoveryModel, s: &State, c: u8) {
         ch.persister.status, ch.persister.last_seen_barrier
     );
     cv.text(CHIPS_X, y, "cdr-dim", &status);
-    let inexact = violated(m, s).contains(&"persisted content is exact");
+    let inexact = violated(m, s).contains(&PropertyId::PersistedContentIsExact);
     for cp in 1..=m.cfg.checkpoints {
         cv.y += ROW;
         let y = cv.y;

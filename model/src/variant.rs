@@ -1,5 +1,6 @@
 //! Bug variants: each switches one fix of the recovery series off, in one step function.
 
+use crate::properties::PropertyId;
 use serde::{Deserialize, Serialize};
 
 /// Which fix is switched off. `Fixed` is the protocol as merged.
@@ -65,7 +66,7 @@ pub struct VariantInfo {
     /// The bug, in a few words.
     pub bug: &'static str,
     /// The property whose counterexample shows it.
-    pub property: &'static str,
+    pub property: PropertyId,
     /// The smallest preset that exposes it.
     pub preset: &'static str,
 }
@@ -76,112 +77,112 @@ pub const VARIANTS: &[VariantInfo] = &[
         variant: Variant::FinishDeliveryDuringConversion,
         name: "finish-delivery-during-conversion",
         bug: "B5: toInputChannel(true) awaits upstreamReady on the task thread that must open it",
-        property: "recovery completes unless released",
+        property: PropertyId::RecoveryCompletes,
         preset: "conversion",
     },
     VariantInfo {
         variant: Variant::EnableNotifyFlagAfterCount,
         name: "enable-notify-flag-after-count",
         bug: "B6: enableNotify counts, unlocks, then opens the gate: a recycle in between is never announced",
-        property: "all live data is delivered",
+        property: PropertyId::AllLiveDataDelivered,
         preset: "tiny",
     },
     VariantInfo {
         variant: Variant::EnableNotifyFlagBeforeCount,
         name: "enable-notify-flag-before-count",
         bug: "B6: enableNotify opens the gate, then counts separately: a recycle in between is announced twice",
-        property: "credit conservation",
+        property: PropertyId::CreditConservation,
         preset: "tiny",
     },
     VariantInfo {
         variant: Variant::FloatingCreditDuringRecovery,
         name: "floating-credit-during-recovery",
         bug: "B6 (floating path): requestFloatingBuffers announces credit while notification is disabled",
-        property: "no credit during recovery",
+        property: PropertyId::NoCreditDuringRecovery,
         preset: "floating",
     },
     VariantInfo {
         variant: Variant::RecoveredBuffersThroughMaybePersist,
         name: "recovered-buffers-through-maybe-persist",
         bug: "B2 (FLINK-40016): consumed recovered buffers pass maybePersist and are persisted twice",
-        property: "persisted at most once",
+        property: PropertyId::PersistedAtMostOnce,
         preset: "tiny",
     },
     VariantInfo {
         variant: Variant::ProducerIgnoresNeedsRecovery,
         name: "producer-ignores-needs-recovery",
         bug: "B10: the view reader starts with full credit, so live data reaches a channel in recovery",
-        property: "no credit during recovery",
+        property: PropertyId::NoCreditDuringRecovery,
         preset: "tiny",
     },
     VariantInfo {
         variant: Variant::NoEventStash,
         name: "no-event-stash",
         bug: "upstream events during recovery are queued in place, ahead of recovered data still to come",
-        property: "recovered data precedes live data",
+        property: PropertyId::RecoveredDataPrecedesLiveData,
         preset: "tiny",
     },
     VariantInfo {
         variant: Variant::StashReplayedAtHead,
         name: "stash-replayed-at-head",
         bug: "the stash is replayed at the head of receivedBuffers, in front of queued priority events",
-        property: "priority events first",
+        property: PropertyId::PriorityEventsFirst,
         preset: "tiny",
     },
     VariantInfo {
         variant: Variant::StashReplayedReversed,
         name: "stash-replayed-reversed",
         bug: "the stash is replayed at the tail of receivedBuffers, last stashed event first",
-        property: "exactly-once delivery",
+        property: PropertyId::ExactlyOnceDelivery,
         preset: "stash-order",
     },
     VariantInfo {
         variant: Variant::RecoverySequenceFromZero,
         name: "recovery-sequence-from-zero",
         bug: "recovery sequence numbers start at 0 and collide with live upstream sequence numbers",
-        property: "recovery sequence numbers",
+        property: PropertyId::RecoverySequenceNumbers,
         preset: "tiny",
     },
     VariantInfo {
         variant: Variant::NoDeclineOnMissingBarrier,
         name: "no-decline-on-missing-barrier",
         bug: "a checkpoint without its RecoveryCheckpointBarrier persists whatever is queued",
-        property: "persisted content is exact",
+        property: PropertyId::PersistedContentIsExact,
         preset: "no-trigger",
     },
     VariantInfo {
         variant: Variant::NoRequeueAfterRecovery,
         name: "no-requeue-after-recovery",
         bug: "LocalInputChannel.onRecoveredStateConsumed does not notify the gate: live data is never polled",
-        property: "no lost notification",
+        property: PropertyId::NoLostNotification,
         preset: "tiny",
     },
     VariantInfo {
         variant: Variant::SpillSnapshotAfterInsertion,
         name: "spill-snapshot-after-insertion",
         bug: "the drainer's remaining state is snapshotted after the recovery barrier is inserted: a buffer drained in between is in neither",
-        property: "persisted content is exact",
+        property: PropertyId::PersistedContentIsExact,
         preset: "tiny",
     },
     VariantInfo {
         variant: Variant::FloatingBufferNotAnnounced,
         name: "floating-buffer-not-announced",
         bug: "the floating-buffer callback queues the buffer it is handed without announcing it: its credit is lost",
-        property: "no lost credit",
+        property: PropertyId::NoLostCredit,
         preset: "floating",
     },
     VariantInfo {
         variant: Variant::RecoveredBufferDroppedForPriorityEvent,
         name: "recovered-buffer-dropped-for-priority-event",
         bug: "LocalInputChannel.getNextBuffer re-reads hasPendingPriorityEvent after polling a recovered buffer and returns the priority event instead: the buffer is lost",
-        property: "buffer ownership",
+        property: PropertyId::BufferOwnership,
         preset: "local-buffers",
     },
     VariantInfo {
         variant: Variant::TriggerSwappedWhenDrainFinishes,
         name: "trigger-swapped-when-drain-finishes",
         bug: "B9: the recovery-checkpoint trigger turns NO_OP once the drain appended every sentinel; a checkpoint before the sentinels are consumed finds no RecoveryCheckpointBarrier and is declined",
-        property: "no checkpoint declined on a live channel in recovery",
+        property: PropertyId::NoDeclineOnLiveChannelInRecovery,
         preset: "tiny",
     },
 ];

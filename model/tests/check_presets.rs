@@ -3,6 +3,7 @@
 
 use recovery_model::check::check;
 use recovery_model::config::find_preset;
+use recovery_model::properties::PropertyId;
 use recovery_model::{RecoveryModel, Variant};
 
 /// Checks preset `name` and asserts every verdict; returns the number of unique states.
@@ -45,7 +46,7 @@ fn the_migration_path_of_flink_2_3_0_persists_a_migrated_buffer_twice() {
     let p = find_preset("migration").unwrap();
     assert_eq!(
         (p.config)().violated_by_config(),
-        ["persisted at most once", "persisted content is exact"]
+        [PropertyId::PersistedAtMostOnce, PropertyId::PersistedContentIsExact]
     );
 }
 
@@ -74,16 +75,15 @@ fn two_checkpoints_without_recovery_satisfy_every_property() {
 #[test]
 fn the_alignment_timer_fails_the_task_when_the_announced_barrier_is_in_the_recovery_event_stash() {
     use recovery_model::Action;
-    use recovery_model::config::ANNOUNCED_BARRIER_FOUND;
     use recovery_model::state::{Failure, Payload, TaskPc};
     use stateright::Model;
     // Every other verdict holds, the lookup's failure is found (violated by design), and an
     // announced barrier is converted once recovery ended (its sometimes twin).
     assert_eq!(satisfies_every_property("aligned-timeout"), 788);
     let p = find_preset("aligned-timeout").unwrap();
-    assert_eq!((p.config)().violated_by_config(), [ANNOUNCED_BARRIER_FOUND]);
+    assert_eq!((p.config)().violated_by_config(), [PropertyId::AnnouncedBarrierFound]);
     let m = RecoveryModel::new((p.config)(), Variant::Fixed);
-    let path = recovery_model::check::shortest_counterexample(&m, ANNOUNCED_BARRIER_FOUND).unwrap();
+    let path = recovery_model::check::shortest_counterexample(&m, PropertyId::AnnouncedBarrierFound).unwrap();
     assert_eq!(path.len(), 9, "{path:?}");
     assert_eq!(path.last(), Some(&Action::AlignedCheckpointTimeout { cp: 1 }));
     let mut s = m.init_states().remove(0);
@@ -111,7 +111,7 @@ fn a_shared_pool_hands_a_recycled_floating_buffer_to_another_channel_and_satisfi
     // unreachable list), and every other verdict holds.
     assert_eq!(satisfies_every_property("shared-pool"), 8813);
     let p = find_preset("shared-pool").unwrap();
-    assert!(!p.unreachable.contains(&recovery_model::config::LENT_ACROSS));
+    assert!(!p.unreachable.contains(&PropertyId::LentAcross));
     assert!((p.config)().violated_by_config().is_empty());
 }
 
@@ -244,7 +244,7 @@ fn a_channel_in_its_release_window_still_has_next_for_a_gate_that_polls_any_chan
 #[test]
 fn a_converted_local_channel_still_in_recovery_loses_the_priority_flag_as_the_drainer_s_does() {
     use recovery_model::Action;
-    use recovery_model::config::{ChannelConfig, Delivery, PRIORITY_HONOURED};
+    use recovery_model::config::{ChannelConfig, Delivery};
     // PR3's conversion pushes the recovered buffers into a LocalInputChannel that stays in
     // recovery until its sentinel is polled: its getNextBuffer reads hasPendingPriorityEvent
     // as the drainer's channel does, so the split notification loses the flag there too.
@@ -252,9 +252,9 @@ fn a_converted_local_channel_still_in_recovery_loses_the_priority_flag_as_the_dr
     cfg.delivery = Delivery::Conversion;
     assert!(cfg.channels.iter().all(|c: &ChannelConfig| c.priority_notify_step));
     cfg.validate().unwrap();
-    assert_eq!(cfg.violated_by_config(), [PRIORITY_HONOURED]);
+    assert_eq!(cfg.violated_by_config(), [PropertyId::PriorityHonoured]);
     let m = RecoveryModel::new(cfg, Variant::Fixed);
-    let path = recovery_model::check::shortest_counterexample(&m, PRIORITY_HONOURED).unwrap();
+    let path = recovery_model::check::shortest_counterexample(&m, PropertyId::PriorityHonoured).unwrap();
     assert_eq!(path.len(), 7, "{path:?}");
     assert_eq!(path[0], Action::ConvertRecoveredInputChannels);
 }

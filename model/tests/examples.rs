@@ -7,7 +7,7 @@
 use recovery_model::check::{shortest_examples, shortest_path};
 use recovery_model::config::find_preset;
 use recovery_model::format::counterexample;
-use recovery_model::properties::PROPERTIES;
+use recovery_model::properties::PropertyId;
 use recovery_model::state::{NetBuf, Payload};
 use recovery_model::{Action, RecoveryModel, Variant};
 use stateright::{Expectation, Model};
@@ -19,24 +19,21 @@ fn every_sometimes_property_has_a_shortest_example_on_ci() {
         .iter()
         .map(|p| RecoveryModel::new((find_preset(p).unwrap().config)(), Variant::Fixed))
         .collect();
-    let sometimes: Vec<&str> = (PROPERTIES.iter())
-        .filter(|(e, _, _)| *e == Expectation::Sometimes)
-        .map(|(_, name, _)| *name)
-        .collect();
-    let home = |name: &str| {
+    let sometimes: Vec<PropertyId> = PropertyId::with_expectation(Expectation::Sometimes).collect();
+    let home = |p: PropertyId| {
         (models.iter())
-            .position(|m| !m.cfg.unreachable_by_config().contains(&name))
-            .unwrap_or_else(|| panic!("no preset here can reach {name}"))
+            .position(|m| !m.cfg.unreachable_by_config().contains(&p))
+            .unwrap_or_else(|| panic!("no preset here can reach {p}"))
     };
     // One search per model for all its examples (the same paths as one search each).
     let mut paths: Vec<_> = (0..models.len())
         .map(|i| {
-            let names: Vec<&str> = sometimes.iter().copied().filter(|n| home(n) == i).collect();
-            shortest_examples(&models[i], &names).into_iter()
+            let here: Vec<PropertyId> = sometimes.iter().copied().filter(|&p| home(p) == i).collect();
+            shortest_examples(&models[i], &here).into_iter()
         })
         .collect();
-    for name in &sometimes {
-        let i = home(name);
+    for &p in &sometimes {
+        let (i, name) = (home(p), p.name());
         let (model, path) = (&models[i], paths[i].next().unwrap());
         let path = path.unwrap_or_else(|| panic!("no example of {name}"));
         let snapshot_name = name.replace(' ', "-");

@@ -6,6 +6,7 @@
 
 use recovery_model::check::{check, shortest_counterexample};
 use recovery_model::config::{Delivery, ModelConfig, Upstream, find_preset, remote};
+use recovery_model::properties::PropertyId;
 use recovery_model::variant::VARIANTS;
 use recovery_model::{RecoveryModel, Variant};
 
@@ -50,7 +51,7 @@ fn remote_floating_release() -> ModelConfig {
 }
 
 /// Asserts every verdict of `cfg` with every fix in place.
-fn gets_its_verdicts(name: &str, cfg: ModelConfig, unreachable: &[&str]) {
+fn gets_its_verdicts(name: &str, cfg: ModelConfig, unreachable: &[PropertyId]) {
     let report = check(RecoveryModel::new(cfg, Variant::Fixed), name, unreachable, 1, true);
     assert_eq!(report.acyclic, Some(true), "{name}: the state graph has a cycle");
     for r in &report.properties {
@@ -68,7 +69,7 @@ fn every_preset_gets_its_verdicts_and_every_variant_is_found() {
     gets_its_verdicts(
         "remote-floating-release",
         remote_floating_release(),
-        &["stale recovery barrier polled"],
+        &[PropertyId::StaleRecoveryBarrierPolled],
     );
     for info in VARIANTS {
         let cfg = (find_preset(info.preset).unwrap().config)();

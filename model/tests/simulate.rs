@@ -24,7 +24,7 @@ fn every_variant_is_found_by_its_own_property_and_its_counterexample_is_shrunk()
     for v in VARIANTS {
         let model = RecoveryModel::new(preset(v.preset).unwrap(), v.variant);
         let report = run(&model, 1, 300, 2);
-        let p = report.properties.iter().find(|p| p.name == v.property).unwrap();
+        let p = report.properties.iter().find(|p| p.name == v.property.name()).unwrap();
         assert_eq!(p.status, SimStatus::Violated, "{}: {:?}", v.name, p);
         let actions = p.actions.as_ref().unwrap();
         assert!(
