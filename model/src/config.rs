@@ -262,6 +262,14 @@ impl ModelConfig {
                     "channel {i}: a remote channel that receives data needs an exclusive buffer, or a floating one in its pool to ask for when the server announces its backlog"
                 ));
             }
+            // The model's server announces only a backlog larger than any it announced before;
+            // a write after the reader spent its credit can bring a smaller one that Flink would
+            // announce (docs/model.md, choice 27).
+            if c.kind == ChannelKind::Remote && c.exclusive == 0 && c.late > 0 {
+                return Err(format!(
+                    "channel {i}: late writes on a remote channel without exclusive buffers are not modelled: its server announces only a backlog larger than any before"
+                ));
+            }
         }
         Ok(())
     }
@@ -978,6 +986,14 @@ mod tests {
             1,
             "only the announcement is enabled after the request"
         );
+        let late = ModelConfig {
+            channels: vec![ChannelConfig {
+                late: 1,
+                ..remote(0, &[D], 0, 1)
+            }],
+            ..cfg.clone()
+        };
+        assert!(late.validate().unwrap_err().contains("late"));
         let no_floating = ModelConfig {
             channels: vec![remote(0, &[D], 0, 0)],
             ..cfg
