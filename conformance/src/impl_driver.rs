@@ -938,9 +938,12 @@ impl ImplDriver {
         };
         let response = match message {
             ServerMessage::Response(response) => response,
+            // decodeMsg hands the backlog to onSenderBacklog; a released channel's is dropped.
             ServerMessage::BacklogAnnouncement { backlog } => {
                 let job: Job = Box::new(move || {
-                    remote.on_backlog_announcement(backlog);
+                    if !remote.is_released() {
+                        remote.on_sender_backlog(backlog);
+                    }
                     Observation::Done
                 });
                 return self.workers.netty_client.start(c, job, timeout);

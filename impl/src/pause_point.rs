@@ -32,8 +32,8 @@ pub enum PausePoint {
         /// The floating buffer.
         buffer: BufferId,
     },
-    /// `RemoteInputChannel.onBuffer` released `receivedBuffers` (and opened `upstreamReady`);
-    /// about to call `onSenderBacklog(backlog)`.
+    /// `RemoteInputChannel.onSenderBacklog(backlog)` is about to run: `onBuffer` released
+    /// `receivedBuffers` (and opened `upstreamReady`), or a `BacklogAnnouncement` arrived.
     OnSenderBacklog,
     /// `RemoteInputChannel.onRecoveredStateConsumed` left recovery and unstashed; about to call
     /// `bufferManager.enableNotify()`.

@@ -427,8 +427,10 @@ impl RemoteInputChannel {
     }
 
     /// `onSenderBacklog(backlog)`: requests floating buffers for the backlog and announces them
-    /// (nothing while notification is disabled).
+    /// (nothing while notification is disabled). The Netty client calls it after `onBuffer`
+    /// released `receivedBuffers`, or for a `BacklogAnnouncement`.
     pub fn on_sender_backlog(&self, backlog: i32) {
+        pause_point::reached(PausePoint::OnSenderBacklog);
         let requested = self
             .buffer_manager
             .request_floating_buffers(backlog + self.initial_credit);
@@ -441,16 +443,6 @@ impl RemoteInputChannel {
     // ------------------------------------------------------------------------
     // Network I/O notifications (netty client thread)
     // ------------------------------------------------------------------------
-
-    /// The client handler's `decodeMsg` of a `BacklogAnnouncement`: `onSenderBacklog(backlog)`
-    /// unless the channel is released (its messages are dropped).
-    pub fn on_backlog_announcement(&self, backlog: i32) {
-        if self.is_released() {
-            return;
-        }
-        pause_point::reached(PausePoint::OnSenderBacklog);
-        self.on_sender_backlog(backlog);
-    }
 
     /// `onError(cause)` (Netty client thread): the connection failed; the cause is kept and
     /// thrown by the next `getNextBuffer`.
@@ -562,7 +554,6 @@ impl RemoteInputChannel {
         }
         self.upstream_ready.count_down();
         if backlog >= 0 {
-            pause_point::reached(PausePoint::OnSenderBacklog);
             self.on_sender_backlog(backlog);
         }
         Ok(())

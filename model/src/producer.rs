@@ -138,9 +138,12 @@ impl Producer {
     /// `needAnnounceBacklog()` (initial credit 0, no credit left) and the backlog is larger than
     /// any announced before (the model's bound on Flink's repeated announcements).
     pub fn backlog_to_announce(&self, initial_credit: u8) -> Option<u8> {
+        // Asked for every remote channel in every state: the cheap tests first.
+        if initial_credit != 0 || self.reader_credit != Some(0) || self.can_send() {
+            return None;
+        }
         let backlog = self.backlog();
-        let need = initial_credit == 0 && self.reader_credit == Some(0);
-        (need && !self.can_send() && backlog > self.backlog_announced).then_some(backlog)
+        (backlog > self.backlog_announced).then_some(backlog)
     }
 
     /// `announceBacklog(reader, backlog)`: the `BacklogAnnouncement` goes on the wire, behind

@@ -17,6 +17,8 @@
 //! 4. the other threads' post-lock work and the gate's queue, each entry done once.
 
 use crate::state::{Channel, CheckpointStatus, RecyclerPc, State, TaskPc};
+use crate::{Action, RecoveryModel};
+use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The edges a search generated that did not increase the rank (counted only when one
@@ -145,16 +147,14 @@ pub fn rank(s: &State) -> Rank {
 
 /// Every reachable edge of `model` that does not increase the rank, counted by action kind,
 /// with the first one found of each kind (state before, action, state after).
-pub fn non_increasing_edges(
-    model: &crate::RecoveryModel,
-) -> std::collections::BTreeMap<&'static str, (usize, (State, crate::Action, State))> {
+pub fn non_increasing_edges(model: &RecoveryModel) -> BTreeMap<&'static str, (usize, (State, Action, State))> {
     use stateright::Model;
-    let mut seen: std::collections::HashSet<u64, foldhash::fast::FixedState> = Default::default();
-    let mut queue: std::collections::VecDeque<State> = model.init_states().into();
+    let mut seen: HashSet<u64, foldhash::fast::FixedState> = Default::default();
+    let mut queue: VecDeque<State> = model.init_states().into();
     for s in &queue {
         seen.insert(crate::check::state_fingerprint(s));
     }
-    let mut found = std::collections::BTreeMap::new();
+    let mut found = BTreeMap::new();
     let mut actions = Vec::new();
     while let Some(s) = queue.pop_front() {
         let r = rank(&s);
