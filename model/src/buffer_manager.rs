@@ -4,7 +4,10 @@
 //! Every method here is one critical section of `bufferQueue`. The credit it computes is
 //! returned, and the caller announces it in a separate step, after the lock, as Flink does.
 
+use crate::action::{Action, Thread};
 use crate::local_buffer_pool::LocalBufferPool;
+use crate::model::RecoveryModel;
+use crate::state::{Announce, RecyclerPc, State};
 use crate::state::{Buffers, NetBuf, PopFront};
 use crate::variant::Variant;
 
@@ -203,5 +206,56 @@ impl BufferManager {
             }
             NetBuf::Floating(_) => Some(b),
         }
+    }
+}
+
+/// The recycler: whatever thread drops the last reference to a network buffer.
+impl RecoveryModel {
+    pub(crate) fn recycler_actions(&self, s: &State, out: &mut Vec<Action>) {
+        match s.recycler {
+            RecyclerPc::Announce(Announce { channel, n }) => out.push(Action::NotifyBufferAvailable {
+                thread: Thread::Recycler,
+                channel,
+                n,
+            }),
+            RecyclerPc::ReturnFloating { channel, buffer } => {
+                out.push(Action::ReturnFloatingBuffer { channel, buffer })
+            }
+            RecyclerPc::Idle => {
+                for (c, ch) in s.channels.iter().enumerate() {
+                    for &buffer in &ch.held {
+                        out.push(Action::Recycle {
+                            channel: c as u8,
+                            buffer,
+                        });
+                    }
+                }
+            }
+        }
+    }
+
+    pub(crate) fn recycle(&self, s: &mut State, c: u8, buffer: NetBuf) {
+        let ch = s.ch_mut(c);
+        let at = ch.held.iter().position(|b| *b == buffer).expect("guarded");
+        ch.held.remove(at);
+        let released = ch.released;
+        s.recycler = match buffer {
+            NetBuf::Exclusive(_) => match ch.bm.recycle(released, buffer, &mut ch.global_pool) {
+                Recycled::Announce => RecyclerPc::Announce(Announce { channel: c, n: 1 }),
+                Recycled::ReleaseFloating(f) => RecyclerPc::ReturnFloating { channel: c, buffer: f },
+                Recycled::Nothing => RecyclerPc::Idle,
+            },
+            NetBuf::Floating(_) => self
+                .recycle_to_pool(s, c, buffer)
+                .map_or(RecyclerPc::Idle, RecyclerPc::Announce),
+        };
+    }
+
+    /// The recycler's second step: the floating buffer `recycle` released goes back to the pool
+    /// (or to a listener, whose announcement is the recycler's next step).
+    pub(crate) fn return_floating_buffer(&self, s: &mut State, c: u8, buffer: NetBuf) {
+        s.recycler = self
+            .recycle_to_pool(s, c, buffer)
+            .map_or(RecyclerPc::Idle, RecyclerPc::Announce);
     }
 }

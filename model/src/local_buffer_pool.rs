@@ -3,9 +3,11 @@
 //!
 //! With `shared_pool` the gate has one pool for all its channels, as Flink's does; otherwise
 //! each channel has one of its own (docs/model.md, choice 18). The recycle loop that hands a
-//! buffer to a listener needs every channel's manager and lives in the model
-//! (`RecoveryModel::recycle_to_pool`).
+//! buffer to a listener needs every channel's manager, so it is a method of the model
+//! (`recycle_to_pool`, below).
 
+use crate::model::RecoveryModel;
+use crate::state::{Announce, State};
 use crate::state::{Buffers, NetBuf, PerChannel, PopFront};
 
 /// One `LocalBufferPool`, under its `availableMemorySegments` monitor.
@@ -46,5 +48,43 @@ impl LocalBufferPool {
     pub fn lazy_destroy(&mut self, global_pool: &mut Buffers) {
         global_pool.append(&mut self.available);
         self.listeners.clear();
+    }
+}
+
+/// `LocalBufferPool.recycle`, which needs every channel's manager (the pool's listeners).
+impl RecoveryModel {
+    /// `LocalBufferPool.recycle` of channel `c`'s floating buffer: to the global pool once the
+    /// gate closed and destroyed the pool; else handed to the first registered listener that
+    /// takes it (`notifyBufferAvailable(Buffer)`, outside the pool's lock; one that does not is
+    /// dropped from the queue), else back to the pool. Returns the taker's announcement.
+    pub(crate) fn recycle_to_pool(&self, s: &mut State, c: u8, buffer: NetBuf) -> Option<Announce> {
+        if s.closed {
+            s.ch_mut(c).global_pool.push(buffer);
+            return None;
+        }
+        let p = s.pool_index(c);
+        while let Some(l) = s.pools[p].listeners.pop_front() {
+            let listener = &mut s.channels[l as usize];
+            let released = listener.released;
+            let taken = listener
+                .bm
+                .notify_buffer_available(&mut s.pools[p], l, released, buffer, self.variant);
+            if let Some(n) = taken {
+                s.ghost_lent_across |= l != c;
+                return (n > 0).then_some(Announce { channel: l, n });
+            }
+        }
+        s.pools[p].available.push(buffer);
+        None
+    }
+
+    /// Floating buffers a thread without an announcement step of its own (the canceler, the
+    /// drainer) recycles: a listener that takes one announces its credit in the same step.
+    pub(crate) fn recycle_all_to_pool(&self, s: &mut State, c: u8, buffers: Vec<NetBuf>) {
+        for b in buffers {
+            if let Some(Announce { channel, n }) = self.recycle_to_pool(s, c, b) {
+                self.add_unannounced_credit(s, channel, n);
+            }
+        }
     }
 }

@@ -2,8 +2,13 @@
 //! and for a remote channel the `CreditBasedSequenceNumberingViewReader` on the Netty server
 //! and the wire to the consumer's Netty client.
 
+use crate::action::Action;
+use crate::config::ChannelKind;
 use crate::config::{ChannelConfig, Upstream};
+use crate::local_input_channel as local;
+use crate::model::RecoveryModel;
 use crate::state::{CheckpointId, InlineVec, Payload, PopFront};
+use crate::state::{State, Violation};
 use std::hash::{Hash, Hasher};
 
 /// A `BufferResponse` on the wire.
@@ -176,5 +181,146 @@ impl Producer {
         });
         self.next_seq += 1;
         ok
+    }
+}
+
+/// The upstream's threads: the producer task writing its subpartition, and the Netty server
+/// thread sending it.
+impl RecoveryModel {
+    pub(crate) fn producer_actions(&self, s: &State, out: &mut Vec<Action>) {
+        for (c, ch) in s.channels.iter().enumerate() {
+            let c = c as u8;
+            let p = &ch.producer;
+            if p.notify_pending.is_some() {
+                // add() returns only after its notification.
+                out.push(Action::NotifyPriorityEvent { channel: c });
+                continue;
+            }
+            if p.barriers < self.cfg.checkpoints && self.cfg.aligned_checkpoint_timeout {
+                out.push(Action::EmitTimeoutableCheckpointBarrier {
+                    channel: c,
+                    cp: p.barriers + 1,
+                });
+            } else if p.barriers < self.cfg.checkpoints && !p.released {
+                out.push(Action::EmitCheckpointBarrier {
+                    channel: c,
+                    cp: p.barriers + 1,
+                });
+            }
+            if p.writes_more(&self.cfg.channels[c as usize]) {
+                out.push(Action::AddBuffer { channel: c });
+            }
+            // The upstream task fails while the channel reads its subpartition.
+            if self.cfg.faults && self.kind(c) == ChannelKind::Local && ch.listener && !p.released {
+                out.push(Action::ReleasePartition { channel: c });
+            }
+        }
+    }
+
+    /// The upstream task broadcasts barrier `cp` as a priority event: `add()` under the
+    /// subpartition's lock. Only the first priority element is announced
+    /// (`needNotifyPriorityEvent()`), and only to a local view's listener; with
+    /// `priority_notify_step` the notification is the producer's next step.
+    pub(crate) fn emit_checkpoint_barrier(&self, s: &mut State, c: u8, cp: CheckpointId) {
+        let split = self.cfg.channels[c as usize].priority_notify_step;
+        let ch = s.ch_mut(c);
+        ch.producer.emit_barrier(cp);
+        if split {
+            if ch.producer.priority_elements() == 1 && ch.listener {
+                ch.producer.notify_pending = Some(cp);
+            }
+        } else if self.kind(c) == ChannelKind::Local
+            && ch.producer.priority_elements() == 1
+            && local::notify_priority_event(ch)
+        {
+            self.notify(s, c, true);
+        }
+    }
+
+    /// An aligned barrier that may time out into an unaligned one: queued as data.
+    pub(crate) fn emit_timeoutable_checkpoint_barrier(&self, s: &mut State, c: u8, cp: CheckpointId) {
+        s.ch_mut(c).producer.emit_timeoutable_barrier(cp);
+    }
+
+    /// `priority_notify_step`: `notifyPriorityEvent` after `add()` released the lock. The gate's
+    /// `isOutdated` drops it when barrier `cp` was polled already (the task reached it through
+    /// the view after recovery).
+    pub(crate) fn notify_priority_event(&self, s: &mut State, c: u8) {
+        let ch = s.ch_mut(c);
+        let cp = ch.producer.notify_pending.take().expect("guarded");
+        local::notify_priority_event(ch);
+        let outdated = ch.ghost_delivered.iter().any(|d| d.payload == Payload::Barrier(cp));
+        if !outdated {
+            self.notify(s, c, true);
+        }
+    }
+
+    /// The upstream writes its next element. `notifyDataAvailable`: a local view's listener is
+    /// the channel; a remote one's is the Netty server's reader, which sends whenever it can.
+    pub(crate) fn add_buffer(&self, s: &mut State, c: u8) {
+        let ch = s.ch_mut(c);
+        let was_empty = ch.producer.add(&self.cfg.channels[c as usize]);
+        if self.kind(c) == ChannelKind::Local && ch.listener && was_empty {
+            self.notify(s, c, false);
+        }
+    }
+
+    /// `ResultSubpartition.release()`: drained and released. The view is not told (no
+    /// notification); the consumer finds out when it next polls.
+    pub(crate) fn release_partition(&self, s: &mut State, c: u8) {
+        let p = &mut s.ch_mut(c).producer;
+        p.subpartition.clear();
+        p.released = true;
+    }
+
+    /// What the Netty server thread may do next, per remote channel.
+    pub(crate) fn netty_server_actions(&self, s: &State, out: &mut Vec<Action>) {
+        for (c, ch) in s.channels.iter().enumerate() {
+            let c = c as u8;
+            // A failed connection carries nothing more.
+            if self.kind(c) != ChannelKind::Remote || ch.error {
+                continue;
+            }
+            if ch.producer.can_send() {
+                out.push(Action::SendBuffer { channel: c });
+            }
+            if !ch.add_credit_in_flight.is_empty() {
+                out.push(Action::OnAddCredit { channel: c });
+            }
+            if ch
+                .producer
+                .backlog_to_announce(self.cfg.channels[c as usize].exclusive)
+                .is_some()
+            {
+                out.push(Action::AnnounceBacklog { channel: c });
+            }
+        }
+    }
+
+    /// The view reader writes its head to the wire (`BufferResponse`), spending one credit.
+    pub(crate) fn send_buffer(&self, s: &mut State, c: u8) {
+        let ch = s.ch_mut(c);
+        if let Some(Payload::Barrier(cp) | Payload::AlignedBarrier(cp)) = ch.producer.subpartition.first().copied() {
+            ch.ghost_barrier_after[cp as usize - 1] = Some(ch.producer.dequeued());
+        }
+        if !ch.producer.send() {
+            s.violate(c, Violation::SendWithoutCredit);
+        }
+    }
+
+    /// `PartitionRequestQueue.announceBacklog`: a reader without credit tells the client the
+    /// backlog it may not send.
+    pub(crate) fn announce_backlog(&self, s: &mut State, c: u8) {
+        let exclusive = self.cfg.channels[c as usize].exclusive;
+        let producer = &mut s.ch_mut(c).producer;
+        let backlog = producer.backlog_to_announce(exclusive).expect("guarded");
+        producer.announce_backlog(backlog);
+    }
+
+    /// The server's `addCredit` of the oldest `AddCredit` message on the wire.
+    pub(crate) fn on_add_credit(&self, s: &mut State, c: u8) {
+        let ch = s.ch_mut(c);
+        let credit = ch.add_credit_in_flight.remove(0);
+        *ch.producer.reader_credit.as_mut().expect("reader exists") += credit;
     }
 }

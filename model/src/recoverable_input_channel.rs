@@ -2,8 +2,14 @@
 //! parts Local and Remote share. Each function is one critical section of the channel's
 //! queue monitor (`recoveredBuffers` or `receivedBuffers`).
 
+use crate::action::Action;
 use crate::config::ChannelKind;
+use crate::local_input_channel as local;
+use crate::model::RecoveryModel;
+use crate::recovered_input_channel as recovered;
+use crate::remote_input_channel as remote;
 use crate::state::{Channel, CheckpointId, Entry, Payload, Violation};
+use crate::state::{State, TaskPc};
 use crate::variant::Variant;
 
 /// `offerRecoveredBuffer` / `appendRecoveredBuffer`: append at the tail. Remote numbers the
@@ -137,4 +143,74 @@ pub fn drain_released(ch: &mut Channel) -> Vec<crate::state::NetBuf> {
     }
     ch.priority_len = 0;
     buffers
+}
+
+/// The calls every physical channel answers the same way at this level: the end of
+/// recovery, and release by the canceler.
+impl RecoveryModel {
+    pub(crate) fn on_recovered_state_consumed(&self, s: &mut State, c: u8) {
+        let r = match self.kind(c) {
+            ChannelKind::Local => {
+                s.task = TaskPc::Idle;
+                // Re-queue the channel so that the live data recovery hid is polled.
+                let requeue = self.variant != Variant::NoRequeueAfterRecovery;
+                local::on_recovered_state_consumed(s.ch_mut(c)).map_or(Ok(requeue), Err)
+            }
+            ChannelKind::Remote => {
+                s.task = TaskPc::EnableNotify { channel: c };
+                remote::on_recovered_state_consumed(s.ch_mut(c), self.variant)
+            }
+        };
+        self.pushed(s, c, r);
+    }
+
+    pub(crate) fn release_all_resources(&self, s: &mut State, c: u8, split: bool) {
+        if self.is_recovered_channel(s) {
+            return recovered::release_all_resources(s.ch_mut(c));
+        }
+        // `isReleased` (a local channel: with the latch and the future, as in Flink's order);
+        // split, the queues stay intact until the canceler's next step.
+        let local = self.cfg.channels[c as usize].kind == ChannelKind::Local;
+        let ch = s.ch_mut(c);
+        ch.released = true;
+        ch.releasing = true;
+        if local {
+            ch.upstream_ready = true;
+            ch.state_consumed = true;
+        }
+        if !split {
+            self.release_queued_buffers(s, c);
+        }
+    }
+
+    /// The rest of `releaseAllResources()` (`release_step`): the view, the queue and the stash,
+    /// `releaseAllBuffers`; a remote channel opens its latch and fails its future last.
+    pub(crate) fn release_queued_buffers(&self, s: &mut State, c: u8) {
+        let ch = s.ch_mut(c);
+        ch.releasing = false;
+        ch.upstream_ready = true;
+        ch.state_consumed = true;
+        let drained = drain_released(ch);
+        let floating = ch.bm.release_all_buffers(drained, &mut ch.global_pool);
+        self.recycle_all_to_pool(s, c, floating);
+    }
+}
+
+/// The canceler: `releaseAllResources` of one channel at a time, or the gate's `close()`.
+impl RecoveryModel {
+    pub(crate) fn canceler_actions(&self, s: &State, out: &mut Vec<Action>) {
+        if let Some(c) = s.channels.iter().position(|ch| ch.releasing) {
+            // The canceler is inside `releaseAllResources` of channel `c`.
+            out.push(Action::ReleaseQueuedBuffers { channel: c as u8 });
+        } else if self.cfg.release {
+            for (c, ch) in s.channels.iter().enumerate() {
+                if !ch.released {
+                    out.push(Action::ReleaseAllResources { channel: c as u8 });
+                }
+            }
+            if !s.closed {
+                out.push(Action::CloseGate);
+            }
+        }
+    }
 }

@@ -2,10 +2,14 @@
 //! in recovery, `onRecoveredStateConsumed` replays the stash at the tail and reopens credit.
 //! Recovery sequence numbers are assigned at append (see `recoverable_input_channel`).
 
+use crate::action::{Action, Thread};
 use crate::config::ChannelConfig;
+use crate::config::ChannelKind;
 use crate::local_buffer_pool::LocalBufferPool;
+use crate::model::RecoveryModel;
 use crate::producer::Wire;
 use crate::state::{Announce, Channel, Entry, Failure, NetBuf, Payload, PopFront, Violation};
+use crate::state::{RecyclerPc, SenderBacklog, State, TaskPc};
 use crate::variant::Variant;
 
 /// `PrioritizedDeque.addPriorityElement`: behind the priority elements already at the head.
@@ -201,4 +205,151 @@ pub fn get_inflight_buffers(ch: &Channel) -> Vec<Payload> {
         .filter(|e| e.payload.is_data() && (ch.last_barrier.0 < 0 || e.seq < barrier_seq))
         .map(|e| e.payload)
         .collect()
+}
+
+/// The Netty client thread's side of a remote channel, and the credit announcements of every
+/// thread.
+impl RecoveryModel {
+    /// What the Netty client thread may do next: hand a backlog on, announce credit, or take
+    /// the next message of a channel's wire.
+    pub(crate) fn netty_client_actions(&self, s: &State, out: &mut Vec<Action>) {
+        if let Some(SenderBacklog { channel, .. }) = s.client_backlog {
+            out.push(Action::OnSenderBacklog { channel });
+            return;
+        }
+        if let Some(Announce { channel, n }) = s.client_announce {
+            out.push(Action::NotifyBufferAvailable {
+                thread: Thread::NettyClient,
+                channel,
+                n,
+            });
+            return;
+        }
+        for (c, ch) in s.channels.iter().enumerate() {
+            let c = c as u8;
+            if ch.error {
+                continue;
+            }
+            if !ch.producer.wire.is_empty() {
+                out.push(Action::OnBuffer { channel: c });
+            }
+            if ch.add_credit_queued {
+                out.push(Action::SendAddCredit { channel: c });
+            }
+            // The connection to the producer fails (the handler's `exceptionCaught`).
+            if self.cfg.faults && self.kind(c) == ChannelKind::Remote && s.partitions_requested && !ch.released {
+                out.push(Action::OnError { channel: c });
+            }
+        }
+    }
+
+    /// The client's `onBuffer` of the next message on the wire; a backlog it carries is handed
+    /// on to `onSenderBacklog` in the client's next step.
+    pub(crate) fn on_buffer(&self, s: &mut State, c: u8) {
+        match on_buffer(s.ch_mut(c), self.variant) {
+            Ok(r) => {
+                if r.notify_priority {
+                    self.notify(s, c, true);
+                }
+                if r.notify_non_empty {
+                    self.notify(s, c, false);
+                }
+                s.client_backlog = r.backlog.map(|backlog| SenderBacklog { channel: c, backlog });
+            }
+            Err(v) => s.violate(c, v),
+        }
+    }
+
+    /// `onSenderBacklog(backlog)` of the backlog `onBuffer` handed on.
+    pub(crate) fn on_sender_backlog(&self, s: &mut State, c: u8) {
+        let backlog = s.client_backlog.take().expect("guarded").backlog;
+        let (ch, pool) = s.ch_and_pool(c);
+        s.client_announce = on_sender_backlog(ch, pool, &self.cfg.channels[c as usize], c, backlog, self.variant);
+    }
+
+    /// The client writes the channel's `AddCredit`: the credit not yet announced, unless the
+    /// channel was released meanwhile.
+    pub(crate) fn send_add_credit(&self, s: &mut State, c: u8) {
+        let ch = s.ch_mut(c);
+        ch.add_credit_queued = false;
+        let credit = std::mem::take(&mut ch.unannounced_credit);
+        if credit > 0 && !ch.released {
+            ch.add_credit_in_flight.push(credit);
+        }
+    }
+
+    /// The connection fails (`exceptionCaught`): `setError`. The first cause wins and notifies
+    /// the gate, so that the task polls the channel and fails.
+    pub(crate) fn on_error(&self, s: &mut State, c: u8) {
+        s.ch_mut(c).error = true;
+        self.notify(s, c, false);
+    }
+
+    /// `bufferManager.enableNotify()` then `stateConsumedFuture.complete`. The two B6 variants
+    /// split the critical section in two task steps.
+    pub(crate) fn enable_notify(&self, s: &mut State, c: u8) {
+        let pc = s.task;
+        let ch = s.ch_mut(c);
+        let avail = match (self.variant, pc) {
+            (Variant::EnableNotifyFlagAfterCount, TaskPc::EnableNotify { .. }) => {
+                let avail = ch.bm.available();
+                s.task = TaskPc::EnableNotifyRest { channel: c, avail };
+                return;
+            }
+            (Variant::EnableNotifyFlagBeforeCount, TaskPc::EnableNotify { .. }) => {
+                ch.bm.notify_available = true;
+                s.task = TaskPc::EnableNotifyRest { channel: c, avail: 0 };
+                return;
+            }
+            (Variant::EnableNotifyFlagAfterCount, TaskPc::EnableNotifyRest { avail, .. }) => {
+                ch.bm.notify_available = true;
+                avail
+            }
+            (Variant::EnableNotifyFlagBeforeCount, TaskPc::EnableNotifyRest { .. }) => ch.bm.available(),
+            _ => ch.bm.enable_notify(),
+        };
+        if avail == 0 {
+            // complete() (a released channel's future already failed; not yet with
+            // `release_step` before the drain).
+            ch.state_consumed = true;
+        }
+        s.task = TaskPc::Idle;
+        if avail > 0 {
+            // The future completes after the announcement (notify_buffer_available).
+            s.task_announce = Some(Announce { channel: c, n: avail });
+        }
+    }
+
+    /// `notifyBufferAvailable(n)`: add to `unannouncedCredit`; the first credit queues an
+    /// `AddCredit` write on the Netty client (`notifyCreditAvailable`).
+    pub(crate) fn notify_buffer_available(&self, s: &mut State, thread: Thread, c: u8, n: u8) {
+        match thread {
+            Thread::Task => s.task_announce = None,
+            Thread::NettyClient => s.client_announce = None,
+            _ => s.recycler = RecyclerPc::Idle,
+        }
+        if self.kind(c) == ChannelKind::Local {
+            // InputChannel.notifyBufferAvailable: a local channel has no credit to announce.
+            return;
+        }
+        if thread == Thread::Task {
+            // onRecoveredStateConsumed: stateConsumedFuture.complete() after enableNotify().
+            s.ch_mut(c).state_consumed = true;
+        }
+        self.add_unannounced_credit(s, c, n);
+    }
+
+    /// `RemoteInputChannel.notifyBufferAvailable(n)`: add to `unannouncedCredit`; the first
+    /// credit queues an `AddCredit` write on the Netty client (`notifyCreditAvailable`).
+    pub(crate) fn add_unannounced_credit(&self, s: &mut State, c: u8, n: u8) {
+        if self.kind(c) == ChannelKind::Local {
+            return;
+        }
+        let ch = s.ch_mut(c);
+        let before = ch.unannounced_credit;
+        ch.unannounced_credit += n;
+        if n > 0 && before == 0 && !ch.released {
+            ch.add_credit_queued = true;
+        }
+    }
 }

@@ -3,9 +3,13 @@
 //! (`insertRecoveryCheckpointBarrierIfInRecovery` on every channel, then `checkpointStarted` on
 //! each until one throws), and checkpoint completion or abort.
 
+use crate::action::Action;
+use crate::action::Thread;
 use crate::config::{ChannelKind, Delivery, ModelConfig};
+use crate::model::{GatePolling, RecoveryModel};
 use crate::recoverable_input_channel::{self as rc, Declined};
 use crate::remote_input_channel as remote;
+use crate::state::Announce;
 use crate::state::{Alignment, CheckpointId, CheckpointStatus, Delivered, Payload, State, TaskPc};
 use crate::variant::Variant;
 
@@ -134,7 +138,7 @@ pub fn alignment_timer_due(s: &State) -> Option<CheckpointId> {
 /// every announced channel; the checkpoint goes on unaligned, triggered by the converted
 /// barrier. Returns the channels to queue at the gate's priority head; a lookup that throws
 /// fails the task.
-pub fn aligned_checkpoint_timeout(s: &mut State) -> Vec<u8> {
+fn prioritize_all_announcements(s: &mut State) -> Vec<u8> {
     let a = s.alignment.as_mut().expect("guarded");
     a.timer = false;
     a.timed_out = true;
@@ -177,91 +181,6 @@ fn maybe_complete(s: &mut State, cp: CheckpointId) {
     }
 }
 
-/// Task: `insertRecoveryCheckpointBarrierIfInRecovery(cp)` on the channel whose turn it is,
-/// with the drainer's remaining state spilled in the same critical section (unless `variant`
-/// moves the snapshot to `checkpointStarted`). True: the queue was empty, notify the gate.
-pub fn insert_recovery_checkpoint_barrier(
-    s: &mut State,
-    cfg: &ModelConfig,
-    variant: Variant,
-    c: u8,
-    cp: CheckpointId,
-    no_op: bool,
-) -> bool {
-    let cc = &cfg.channels[c as usize];
-    let spill = variant != Variant::SpillSnapshotAfterInsertion;
-    let notify =
-        !no_op && rc::insert_recovery_checkpoint_barrier_if_in_recovery(s.ch_mut(c), cc.kind, cp, cc.recovered, spill);
-    // The trigger inserts on every channel first, then starts the checkpoint on each.
-    s.task = if (c as usize) + 1 < cfg.channels.len() {
-        TaskPc::Trigger {
-            cp,
-            channel: c + 1,
-            inserted: false,
-        }
-    } else {
-        TaskPc::Trigger {
-            cp,
-            channel: 0,
-            inserted: true,
-        }
-    };
-    notify
-}
-
-/// Task: `checkpointStarted(cp)` on channel `c`, then the next channel, or the end of the trigger.
-pub fn checkpoint_started(s: &mut State, cfg: &ModelConfig, variant: Variant, c: u8, cp: CheckpointId) {
-    let kind = cfg.channels[c as usize].kind;
-    let ch = s.ch_mut(c);
-    ch.ghost_started_at[cp as usize - 1] = Some(ch.ghost_delivered.len() as u8);
-    if variant == Variant::SpillSnapshotAfterInsertion && ch.ghost_rcb_at[cp as usize - 1].is_some() && !ch.released {
-        // The snapshot of the drainer's remaining state, taken after the insertions.
-        rc::spill_remaining_state(ch, cp, cfg.channels[c as usize].recovered);
-    }
-    let known = if ch.in_recovery {
-        rc::collect_pre_recovery_barrier(ch, cp, variant)
-    } else if kind == ChannelKind::Remote {
-        // Master's branch: subsumed check and in-flight buffers before this channel's barrier.
-        if (cp as i8) < ch.last_barrier.0 {
-            return abort(s, cp, CheckpointStatus::Subsumed);
-        }
-        if cp as i8 > ch.last_barrier.0 {
-            ch.last_barrier = (-1, -1);
-        }
-        Ok(remote::get_inflight_buffers(ch))
-    } else if cfg.delivery == Delivery::Migration {
-        // 2.3.0: the data buffers still in `toBeConsumedBuffers` (migrated), retained.
-        Ok(ch.queue.iter().map(|e| e.payload).filter(|p| p.is_data()).collect())
-    } else {
-        Ok(Vec::new())
-    };
-    let known = match known {
-        Ok(k) => k,
-        Err(Declined::MissingBarrier) => {
-            return abort(s, cp, CheckpointStatus::DeclinedMissingBarrier);
-        }
-        Err(Declined::LaterBarrier) => return abort(s, cp, CheckpointStatus::DeclinedLaterBarrier),
-    };
-    let ch = s.ch_mut(c);
-    if ch
-        .persister
-        .start_persisting(cp, &known, &mut ch.ghost_persisted)
-        .is_err()
-    {
-        return abort(s, cp, CheckpointStatus::Subsumed);
-    }
-    if (c as usize) + 1 < cfg.channels.len() {
-        s.task = TaskPc::Trigger {
-            cp,
-            channel: c + 1,
-            inserted: true,
-        };
-    } else {
-        s.task = TaskPc::Idle;
-        maybe_complete(s, cp);
-    }
-}
-
 /// The checkpoint failed on this task: `abortInternal` stops persisting on every channel.
 fn abort(s: &mut State, cp: CheckpointId, status: CheckpointStatus) {
     s.checkpoints[cp as usize - 1] = status;
@@ -269,4 +188,187 @@ fn abort(s: &mut State, cp: CheckpointId, status: CheckpointStatus) {
         ch.persister.stop_persisting(cp);
     }
     s.task = TaskPc::Idle;
+}
+
+/// The task thread's program (what it may do next) and its checkpoint mail.
+impl RecoveryModel {
+    /// Task: `insertRecoveryCheckpointBarrierIfInRecovery(cp)` on the channel whose turn it is,
+    /// with the drainer's remaining state spilled in the same critical section (unless `variant`
+    /// moves the snapshot to `checkpointStarted`). An empty queue notifies the gate.
+    pub(crate) fn insert_recovery_checkpoint_barrier(&self, s: &mut State, c: u8, cp: CheckpointId) {
+        let (cfg, variant) = (&self.cfg, self.variant);
+        // B9: the trigger was swapped to NO_OP when the drain finished.
+        let no_op = variant == Variant::TriggerSwappedWhenDrainFinishes
+            && cfg.delivery == Delivery::Drainer
+            && self.drain_finished(s);
+        let cc = &cfg.channels[c as usize];
+        let spill = variant != Variant::SpillSnapshotAfterInsertion;
+        let notify = !no_op
+            && rc::insert_recovery_checkpoint_barrier_if_in_recovery(s.ch_mut(c), cc.kind, cp, cc.recovered, spill);
+        // The trigger inserts on every channel first, then starts the checkpoint on each.
+        s.task = if (c as usize) + 1 < cfg.channels.len() {
+            TaskPc::Trigger {
+                cp,
+                channel: c + 1,
+                inserted: false,
+            }
+        } else {
+            TaskPc::Trigger {
+                cp,
+                channel: 0,
+                inserted: true,
+            }
+        };
+        if notify {
+            self.notify(s, c, false);
+        }
+    }
+
+    /// Task: `checkpointStarted(cp)` on channel `c`, then the next channel, or the end of the trigger.
+    pub(crate) fn checkpoint_started(&self, s: &mut State, c: u8, cp: CheckpointId) {
+        let (cfg, variant) = (&self.cfg, self.variant);
+        let kind = cfg.channels[c as usize].kind;
+        let ch = s.ch_mut(c);
+        ch.ghost_started_at[cp as usize - 1] = Some(ch.ghost_delivered.len() as u8);
+        if variant == Variant::SpillSnapshotAfterInsertion && ch.ghost_rcb_at[cp as usize - 1].is_some() && !ch.released
+        {
+            // The snapshot of the drainer's remaining state, taken after the insertions.
+            rc::spill_remaining_state(ch, cp, cfg.channels[c as usize].recovered);
+        }
+        let known = if ch.in_recovery {
+            rc::collect_pre_recovery_barrier(ch, cp, variant)
+        } else if kind == ChannelKind::Remote {
+            // Master's branch: subsumed check and in-flight buffers before this channel's barrier.
+            if (cp as i8) < ch.last_barrier.0 {
+                return abort(s, cp, CheckpointStatus::Subsumed);
+            }
+            if cp as i8 > ch.last_barrier.0 {
+                ch.last_barrier = (-1, -1);
+            }
+            Ok(remote::get_inflight_buffers(ch))
+        } else if cfg.delivery == Delivery::Migration {
+            // 2.3.0: the data buffers still in `toBeConsumedBuffers` (migrated), retained.
+            Ok(ch.queue.iter().map(|e| e.payload).filter(|p| p.is_data()).collect())
+        } else {
+            Ok(Vec::new())
+        };
+        let known = match known {
+            Ok(k) => k,
+            Err(Declined::MissingBarrier) => {
+                return abort(s, cp, CheckpointStatus::DeclinedMissingBarrier);
+            }
+            Err(Declined::LaterBarrier) => return abort(s, cp, CheckpointStatus::DeclinedLaterBarrier),
+        };
+        let ch = s.ch_mut(c);
+        if ch
+            .persister
+            .start_persisting(cp, &known, &mut ch.ghost_persisted)
+            .is_err()
+        {
+            return abort(s, cp, CheckpointStatus::Subsumed);
+        }
+        if (c as usize) + 1 < cfg.channels.len() {
+            s.task = TaskPc::Trigger {
+                cp,
+                channel: c + 1,
+                inserted: true,
+            };
+        } else {
+            s.task = TaskPc::Idle;
+            maybe_complete(s, cp);
+        }
+    }
+
+    /// The alignment timer's mail: the converted channels queue at the gate's priority head.
+    pub(crate) fn aligned_checkpoint_timeout(&self, s: &mut State) {
+        for c in prioritize_all_announcements(s) {
+            self.notify(s, c, true);
+        }
+    }
+
+    pub(crate) fn task_actions(&self, s: &State, out: &mut Vec<Action>) {
+        if let Some(Announce { channel, n }) = s.task_announce {
+            out.push(Action::NotifyBufferAvailable {
+                thread: Thread::Task,
+                channel,
+                n,
+            });
+            return;
+        }
+        match s.task {
+            TaskPc::Idle => {
+                // A closed gate's task is being cancelled: its mails (the conversion, the
+                // partition request) do not run; polling what is queued still may.
+                if self.cfg.delivery == Delivery::Conversion && !s.converted && !s.closed {
+                    out.push(Action::ConvertRecoveredInputChannels);
+                    return;
+                }
+                // Flag off: `allOf(getStateConsumedFuture())` runs the requestPartitions mail,
+                // which converts; a released channel's future never completes.
+                if self.cfg.delivery == Delivery::Legacy
+                    && self.is_recovered_channel(s)
+                    && !s.closed
+                    && s.channels.iter().all(|ch| ch.state_consumed && !ch.released)
+                {
+                    out.push(Action::ConvertRecoveredInputChannels);
+                }
+                // 2.3.0 flag on: `allOf(getBufferFilteringCompleteFuture())`, complete once every
+                // `finishReadRecoveredState` ran. A released channel means the task is being
+                // cancelled: the model runs no more mails (choice 21).
+                if self.migrates()
+                    && self.is_recovered_channel(s)
+                    && !s.closed
+                    && s.io_pc as usize == self.io_program.len()
+                    && s.channels.iter().all(|ch| !ch.released)
+                {
+                    out.push(Action::ConvertRecoveredInputChannels);
+                }
+                if !s.partitions_requested && !s.closed && !self.is_recovered_channel(s) {
+                    out.push(Action::RequestPartitions);
+                }
+                // The alignment timer's mail (a closed gate's task runs no more mails).
+                if let Some(cp) = alignment_timer_due(s)
+                    && !s.closed
+                {
+                    out.push(Action::AlignedCheckpointTimeout { cp });
+                }
+                match self.polling {
+                    GatePolling::Queue => {
+                        if let Some(channel) = s.gate.head() {
+                            out.push(Action::GetNextBuffer { channel });
+                        }
+                    }
+                    GatePolling::AnyChannelWithData => {
+                        for c in 0..s.channels.len() as u8 {
+                            if self.has_next(s, c) {
+                                out.push(Action::GetNextBuffer { channel: c });
+                            }
+                        }
+                    }
+                }
+            }
+            TaskPc::Trigger {
+                cp,
+                channel,
+                inserted: false,
+            } => out.push(Action::InsertRecoveryCheckpointBarrier { channel, cp }),
+            TaskPc::Trigger {
+                cp,
+                channel,
+                inserted: true,
+            } => out.push(Action::CheckpointStarted { channel, cp }),
+            TaskPc::Consume { channel } => out.push(Action::OnRecoveredStateConsumed { channel }),
+            TaskPc::EnableNotify { channel } | TaskPc::EnableNotifyRest { channel, .. } => {
+                out.push(Action::EnableNotify { channel })
+            }
+            TaskPc::AwaitUpstreamReady { channel } => {
+                if s.ch(channel).upstream_ready {
+                    out.push(Action::FinishRecoveredBufferDelivery { channel });
+                }
+            }
+            TaskPc::ClearPendingPriority { channel, .. } => out.push(Action::ClearPendingPriorityEvent { channel }),
+            TaskPc::RereadPendingPriority { channel, .. } => out.push(Action::RereadPendingPriorityEvent { channel }),
+            TaskPc::Failed { .. } => {}
+        }
+    }
 }

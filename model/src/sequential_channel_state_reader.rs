@@ -1,0 +1,119 @@
+//! The drainer: `SequentialChannelStateReaderImpl` on the `channel-state-unspilling` executor
+//! (the IO thread). It pushes every recovered buffer into its channel, then finishes each
+//! channel's delivery. Its program is fixed by the configuration: channel 0's buffers,
+//! channel 1's, ..., then every channel's finish.
+
+use crate::action::Action;
+use crate::buffer_manager::BufferManager;
+use crate::config::{Delivery, ModelConfig};
+use crate::model::RecoveryModel;
+use crate::recoverable_input_channel as rc;
+use crate::recovered_input_channel as recovered;
+use crate::state::{Payload, State, TaskPc};
+
+/// One step of the drainer's program on the IO thread.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum IoStep {
+    /// Push the next recovered buffer of a channel.
+    Push(u8),
+    /// `finishRecoveredBufferDelivery` of a channel.
+    Finish(u8),
+}
+
+/// The drainer's program for `cfg`; empty where PR3's conversion delivers the state instead.
+pub(crate) fn program(cfg: &ModelConfig) -> Vec<IoStep> {
+    let mut io_program = Vec::new();
+    if matches!(cfg.delivery, Delivery::Drainer | Delivery::Legacy | Delivery::Migration) {
+        for (c, ch) in cfg.channels.iter().enumerate() {
+            io_program.extend((0..ch.recovered).map(|_| IoStep::Push(c as u8)));
+        }
+        io_program.extend((0..cfg.channels.len()).map(|c| IoStep::Finish(c as u8)));
+    }
+    io_program
+}
+
+/// The IO thread's steps.
+impl RecoveryModel {
+    pub(crate) fn io_actions(&self, s: &State, out: &mut Vec<Action>) {
+        match self.io_program.get(s.io_pc as usize) {
+            Some(&IoStep::Push(c)) => {
+                let ch = s.ch(c);
+                // requestRecoveryBufferBlocking() awaits upstreamReady, then a buffer. Heap
+                // buffers (flag off, or a local channel without exclusive ones): no wait.
+                // A released channel throws once the latch is open (a remote channel's release
+                // opens it last, `release_step`).
+                let ready = !self.lends_recovery_buffers(c)
+                    || self.is_recovered_channel(s)
+                    || (ch.upstream_ready && (ch.released || ch.bm.can_request_buffer_blocking(s.pool_of(c))));
+                if ready {
+                    out.push(Action::OnRecoveredStateBuffer { channel: c });
+                }
+            }
+            // finishReadRecoveredState (flag off) does not wait for the upstream.
+            Some(&IoStep::Finish(c)) if s.ch(c).upstream_ready || self.is_recovered_channel(s) => {
+                out.push(Action::FinishRecoveredBufferDelivery { channel: c });
+            }
+            _ => {}
+        }
+    }
+
+    /// Whether the drainer has run its whole program.
+    pub(crate) fn drain_finished(&self, s: &State) -> bool {
+        s.io_pc as usize >= self.io_program.len()
+    }
+
+    /// `onRecoveredStateBuffer` of the drainer's next buffer for channel `c`. A
+    /// `RecoveredInputChannel` (flag off, 2.3.0) queues it as it is; a physical channel gets it
+    /// in a buffer lent by its own manager (`requestBufferBlocking`) where it lends them.
+    pub(crate) fn on_recovered_state_buffer(&self, s: &mut State, c: u8) {
+        s.io_pc += 1;
+        if self.is_recovered_channel(s) {
+            let ch = s.ch_mut(c);
+            let i = ch.ghost_pushed;
+            ch.ghost_pushed += 1;
+            let notify = recovered::on_recovered_state_buffer(ch, Payload::Recovered(i));
+            return self.pushed(s, c, Ok(notify));
+        }
+        let kind = self.kind(c);
+        let (ch, pool) = s.ch_and_pool(c);
+        let i = ch.ghost_pushed;
+        ch.ghost_pushed += 1;
+        // `requestBufferBlocking` throws for a released channel only when it finds no
+        // buffer; one it takes goes back at once (`recycleBuffer` of the released channel).
+        let buffer = if self.lends_recovery_buffers(c) {
+            ch.bm.request_buffer_blocking(pool)
+        } else {
+            None
+        };
+        let r = rc::on_recovered_state_buffer(ch, kind, Payload::Recovered(i));
+        if let Some(b) = buffer.filter(|_| ch.released) {
+            let floating = BufferManager::release_buffer(b, &mut ch.global_pool);
+            self.recycle_all_to_pool(s, c, floating.into_iter().collect());
+        } else if let Some(b) = buffer {
+            // The recovered data sits in a buffer lent by the channel's own manager.
+            match ch.queue.last_mut() {
+                Some(e) if e.payload == Payload::Recovered(i) => e.buffer = Some(b),
+                _ => ch.held.push(b),
+            }
+        }
+        self.pushed(s, c, r);
+    }
+
+    /// `finishRecoveredBufferDelivery` of channel `c` (flag off: the `RecoveredInputChannel`'s
+    /// `finishReadRecoveredState`). Under PR3's conversion it runs on the task thread, which
+    /// then converts the channels after `c`.
+    pub(crate) fn finish_recovered_buffer_delivery(&self, s: &mut State, c: u8) {
+        if self.is_recovered_channel(s) {
+            s.io_pc += 1;
+            let notify = recovered::finish_read_recovered_state(s.ch_mut(c));
+            return self.pushed(s, c, Ok(notify));
+        }
+        let r = rc::finish_recovered_buffer_delivery(s.ch_mut(c), self.kind(c));
+        self.pushed(s, c, r);
+        if let TaskPc::AwaitUpstreamReady { .. } = s.task {
+            self.convert_from(s, c + 1);
+        } else {
+            s.io_pc += 1;
+        }
+    }
+}
