@@ -2,7 +2,8 @@
 //! makes after releasing a lock. Each names the Flink method and the channel it runs on; the
 //! thread that runs it is [`Action::thread`].
 
-use crate::state::{CheckpointId, NetBuf};
+use crate::model::RecoveryModel;
+use crate::state::{CheckpointId, NetBuf, State};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -51,14 +52,15 @@ macro_rules! channel_field {
     };
 }
 
-/// Defines [`Action`] from one line per action: its fields, the Flink method it stands for and
-/// the thread that runs it (an expression that may read the fields). Everything that lists
+/// Defines [`Action`] from one line per action: its fields, the Flink method it stands for, the
+/// thread that runs it (an expression that may read the fields) and the `RecoveryModel` method
+/// that is its effect (called with the state and the fields, in order). Everything that lists
 /// actions (the enum, [`Action::method`], [`Action::thread`], [`Action::channel`],
-/// [`Action::KINDS`]) comes from that line.
+/// [`Action::KINDS`], [`Action::apply`]) comes from that line.
 macro_rules! actions {
     ($(
         $(#[$meta:meta])*
-        $name:ident $({ $($(#[$field_meta:meta])* $field:ident : $ty:ty),* $(,)? })? => $method:literal, $thread:expr;
+        $name:ident $({ $($(#[$field_meta:meta])* $field:ident : $ty:ty),* $(,)? })? => $method:literal, $thread:expr, $effect:ident;
     )*) => {
         /// One protocol step.
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
@@ -90,6 +92,14 @@ macro_rules! actions {
                 }
             }
 
+            /// Runs the action on `s`: the effect method its entry names. The thread's program
+            /// in the model decides whether it is enabled.
+            pub(crate) fn apply(self, model: &RecoveryModel, s: &mut State) {
+                match self {
+                    $(Action::$name $({ $($field),* })? => model.$effect(s $($(, $field)*)?),)*
+                }
+            }
+
             /// The channel the action touches, if one (its `channel` field).
             #[allow(unused_variables)]
             pub fn channel(&self) -> Option<u8> {
@@ -106,7 +116,7 @@ actions! {
     OnRecoveredStateBuffer {
         /// Channel index.
         channel: u8,
-    } => "onRecoveredStateBuffer", Thread::Io;
+    } => "onRecoveredStateBuffer", Thread::Io, on_recovered_state_buffer;
     /// IO (task, during conversion, for bug B5): `finishRecoveredBufferDelivery()` after
     /// `upstreamReady.await()`: append `EndOfFetchedChannelStateEvent`. Flag off
     /// (`Delivery::Legacy`): the `RecoveredInputChannel`'s `finishReadRecoveredState()`, which
@@ -114,43 +124,43 @@ actions! {
     FinishRecoveredBufferDelivery {
         /// Channel index.
         channel: u8,
-    } => "finishRecoveredBufferDelivery", Thread::Io;
+    } => "finishRecoveredBufferDelivery", Thread::Io, finish_recovered_buffer_delivery;
     /// Task (mail): `requestPartitions` converting the recovered channels: `toInputChannel(true)`
     /// per channel (`Delivery::Conversion`), or flag off, once every state-consumed future is
     /// complete, `toInputChannel(false)`; then the partitions are requested.
-    ConvertRecoveredInputChannels => "convertRecoveredInputChannels", Thread::Task;
+    ConvertRecoveredInputChannels => "convertRecoveredInputChannels", Thread::Task, convert_recovered_input_channels;
     /// Task (mail): `requestPartitions`: local views created, remote `PartitionRequest` sent
     /// with `needsRecovery` and the server's view reader created.
-    RequestPartitions => "requestPartitions", Thread::Task;
+    RequestPartitions => "requestPartitions", Thread::Task, request_partitions;
     /// Task: the gate polls `getNextBuffer()` of a channel and hands the result on.
     GetNextBuffer {
         /// Channel index.
         channel: u8,
-    } => "getNextBuffer", Thread::Task;
+    } => "getNextBuffer", Thread::Task, get_next_buffer;
     /// Task: `insertRecoveryCheckpointBarrierIfInRecovery(cp)`.
     InsertRecoveryCheckpointBarrier {
         /// Channel index.
         channel: u8,
         /// Checkpoint id.
         cp: CheckpointId,
-    } => "insertRecoveryCheckpointBarrierIfInRecovery", Thread::Task;
+    } => "insertRecoveryCheckpointBarrierIfInRecovery", Thread::Task, insert_recovery_checkpoint_barrier;
     /// Task: `checkpointStarted(barrier)` with `collectPreRecoveryBarrier` in recovery.
     CheckpointStarted {
         /// Channel index.
         channel: u8,
         /// Checkpoint id.
         cp: CheckpointId,
-    } => "checkpointStarted", Thread::Task;
+    } => "checkpointStarted", Thread::Task, checkpoint_started;
     /// Task: `onRecoveredStateConsumed()` after the gate polled the sentinel.
     OnRecoveredStateConsumed {
         /// Channel index.
         channel: u8,
-    } => "onRecoveredStateConsumed", Thread::Task;
+    } => "onRecoveredStateConsumed", Thread::Task, on_recovered_state_consumed;
     /// Task: `bufferManager.enableNotify()` (remote).
     EnableNotify {
         /// Channel index.
         channel: u8,
-    } => "enableNotify", Thread::Task;
+    } => "enableNotify", Thread::Task, enable_notify;
     /// Any thread, after releasing `bufferQueue`: `notifyBufferAvailable(n)`.
     NotifyBufferAvailable {
         /// The thread that computed the credit.
@@ -159,14 +169,14 @@ actions! {
         channel: u8,
         /// Credit announced.
         n: u8,
-    } => "notifyBufferAvailable", *thread;
+    } => "notifyBufferAvailable", *thread, notify_buffer_available;
     /// Producer: takes checkpoint `cp` and writes its priority barrier.
     EmitCheckpointBarrier {
         /// Channel index.
         channel: u8,
         /// Checkpoint id.
         cp: CheckpointId,
-    } => "emitCheckpointBarrier", Thread::Producer;
+    } => "emitCheckpointBarrier", Thread::Producer, emit_checkpoint_barrier;
     /// Producer (`aligned_checkpoint_timeout`): takes checkpoint `cp` aligned with a timeout,
     /// `add` of a `TIMEOUTABLE_ALIGNED_CHECKPOINT_BARRIER` at the subpartition's tail.
     EmitTimeoutableCheckpointBarrier {
@@ -174,21 +184,21 @@ actions! {
         channel: u8,
         /// Checkpoint id.
         cp: CheckpointId,
-    } => "processTimeoutableCheckpointBarrier", Thread::Producer;
+    } => "processTimeoutableCheckpointBarrier", Thread::Producer, emit_timeoutable_checkpoint_barrier;
     /// Task (the alignment timer's mail, `aligned_checkpoint_timeout`): the barrier handler's
     /// `alignedCheckpointTimeout` → `prioritizeAllAnnouncements` → `convertToPriorityEvent` on
     /// every channel whose announcement it saw.
     AlignedCheckpointTimeout {
         /// Checkpoint id.
         cp: CheckpointId,
-    } => "alignedCheckpointTimeout", Thread::Task;
+    } => "alignedCheckpointTimeout", Thread::Task, aligned_checkpoint_timeout;
     /// Producer, after `PipelinedSubpartition.add` released its lock (a channel with
     /// `priority_notify_step`): `notifyPriorityEvent(seq)` → `LocalInputChannel`'s listener sets
     /// `hasPendingPriorityEvent` and queues the channel at the gate's priority head.
     NotifyPriorityEvent {
         /// Channel index.
         channel: u8,
-    } => "notifyPriorityEvent", Thread::Producer;
+    } => "notifyPriorityEvent", Thread::Producer, notify_priority_event;
     /// Task, the second half of `pullPriorityFromSubpartitionView` (a channel with
     /// `priority_notify_step`): the view was polled in the step before; the next data type it
     /// returned then had no priority, so `hasPendingPriorityEvent = false`, then the gate's turn
@@ -196,96 +206,96 @@ actions! {
     ClearPendingPriorityEvent {
         /// Channel index.
         channel: u8,
-    } => "pullPriorityFromSubpartitionView", Thread::Task;
+    } => "pullPriorityFromSubpartitionView", Thread::Task, clear_pending_priority_event;
     /// Task, the second half of `getNextBuffer` in the variant
     /// `recovered-buffer-dropped-for-priority-event`: the re-read of `hasPendingPriorityEvent`
     /// after the poll, outside the lock; then the gate's turn ends.
     RereadPendingPriorityEvent {
         /// Channel index.
         channel: u8,
-    } => "rereadPendingPriorityEvent", Thread::Task;
+    } => "rereadPendingPriorityEvent", Thread::Task, reread_pending_priority_event;
     /// Netty server: the view reader sends the head of the subpartition.
     SendBuffer {
         /// Channel index.
         channel: u8,
-    } => "sendBuffer", Thread::NettyServer;
+    } => "sendBuffer", Thread::NettyServer, send_buffer;
     /// Netty server: `addCredit(k)` from an `AddCredit` message.
     OnAddCredit {
         /// Channel index.
         channel: u8,
-    } => "addCredit", Thread::NettyServer;
+    } => "addCredit", Thread::NettyServer, on_add_credit;
     /// Netty server: `PartitionRequestQueue.announceBacklog`. A reader with initial credit 0
     /// and no credit left (`needAnnounceBacklog`) whose head is a data buffer writes a
     /// `BacklogAnnouncement`.
     AnnounceBacklog {
         /// Channel index.
         channel: u8,
-    } => "announceBacklog", Thread::NettyServer;
+    } => "announceBacklog", Thread::NettyServer, announce_backlog;
     /// Netty client: `onBuffer` (with the `requestBuffer` a data buffer needs); opens
     /// `upstreamReady`.
     OnBuffer {
         /// Channel index.
         channel: u8,
-    } => "onBuffer", Thread::NettyClient;
+    } => "onBuffer", Thread::NettyClient, on_buffer;
     /// Netty client, after `onBuffer` released the lock: `onSenderBacklog(backlog)`, which
     /// requests floating buffers (`requestFloatingBuffers(backlog + initialCredit)`).
     OnSenderBacklog {
         /// Channel index.
         channel: u8,
-    } => "onSenderBacklog", Thread::NettyClient;
+    } => "onSenderBacklog", Thread::NettyClient, on_sender_backlog;
     /// Netty client: writes `AddCredit(getAndResetUnannouncedCredit())`.
     SendAddCredit {
         /// Channel index.
         channel: u8,
-    } => "sendAddCredit", Thread::NettyClient;
+    } => "sendAddCredit", Thread::NettyClient, send_add_credit;
     /// Recycler: the consumer drops a network buffer (`recycle` or `LocalBufferPool.recycle`).
     Recycle {
         /// Channel index.
         channel: u8,
         /// The buffer.
         buffer: NetBuf,
-    } => "recycle", Thread::Recycler;
+    } => "recycle", Thread::Recycler, recycle;
     /// Recycler: hands the floating buffer `recycle` released back to the `LocalBufferPool`.
     ReturnFloatingBuffer {
         /// Channel index.
         channel: u8,
         /// The buffer.
         buffer: NetBuf,
-    } => "recycleFloatingBuffer", Thread::Recycler;
+    } => "recycleFloatingBuffer", Thread::Recycler, return_floating_buffer;
     /// Producer: writes its next upstream element (`ResultSubpartition.add`); a local view's
     /// listener is told if the subpartition was empty.
     AddBuffer {
         /// Channel index.
         channel: u8,
-    } => "add", Thread::Producer;
+    } => "add", Thread::Producer, add_buffer;
     /// Producer (`faults`): the upstream task fails and `release()`s the local channel's
     /// subpartition: its buffers are dropped and the view reports released.
     ReleasePartition {
         /// Channel index.
         channel: u8,
-    } => "releasePartition", Thread::Producer;
+    } => "releasePartition", Thread::Producer, release_partition;
     /// Netty client (`faults`): the connection failed, `onError(cause)` on the remote channel
     /// (`setError`: the cause is kept and the gate notified).
     OnError {
         /// Channel index.
         channel: u8,
-    } => "onError", Thread::NettyClient;
+    } => "onError", Thread::NettyClient, on_error;
     /// Canceler: `releaseAllResources()`; with `release_step`, only its first part: `isReleased`
     /// (a local channel also opens `upstreamReady` and fails the state-consumed future).
     ReleaseAllResources {
         /// Channel index.
         channel: u8,
-    } => "releaseAllResources", Thread::Canceler;
+    } => "releaseAllResources", Thread::Canceler, release_all_resources;
     /// Canceler, the rest of `releaseAllResources()` (`release_step`): the local view released,
     /// the queue and the stash drained under the channel's lock, `releaseAllBuffers` (a remote
     /// channel then opens `upstreamReady` and fails the state-consumed future).
     ReleaseQueuedBuffers {
         /// Channel index.
         channel: u8,
-    } => "releaseQueuedBuffers", Thread::Canceler;
+    } => "releaseQueuedBuffers", Thread::Canceler, release_queued_buffers;
     /// Canceler: `SingleInputGate.close()`: `releaseAllResources()` of every channel, then
     /// `bufferPool.lazyDestroy()` (free floating segments back to the global pool).
-    CloseGate => "close", Thread::Canceler;
+    CloseGate => "close", Thread::Canceler, close_gate;
 }
 
 impl Action {

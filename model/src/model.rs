@@ -1,7 +1,8 @@
 //! [`RecoveryModel`]: the stateright `Model` tying the components together. Each action's
 //! guard is in the program of the thread that runs it (`task_actions` in task.rs, `io_actions`
 //! in sequential_channel_state_reader.rs, ...) and its effect is a method in the file of the
-//! Flink class it calls; `next_state` is the table from one to the other.
+//! Flink class it calls, which `action.rs`'s table names. What is left here: the
+//! configuration-wide queries, the initial state, and the order the threads' programs are asked.
 
 use crate::action::{Action, Thread};
 use crate::config::{ChannelConfig, ChannelKind, Delivery, ModelConfig};
@@ -38,6 +39,7 @@ pub struct RecoveryModel {
     pub explorer_notes: Vec<(String, Option<String>)>,
     /// Counts the edges that do not increase [`crate::progress::rank`] while the checker runs.
     pub rank_check: Option<std::sync::Arc<crate::progress::RankCheck>>,
+    /// The drainer's program (`sequential_channel_state_reader::program`).
     pub(crate) io_program: Vec<IoStep>,
 }
 
@@ -199,53 +201,6 @@ impl RecoveryModel {
             ghost_lent_across: false,
         }
     }
-
-    /// Runs `action` on `s`: the table from each action to the method that is its effect.
-    fn step(&self, s: &mut State, action: Action) {
-        match action {
-            // The drainer (IO thread): sequential_channel_state_reader.rs.
-            Action::OnRecoveredStateBuffer { channel } => self.on_recovered_state_buffer(s, channel),
-            Action::FinishRecoveredBufferDelivery { channel } => self.finish_recovered_buffer_delivery(s, channel),
-            // The task thread: the gate (single_input_gate.rs), the checkpoint (task.rs), the
-            // channels' end of recovery (recoverable and remote input channel).
-            Action::ConvertRecoveredInputChannels => self.convert_recovered_input_channels(s),
-            Action::RequestPartitions => self.request_partitions(s),
-            Action::GetNextBuffer { channel } => self.get_next_buffer(s, channel),
-            Action::ClearPendingPriorityEvent { channel } => self.clear_pending_priority_event(s, channel),
-            Action::RereadPendingPriorityEvent { channel } => self.reread_pending_priority_event(s, channel),
-            Action::InsertRecoveryCheckpointBarrier { channel, cp } => {
-                self.insert_recovery_checkpoint_barrier(s, channel, cp)
-            }
-            Action::CheckpointStarted { channel, cp } => self.checkpoint_started(s, channel, cp),
-            Action::AlignedCheckpointTimeout { .. } => self.aligned_checkpoint_timeout(s),
-            Action::OnRecoveredStateConsumed { channel } => self.on_recovered_state_consumed(s, channel),
-            Action::EnableNotify { channel } => self.enable_notify(s, channel),
-            Action::NotifyBufferAvailable { thread, channel, n } => self.notify_buffer_available(s, thread, channel, n),
-            // The upstream: producer.rs.
-            Action::EmitCheckpointBarrier { channel, cp } => self.emit_checkpoint_barrier(s, channel, cp),
-            Action::EmitTimeoutableCheckpointBarrier { channel, cp } => {
-                self.emit_timeoutable_checkpoint_barrier(s, channel, cp)
-            }
-            Action::NotifyPriorityEvent { channel } => self.notify_priority_event(s, channel),
-            Action::AddBuffer { channel } => self.add_buffer(s, channel),
-            Action::ReleasePartition { channel } => self.release_partition(s, channel),
-            Action::SendBuffer { channel } => self.send_buffer(s, channel),
-            Action::AnnounceBacklog { channel } => self.announce_backlog(s, channel),
-            Action::OnAddCredit { channel } => self.on_add_credit(s, channel),
-            // The Netty client: remote_input_channel.rs.
-            Action::OnBuffer { channel } => self.on_buffer(s, channel),
-            Action::OnSenderBacklog { channel } => self.on_sender_backlog(s, channel),
-            Action::SendAddCredit { channel } => self.send_add_credit(s, channel),
-            Action::OnError { channel } => self.on_error(s, channel),
-            // The recycler: buffer_manager.rs.
-            Action::Recycle { channel, buffer } => self.recycle(s, channel, buffer),
-            Action::ReturnFloatingBuffer { channel, buffer } => self.return_floating_buffer(s, channel, buffer),
-            // The canceler: recoverable_input_channel.rs, single_input_gate.rs.
-            Action::ReleaseAllResources { channel } => self.release_all_resources(s, channel, self.cfg.release_step),
-            Action::ReleaseQueuedBuffers { channel } => self.release_queued_buffers(s, channel),
-            Action::CloseGate => self.close_gate(s),
-        }
-    }
 }
 
 impl Model for RecoveryModel {
@@ -272,7 +227,7 @@ impl Model for RecoveryModel {
 
     fn next_state(&self, last: &State, action: Action) -> Option<State> {
         let mut s = last.clone();
-        self.step(&mut s, action);
+        action.apply(self, &mut s);
         if let Some(check) = &self.rank_check {
             check.edge(last, &s);
         }

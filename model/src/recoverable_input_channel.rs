@@ -164,7 +164,13 @@ impl RecoveryModel {
         self.pushed(s, c, r);
     }
 
-    pub(crate) fn release_all_resources(&self, s: &mut State, c: u8, split: bool) {
+    /// The canceler's `releaseAllResources()` of channel `c`; with `release_step`, in two steps.
+    pub(crate) fn release_all_resources(&self, s: &mut State, c: u8) {
+        self.release(s, c, self.cfg.release_step);
+    }
+
+    /// `releaseAllResources()`, whole or (`split`) only its first critical section.
+    pub(crate) fn release(&self, s: &mut State, c: u8, split: bool) {
         if self.is_recovered_channel(s) {
             return recovered::release_all_resources(s.ch_mut(c));
         }

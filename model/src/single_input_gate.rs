@@ -409,7 +409,7 @@ impl RecoveryModel {
             if !s.ch(c).released {
                 // One step per channel even with `release_step`: `close` is the canceler's
                 // alternative to single releases, and the split is shown on those.
-                self.release_all_resources(s, c, false);
+                self.release(s, c, false);
             }
         }
         // A pool's free segments go to the global pool (the first channel's record of it).

@@ -280,7 +280,7 @@ impl RecoveryModel {
     }
 
     /// The alignment timer's mail: the converted channels queue at the gate's priority head.
-    pub(crate) fn aligned_checkpoint_timeout(&self, s: &mut State) {
+    pub(crate) fn aligned_checkpoint_timeout(&self, s: &mut State, _cp: CheckpointId) {
         for c in prioritize_all_announcements(s) {
             self.notify(s, c, true);
         }
