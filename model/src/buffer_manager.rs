@@ -211,6 +211,8 @@ impl BufferManager {
 
 /// The recycler: whatever thread drops the last reference to a network buffer.
 impl RecoveryModel {
+    /// What the recycler may do next: the rest of a recycle, or the recycle of a buffer the
+    /// operator holds.
     pub(crate) fn recycler_actions(&self, s: &State, out: &mut Vec<Action>) {
         match s.recycler {
             RecyclerPc::Announce(Announce { channel, n }) => out.push(Action::NotifyBufferAvailable {

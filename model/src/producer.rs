@@ -187,6 +187,8 @@ impl Producer {
 /// The upstream's threads: the producer task writing its subpartition, and the Netty server
 /// thread sending it.
 impl RecoveryModel {
+    /// What each channel's upstream may do next: a notification it owes, a checkpoint barrier,
+    /// its next write, or (`faults`) a failure.
     pub(crate) fn producer_actions(&self, s: &State, out: &mut Vec<Action>) {
         for (c, ch) in s.channels.iter().enumerate() {
             let c = c as u8;

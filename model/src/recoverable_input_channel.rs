@@ -202,8 +202,10 @@ impl RecoveryModel {
     }
 }
 
-/// The canceler: `releaseAllResources` of one channel at a time, or the gate's `close()`.
+/// The canceler.
 impl RecoveryModel {
+    /// What the canceler may do next: finish the release it is in, else (`release`) release a
+    /// channel or close the gate.
     pub(crate) fn canceler_actions(&self, s: &State, out: &mut Vec<Action>) {
         if let Some(c) = s.channels.iter().position(|ch| ch.releasing) {
             // The canceler is inside `releaseAllResources` of channel `c`.

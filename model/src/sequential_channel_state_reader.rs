@@ -34,6 +34,7 @@ pub(crate) fn program(cfg: &ModelConfig) -> Vec<IoStep> {
 
 /// The IO thread's steps.
 impl RecoveryModel {
+    /// What the IO thread may do next: the next step of its program, once it would not block.
     pub(crate) fn io_actions(&self, s: &State, out: &mut Vec<Action>) {
         match self.io_program.get(s.io_pc as usize) {
             Some(&IoStep::Push(c)) => {

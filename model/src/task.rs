@@ -286,6 +286,8 @@ impl RecoveryModel {
         }
     }
 
+    /// What the task thread may do next: the rest of a sequence it is in (an announcement, a
+    /// trigger, a turn of the gate), else a mail or a poll of the gate.
     pub(crate) fn task_actions(&self, s: &State, out: &mut Vec<Action>) {
         if let Some(Announce { channel, n }) = s.task_announce {
             out.push(Action::NotifyBufferAvailable {
