@@ -40,7 +40,7 @@ use recovery_impl::single_checkpoint_barrier_handler::{CheckpointableInput, Sing
 use recovery_impl::single_input_gate::{ChannelPoll, InputChannelHandle, SingleInputGate};
 use recovery_impl::{BufferId, BufferKind, ChannelError, DeclineReason, NetworkBuffer, RecoverableInputChannel};
 use recovery_model::config::{ChannelKind, Delivery, ModelConfig, Upstream};
-use recovery_model::state::NetBuf;
+use recovery_model::state::{NetBuf, Payload};
 use recovery_model::{Action, Thread};
 use std::collections::VecDeque;
 use std::panic::Location;
@@ -323,8 +323,8 @@ struct System {
 
 fn element_buffer(c: u8, kind: Upstream, i: u8) -> NetworkBuffer {
     let (kind, item) = match kind {
-        Upstream::Data => (BufferKind::Data, Item::Data(i)),
-        Upstream::Event => (BufferKind::Event, Item::Event(i)),
+        Upstream::Data => (BufferKind::Data, Item::Known(Payload::Data(i))),
+        Upstream::Event => (BufferKind::Event, Item::Known(Payload::Event(i))),
     };
     NetworkBuffer::unpooled(BufferId(50_000 + 100 * c as u32 + i as u32), kind, payload_of(c, &item))
 }
@@ -595,7 +595,7 @@ impl ImplDriver {
         let ch = self.ch(c);
         let i = ch.pushed;
         ch.pushed += 1;
-        let payload = payload_of(c, &Item::Recovered(i));
+        let payload = payload_of(c, &Item::Known(Payload::Recovered(i)));
         let heap = || NetworkBuffer::unpooled(BufferId(60_000 + 100 * c as u32 + i as u32), BufferKind::Data, payload);
         // Flag off: the IO thread reads into the RecoveredInputChannel (heap memory).
         if let InputChannelHandle::Recovered(recovered) = &ch.handle {
@@ -720,7 +720,7 @@ impl ImplDriver {
                 ));
             };
             for i in 0..ch.recovered {
-                let payload = payload_of(c as u8, &Item::Recovered(i));
+                let payload = payload_of(c as u8, &Item::Known(Payload::Recovered(i)));
                 let buffer =
                     NetworkBuffer::unpooled(BufferId(60_000 + 100 * c as u32 + i as u32), BufferKind::Data, payload);
                 if let Err(e) = recovered.on_recovered_state_buffer(buffer) {
@@ -756,15 +756,18 @@ impl ImplDriver {
         } else if let Err(e) = next.buffer.recycle_buffer() {
             return Observation::Error { error: error_kind(&e) };
         }
-        if !matches!(item, Item::EndOfRecovery | Item::Announcement(_)) {
+        if !matches!(
+            item,
+            Item::Known(Payload::EndOfRecovery) | Item::Known(Payload::Announcement(_))
+        ) {
             // The gate hands everything on but the sentinel, which the network input consumes,
             // and announcements, which go to the barrier handler.
             self.ch(c).delivered.push(item.clone());
         }
         match item {
-            Item::Barrier(cp) => self.sys.on_barrier(c, cp),
-            Item::Announcement(cp) => self.sys.process_barrier_announcement(c, cp, seq),
-            Item::AlignedBarrier(cp) => self.sys.process_aligned_barrier(c, cp),
+            Item::Known(Payload::Barrier(cp)) => self.sys.on_barrier(c, cp),
+            Item::Known(Payload::Announcement(cp)) => self.sys.process_barrier_announcement(c, cp, seq),
+            Item::Known(Payload::AlignedBarrier(cp)) => self.sys.process_aligned_barrier(c, cp),
             _ => {}
         }
         Observation::Polled {
@@ -1134,7 +1137,7 @@ impl ImplDriver {
                                 backlog: w.backlog,
                             },
                             ServerMessage::BacklogAnnouncement { backlog } => WireElement {
-                                item: Item::BacklogAnnouncement,
+                                item: Item::Known(Payload::BacklogAnnouncement),
                                 seq: -1,
                                 backlog: *backlog,
                             },

@@ -19,56 +19,24 @@ use std::str::FromStr;
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(try_from = "String", into = "String")]
 pub enum Item {
-    /// Recovered data buffer `i` of the channel (`r0`).
-    Recovered(u8),
-    /// Live data buffer: upstream element `i` (`d1`).
-    Data(u8),
-    /// Live ordinary event: upstream element `i` (`e0`).
-    Event(u8),
-    /// Unaligned checkpoint barrier (`barrier1`).
-    Barrier(u8),
-    /// `RecoveryCheckpointBarrier` (`RCB1`).
-    RecoveryBarrier(u8),
-    /// `EndOfFetchedChannelStateEvent` (`EOR`).
-    EndOfRecovery,
-    /// Timeoutable aligned checkpoint barrier (`aligned1`).
-    AlignedBarrier(u8),
-    /// `EventAnnouncement` of an aligned barrier (`announce1`).
-    Announcement(u8),
-    /// A `BacklogAnnouncement` message on the wire (`backlog`).
-    BacklogAnnouncement,
-    /// Something the model has no name for (an implementation-only buffer), described.
+    /// An element the model names, written as the model writes it (`r0`, `d1`, `e0`,
+    /// `barrier1`, `RCB1`, `EOR`, `aligned1`, `announce1`, `backlog`).
+    Known(Payload),
+    /// Something the model has no name for (an implementation-only buffer), described
+    /// (`?what`).
     Unknown(String),
 }
 
 impl From<Payload> for Item {
     fn from(p: Payload) -> Self {
-        match p {
-            Payload::Recovered(i) => Item::Recovered(i),
-            Payload::Data(i) => Item::Data(i),
-            Payload::Event(i) => Item::Event(i),
-            Payload::Barrier(cp) => Item::Barrier(cp),
-            Payload::RecoveryBarrier(cp) => Item::RecoveryBarrier(cp),
-            Payload::EndOfRecovery => Item::EndOfRecovery,
-            Payload::AlignedBarrier(cp) => Item::AlignedBarrier(cp),
-            Payload::Announcement(cp) => Item::Announcement(cp),
-            Payload::BacklogAnnouncement => Item::BacklogAnnouncement,
-        }
+        Item::Known(p)
     }
 }
 
 impl fmt::Display for Item {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Item::Recovered(i) => write!(f, "r{i}"),
-            Item::Data(i) => write!(f, "d{i}"),
-            Item::Event(i) => write!(f, "e{i}"),
-            Item::Barrier(cp) => write!(f, "barrier{cp}"),
-            Item::RecoveryBarrier(cp) => write!(f, "RCB{cp}"),
-            Item::EndOfRecovery => f.write_str("EOR"),
-            Item::AlignedBarrier(cp) => write!(f, "aligned{cp}"),
-            Item::Announcement(cp) => write!(f, "announce{cp}"),
-            Item::BacklogAnnouncement => f.write_str("backlog"),
+            Item::Known(p) => write!(f, "{p}"),
             Item::Unknown(what) => write!(f, "?{what}"),
         }
     }
@@ -77,41 +45,10 @@ impl fmt::Display for Item {
 impl FromStr for Item {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        let num = |prefix: &str| s.strip_prefix(prefix).and_then(|n| n.parse::<u8>().ok());
-        if s == "EOR" {
-            return Ok(Item::EndOfRecovery);
+        match s.strip_prefix('?') {
+            Some(what) => Ok(Item::Unknown(what.to_string())),
+            None => s.parse().map(Item::Known),
         }
-        if s == "backlog" {
-            return Ok(Item::BacklogAnnouncement);
-        }
-        if let Some(what) = s.strip_prefix('?') {
-            return Ok(Item::Unknown(what.to_string()));
-        }
-        // Longest prefixes first: "RCB" and "barrier" before the one-letter ones.
-        if let Some(cp) = num("RCB") {
-            return Ok(Item::RecoveryBarrier(cp));
-        }
-        if let Some(cp) = num("barrier") {
-            return Ok(Item::Barrier(cp));
-        }
-        if let Some(cp) = num("aligned") {
-            return Ok(Item::AlignedBarrier(cp));
-        }
-        if let Some(cp) = num("announce") {
-            return Ok(Item::Announcement(cp));
-        }
-        if let Some(i) = num("r") {
-            return Ok(Item::Recovered(i));
-        }
-        if let Some(i) = num("d") {
-            return Ok(Item::Data(i));
-        }
-        if let Some(i) = num("e") {
-            return Ok(Item::Event(i));
-        }
-        Err(format!(
-            "`{s}` is not an element (r0, d1, e0, barrier1, RCB1, EOR, aligned1, announce1, backlog)"
-        ))
     }
 }
 
@@ -599,12 +536,12 @@ mod tests {
     #[test]
     fn items_round_trip_through_their_short_names() {
         for item in [
-            Item::Recovered(0),
-            Item::Data(3),
-            Item::Event(1),
-            Item::Barrier(2),
-            Item::RecoveryBarrier(1),
-            Item::EndOfRecovery,
+            Item::Known(Payload::Recovered(0)),
+            Item::Known(Payload::Data(3)),
+            Item::Known(Payload::Event(1)),
+            Item::Known(Payload::Barrier(2)),
+            Item::Known(Payload::RecoveryBarrier(1)),
+            Item::Known(Payload::EndOfRecovery),
             Item::Unknown("id 7".into()),
         ] {
             assert_eq!(item.to_string().parse::<Item>(), Ok(item));

@@ -123,9 +123,9 @@ const EVENT: u64 = 3_000;
 pub fn payload_of(c: u8, item: &Item) -> u64 {
     let base = 10_000 * (c as u64 + 1);
     match item {
-        Item::Recovered(i) => base + RECOVERED + *i as u64,
-        Item::Data(i) => base + DATA + *i as u64,
-        Item::Event(i) => base + EVENT + *i as u64,
+        Item::Known(Payload::Recovered(i)) => base + RECOVERED + *i as u64,
+        Item::Known(Payload::Data(i)) => base + DATA + *i as u64,
+        Item::Known(Payload::Event(i)) => base + EVENT + *i as u64,
         _ => 0,
     }
 }
@@ -142,20 +142,20 @@ pub fn item_of(c: u8, b: &BufferSnapshot) -> Item {
     let unknown = || Item::Unknown(format!("{:?} id {} payload {}", b.kind, b.id.0, b.payload));
     match b.kind {
         BufferKind::Data => match (index(RECOVERED), index(DATA)) {
-            (Some(i), _) => Item::Recovered(i),
-            (_, Some(i)) => Item::Data(i),
+            (Some(i), _) => Item::Known(Payload::Recovered(i)),
+            (_, Some(i)) => Item::Known(Payload::Data(i)),
             _ => unknown(),
         },
-        BufferKind::Event => index(EVENT).map_or_else(unknown, Item::Event),
-        BufferKind::CheckpointBarrier(cp) => Item::Barrier(cp as u8),
-        BufferKind::RecoveryCheckpointBarrier(cp) => Item::RecoveryBarrier(cp as u8),
-        BufferKind::EndOfFetchedChannelState => Item::EndOfRecovery,
+        BufferKind::Event => index(EVENT).map_or_else(unknown, |i| Item::Known(Payload::Event(i))),
+        BufferKind::CheckpointBarrier(cp) => Item::Known(Payload::Barrier(cp as u8)),
+        BufferKind::RecoveryCheckpointBarrier(cp) => Item::Known(Payload::RecoveryBarrier(cp as u8)),
+        BufferKind::EndOfFetchedChannelState => Item::Known(Payload::EndOfRecovery),
         // The flag-off path's sentinel of the recovered stream (its RecoveredInputChannel's).
-        BufferKind::EndOfInputChannelState => Item::EndOfRecovery,
+        BufferKind::EndOfInputChannelState => Item::Known(Payload::EndOfRecovery),
         // Only the task level's gates end their partitions.
         BufferKind::EndOfPartition => unknown(),
-        BufferKind::TimeoutableAlignedCheckpointBarrier(cp) => Item::AlignedBarrier(cp as u8),
-        BufferKind::EventAnnouncement(cp) => Item::Announcement(cp as u8),
+        BufferKind::TimeoutableAlignedCheckpointBarrier(cp) => Item::Known(Payload::AlignedBarrier(cp as u8)),
+        BufferKind::EventAnnouncement(cp) => Item::Known(Payload::Announcement(cp as u8)),
     }
 }
 
@@ -357,7 +357,7 @@ pub fn model_observation(m: &RecoveryModel, pre: &State, action: &Action, post: 
                 && pre.task != post.task
             {
                 return Observation::Polled {
-                    item: Item::Barrier(cp),
+                    item: Item::Known(Payload::Barrier(cp)),
                     seq,
                     next: next_after_poll(m, post, c, Payload::Barrier(cp)),
                 };
@@ -378,7 +378,7 @@ pub fn model_observation(m: &RecoveryModel, pre: &State, action: &Action, post: 
                 && post.ch(c).queue.len() < pre.ch(c).queue.len()
             {
                 return Observation::Polled {
-                    item: Item::Announcement(cp),
+                    item: Item::Known(Payload::Announcement(cp)),
                     seq: head.seq,
                     next: next_after_poll(m, post, c, head.payload),
                 };
@@ -392,7 +392,7 @@ pub fn model_observation(m: &RecoveryModel, pre: &State, action: &Action, post: 
                 && post.ch(c).queue.len() < pre.ch(c).queue.len()
             {
                 return Observation::Polled {
-                    item: Item::EndOfRecovery,
+                    item: Item::Known(Payload::EndOfRecovery),
                     seq: head.map_or(0, |e| e.seq),
                     next: next_after_poll(m, post, c, Payload::EndOfRecovery),
                 };
@@ -403,7 +403,7 @@ pub fn model_observation(m: &RecoveryModel, pre: &State, action: &Action, post: 
                     ChannelKind::Remote => pre.ch(c).queue.first().map_or(0, |e| e.seq),
                 };
                 return Observation::Polled {
-                    item: Item::EndOfRecovery,
+                    item: Item::Known(Payload::EndOfRecovery),
                     seq,
                     next: next_after_poll(m, post, c, Payload::EndOfRecovery),
                 };
@@ -723,7 +723,7 @@ mod tests {
 
     #[test]
     fn payloads_name_the_element_they_carry() {
-        for item in [Item::Recovered(2), Item::Data(1)] {
+        for item in [Item::Known(Payload::Recovered(2)), Item::Known(Payload::Data(1))] {
             let b = BufferSnapshot {
                 id: BufferId(9),
                 kind: BufferKind::Data,

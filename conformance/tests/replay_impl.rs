@@ -13,6 +13,7 @@ use conformance::replay::{Compare, lockstep};
 use indicatif::ProgressBar;
 use recovery_model::check::shortest_counterexample;
 use recovery_model::properties::PropertyId;
+use recovery_model::state::Payload;
 use recovery_model::variant::VARIANTS;
 use recovery_model::{Action, ChannelKind, RecoveryModel, Variant, preset};
 use std::fmt::Write;
@@ -344,7 +345,7 @@ fn finish_delivery_during_conversion_diverges_because_the_fixed_conversion_does_
         d.actual_snapshot
             .channels
             .iter()
-            .all(|ch| ch.queue.last().map(|e| &e.item) == Some(&Item::EndOfRecovery)),
+            .all(|ch| ch.queue.last().map(|e| &e.item) == Some(&Item::Known(Payload::EndOfRecovery))),
         "{report}"
     );
 }

@@ -22,6 +22,7 @@ use recovery_impl::event_log::{EventLog, Recorder};
 use recovery_model::config::{
     ChannelConfig, ChannelKind, Delivery as ModelDelivery, ModelConfig, Upstream, local, remote,
 };
+use recovery_model::state::Payload;
 use recovery_model::{RecoveryModel, Variant};
 use soak_harness::{ChannelSpec, Checkpoints, Class, Delivery, Kind, Naming, Pools, Release, Rng, SoakConfig, Up};
 
@@ -60,18 +61,18 @@ fn config(delivery: ModelDelivery) -> ModelConfig {
 fn model_payload(c: u8, class: Class, i: u64) -> u64 {
     let i = i as u8;
     let item = match class {
-        Class::Recovered => Item::Recovered(i),
-        Class::Data => Item::Data(i),
-        Class::Event => Item::Event(i),
+        Class::Recovered => Item::Known(Payload::Recovered(i)),
+        Class::Data => Item::Known(Payload::Data(i)),
+        Class::Event => Item::Known(Payload::Event(i)),
     };
     payload_of(c, &item)
 }
 
 fn model_decode(c: u8, b: &BufferSnapshot) -> Option<(Class, u64)> {
     match item_of(c, b) {
-        Item::Recovered(i) => Some((Class::Recovered, i as u64)),
-        Item::Data(i) => Some((Class::Data, i as u64)),
-        Item::Event(i) => Some((Class::Event, i as u64)),
+        Item::Known(Payload::Recovered(i)) => Some((Class::Recovered, i as u64)),
+        Item::Known(Payload::Data(i)) => Some((Class::Data, i as u64)),
+        Item::Known(Payload::Event(i)) => Some((Class::Event, i as u64)),
         _ => None,
     }
 }

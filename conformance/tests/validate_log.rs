@@ -20,6 +20,7 @@ use recovery_impl::result_subpartition::ResultSubpartition;
 use recovery_impl::single_input_gate::{InputChannelHandle, SingleInputGate};
 use recovery_impl::{BufferId, BufferKind, NetworkBuffer, RecoverableInputChannel};
 use recovery_model::config::{Delivery, ModelConfig, Upstream, local};
+use recovery_model::state::Payload;
 use recovery_model::{Action, RecoveryModel, Variant};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -100,7 +101,7 @@ fn run(cfg: &ModelConfig, seed: u64) -> Run {
         for (c, ch) in io_channels.iter().enumerate() {
             for i in 0..io_cfg.channels[c].recovered {
                 jitter(&mut rng);
-                let payload = payload_of(c as u8, &Item::Recovered(i));
+                let payload = payload_of(c as u8, &Item::Known(Payload::Recovered(i)));
                 let id = BufferId(60_000 + 100 * c as u32 + i as u32);
                 ch.on_recovered_state_buffer(NetworkBuffer::unpooled(id, BufferKind::Data, payload))
                     .unwrap();
@@ -162,7 +163,7 @@ fn run(cfg: &ModelConfig, seed: u64) -> Run {
             let item = item_of(c as u8, &next.buffer.snapshot());
             next.buffer.recycle_buffer().unwrap();
             match item {
-                Item::Barrier(cp) => {
+                Item::Known(Payload::Barrier(cp)) => {
                     live += 1;
                     seen[c] = true;
                     if !triggered {
@@ -185,7 +186,7 @@ fn run(cfg: &ModelConfig, seed: u64) -> Run {
                         task_channels.iter().for_each(|ch| ch.checkpoint_stopped(cp as i64));
                     }
                 }
-                Item::Data(_) | Item::Event(_) => live += 1,
+                Item::Known(Payload::Data(_)) | Item::Known(Payload::Event(_)) => live += 1,
                 _ => {}
             }
         }
@@ -273,7 +274,7 @@ fn poll_of_recovered(steps: &[Step], i: u8) -> usize {
     steps
         .iter()
         .position(|s| {
-            matches!(&s.observation, Observation::Polled { item: Item::Recovered(k), .. } if *k == i)
+            matches!(&s.observation, Observation::Polled { item: Item::Known(Payload::Recovered(k)), .. } if *k == i)
                 && s.action == Action::GetNextBuffer { channel: 0 }
         })
         .expect("channel 0 hands out its recovered elements")
@@ -360,7 +361,8 @@ fn the_window_places_an_event_logged_too_early_after_the_events_of_other_threads
         steps
             .iter()
             .position(|s| {
-                s.pushed == [(0, Item::Recovered(0))] && s.action == Action::OnRecoveredStateBuffer { channel: 0 }
+                s.pushed == [(0, Item::Known(Payload::Recovered(0)))]
+                    && s.action == Action::OnRecoveredStateBuffer { channel: 0 }
             })
             .unwrap()
     };
@@ -394,7 +396,7 @@ fn run_polling_r0_before_the_barrier() -> Run {
         let requested = at(|e| matches!(e, Event::RequestPartitions { .. }));
         let polled = at(|e| {
             matches!(e, Event::GetNextBuffer { channel, buffer, .. }
-                if channel.input_channel_idx == 0 && item_of(0, buffer) == Item::Recovered(0))
+                if channel.input_channel_idx == 0 && item_of(0, buffer) == Item::Known(Payload::Recovered(0)))
         });
         let added = r
             .log

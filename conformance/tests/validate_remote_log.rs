@@ -28,6 +28,7 @@ use recovery_impl::result_subpartition::ResultSubpartition;
 use recovery_impl::single_input_gate::{InputChannelHandle, SingleInputGate};
 use recovery_impl::{BufferId, BufferKind, ChannelError, NetworkBuffer, RecoverableInputChannel};
 use recovery_model::config::{ChannelKind, Delivery, ModelConfig, Upstream, local, remote};
+use recovery_model::state::Payload;
 use recovery_model::{Action, RecoveryModel, Variant};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -79,7 +80,7 @@ struct Run {
 }
 
 fn recovered_payload(c: u8, i: u8) -> u64 {
-    payload_of(c, &Item::Recovered(i))
+    payload_of(c, &Item::Known(Payload::Recovered(i)))
 }
 
 /// A thread named after a model thread, with the log as its recorder.
@@ -394,10 +395,13 @@ fn run(cfg: &ModelConfig, seed: u64) -> Run {
             } else {
                 next.buffer.recycle_buffer().unwrap();
             }
-            if matches!(item, Item::Data(_) | Item::Event(_) | Item::Barrier(_)) {
+            if matches!(
+                item,
+                Item::Known(Payload::Data(_)) | Item::Known(Payload::Event(_)) | Item::Known(Payload::Barrier(_))
+            ) {
                 live[c] += 1;
             }
-            if let Item::Barrier(cp) = item {
+            if let Item::Known(Payload::Barrier(cp)) = item {
                 seen[c] = true;
                 let all: Vec<_> = (0..channels).map(|c| task_gate.channel(c).unwrap()).collect();
                 if !triggered {
@@ -578,7 +582,7 @@ fn poll_of(steps: &[Step], item: &Item) -> usize {
 
 #[test]
 fn a_log_with_a_dropped_on_buffer_is_rejected_at_the_next_on_buffer() {
-    let (d1, d2) = (Item::Data(1), Item::Data(2));
+    let (d1, d2) = (Item::Known(Payload::Data(1)), Item::Known(Payload::Data(2)));
     // A run where d2 arrives before the task polls d1 (so the next step that needs d1 is the
     // onBuffer of d2), the Netty client doing nothing in between but d1's onSenderBacklog.
     let backlog = Action::OnSenderBacklog { channel: REMOTE };
@@ -805,13 +809,13 @@ fn a_log_with_an_element_in_the_wrong_buffer_is_rejected_where_it_was_handed_out
             s.action == Action::GetNextBuffer { channel: REMOTE }
                 && s.observation
                     == Observation::Polled {
-                        item: Item::Recovered(0),
+                        item: Item::Known(Payload::Recovered(0)),
                         seq: i32::MIN,
                         next: DataType::None,
                     }
         })
     });
-    let at = poll_of(&log, &Item::Recovered(0));
+    let at = poll_of(&log, &Item::Known(Payload::Recovered(0)));
     assert!(matches!(log[at].buffer, Some(Some(_))), "{}", log[at]);
     log[at].buffer = Some(None);
     let rejection = validate(&m, &log, 4).expect_err("the buffer is wrong");

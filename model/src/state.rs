@@ -266,6 +266,31 @@ impl fmt::Display for Payload {
     }
 }
 
+impl std::str::FromStr for Payload {
+    type Err = String;
+
+    /// Reads the short name [`fmt::Display`] writes (`r0`, `d1`, `e0`, `barrier1`, `RCB1`,
+    /// `EOR`, `aligned1`, `announce1`, `backlog`), as traces and diffs carry it.
+    fn from_str(s: &str) -> Result<Self, String> {
+        let num = |prefix: &str| s.strip_prefix(prefix).and_then(|n| n.parse::<u8>().ok());
+        // Longest prefixes first: "RCB", "barrier", "aligned", "announce" before one letter.
+        let parsed = match s {
+            "EOR" => Some(Payload::EndOfRecovery),
+            "backlog" => Some(Payload::BacklogAnnouncement),
+            _ => (num("RCB").map(Payload::RecoveryBarrier))
+                .or_else(|| num("barrier").map(Payload::Barrier))
+                .or_else(|| num("aligned").map(Payload::AlignedBarrier))
+                .or_else(|| num("announce").map(Payload::Announcement))
+                .or_else(|| num("r").map(Payload::Recovered))
+                .or_else(|| num("d").map(Payload::Data))
+                .or_else(|| num("e").map(Payload::Event)),
+        };
+        parsed.ok_or_else(|| {
+            format!("`{s}` is not an element (r0, d1, e0, barrier1, RCB1, EOR, aligned1, announce1, backlog)")
+        })
+    }
+}
+
 /// A network buffer of a remote channel's `BufferManager`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case", tag = "kind", content = "id")]

@@ -5,6 +5,7 @@ use conformance::observation::Item;
 use conformance::projection::payload_of;
 use recovery_impl::{BufferId, BufferKind, NetworkBuffer};
 use recovery_model::config::Upstream;
+use recovery_model::state::Payload;
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
@@ -21,8 +22,8 @@ pub fn jitter(rng: &mut SplitMix64) {
 /// the subpartition's data are).
 pub fn upstream_buffer(c: u8, i: u8, u: Upstream) -> NetworkBuffer {
     let (kind, item) = match u {
-        Upstream::Data => (BufferKind::Data, Item::Data(i)),
-        Upstream::Event => (BufferKind::Event, Item::Event(i)),
+        Upstream::Data => (BufferKind::Data, Item::Known(Payload::Data(i))),
+        Upstream::Event => (BufferKind::Event, Item::Known(Payload::Event(i))),
     };
     NetworkBuffer::unpooled(BufferId(50_000 + 100 * c as u32 + i as u32), kind, payload_of(c, &item))
 }
