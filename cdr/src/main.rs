@@ -1,6 +1,7 @@
 //! `cdr`: model-check, list presets and variants of the Flink channel-recovery model.
 
 mod explore;
+mod growth_cmd;
 mod mermaid;
 mod simulate_cmd;
 mod task_check;
@@ -50,6 +51,9 @@ enum Command {
     Traces(conformance::cli::TracesArgs),
     /// Serve impl/ over the driver protocol on stdin and stdout (docs/driver-protocol.md).
     ServeDriver(conformance::cli::ServeArgs),
+    /// Grow a preset one dimension at a time (channels, recovered buffers, live elements,
+    /// checkpoints), checking every step, until a time or memory budget: where the frontier is.
+    Growth(growth_cmd::GrowthArgs),
     /// Serve stateright's Explorer for a configuration, opening on a counterexample if any.
     Explore(explore::ExploreArgs),
     /// List the bug-zoo variants: the fix each switches off, the property that catches it;
@@ -422,6 +426,7 @@ fn main() -> ExitCode {
         Command::Conform(args) => conformance::cli::conform(args),
         Command::Simulate(args) => simulate_cmd::simulate(args),
         Command::Explore(args) => explore::explore(args),
+        Command::Growth(args) => growth_cmd::growth(args),
         Command::Replay(args) => conformance::cli::replay(args),
         Command::Traces(args) => conformance::cli::traces(args),
         Command::ServeDriver(args) => conformance::cli::serve_driver(args),
