@@ -89,6 +89,8 @@ struct Point {
     unique_states: Option<usize>,
     /// States generated, counting revisits (a checked step only).
     states: Option<usize>,
+    /// Unique states when the memory budget stopped the step (the check's own figure).
+    unique_states_reached: Option<usize>,
     /// The check's verdict: every property as expected (a checked step only).
     passed: Option<bool>,
     /// Wall time of the child process, from its start to its end.
@@ -297,6 +299,7 @@ fn run_step(
         outcome: Outcome::OverBudget,
         unique_states: None,
         states: None,
+        unique_states_reached: None,
         passed: None,
         wall_seconds,
         peak_mib,
@@ -317,7 +320,15 @@ fn run_step(
             point.states = count("states");
             point.passed = Some(code == Some(0));
         }
-        Some(2) if stderr.contains("--max-memory") => point.outcome = Outcome::OverMemory,
+        Some(2) if stderr.contains("--max-memory") => {
+            point.outcome = Outcome::OverMemory;
+            // "... passed --max-memory N MiB (U unique states, depth D)".
+            point.unique_states_reached = stderr
+                .split(" unique states, depth")
+                .next()
+                .and_then(|s| s.rsplit('(').next())
+                .and_then(|n| n.trim().parse().ok());
+        }
         _ => {
             return Err(format!(
                 "{} step {step}: the check ended with {}:\n{}",
@@ -355,9 +366,11 @@ fn summary_outcome(p: &Point, args: &GrowthArgs) -> String {
             args.budget, p.peak_mib
         ),
         Outcome::OverMemory => format!(
-            "passed the {} MiB memory budget after {:.1} s",
+            "passed the {} MiB memory budget after {:.1} s{}",
             args.max_memory >> 20,
-            p.wall_seconds
+            p.wall_seconds,
+            p.unique_states_reached
+                .map_or_else(String::new, |n| format!(", at {} unique states", grouped(n)))
         ),
     }
 }
@@ -412,8 +425,11 @@ fn table(points: &[Point]) -> String {
             format!("{:.1}", p.wall_seconds)
         };
         out.push_str(&format!(
-            "| {} | {} | {} | {unique} | {generated} | {factor} | {wall} | {:.0} |\n",
-            p.dimension, p.step, p.grown, p.peak_mib
+            "| {} | {} | {} | {unique} | {generated} | {factor} | {wall} | {} |\n",
+            p.dimension,
+            p.step,
+            p.grown,
+            grouped(p.peak_mib.round() as usize)
         ));
         prev = p.unique_states.map(|u| (p.dimension, u));
     }

@@ -99,6 +99,7 @@ pub fn describe(base: &ModelConfig, d: Dimension, step: u32) -> String {
             "{} data per upstream",
             per_channel(&|c| c.upstream.iter().filter(|u| **u == Upstream::Data).count())
         ),
+        Dimension::Checkpoints if cfg.checkpoints == 1 => "1 checkpoint".to_string(),
         Dimension::Checkpoints => format!("{} checkpoints", cfg.checkpoints),
     }
 }
@@ -171,6 +172,7 @@ mod tests {
         assert_eq!(describe(&base, Dimension::Channels, 1), "3 channels");
         assert_eq!(describe(&base, Dimension::Recovered, 1), "2 recovered per channel");
         assert_eq!(describe(&base, Dimension::Live, 1), "2 data per upstream");
+        assert_eq!(describe(&base, Dimension::Checkpoints, 0), "1 checkpoint");
         assert_eq!(describe(&base, Dimension::Checkpoints, 1), "2 checkpoints");
     }
 
