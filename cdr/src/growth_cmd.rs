@@ -16,25 +16,6 @@ use std::time::{Duration, Instant};
 
 /// Arguments of `cdr growth`.
 #[derive(Args, Debug)]
-#[command(
-    long_about = "Grow a preset along one dimension at a time and check every step exhaustively, \
-until a step takes longer than --budget or more memory than --max-memory: where the frontier \
-of exhaustive checking is on this machine.
-
-The dimensions, each grown from the base alone, one step at a time (step 0 is the base):
-  channels     one more channel, copies of the base's channels in turn
-  recovered    one more recovered buffer on every channel
-  live         one more data buffer from every channel's upstream
-  checkpoints  one more checkpoint
-A dimension also ends at the bounds the model supports (4 channels, 8 recovered and 8 upstream \
-elements per channel, 4 checkpoints).
-
-Each step runs `cdr check --config FILE --json` as a child process (with the soundness check \
-of the liveness verdicts unless --no-acyclic), with the base preset's unreachable examples \
-declared. Its wall time and peak resident memory are measured by the parent; a step still \
-running after --budget seconds is killed. Prints a Markdown table (or --json); progress goes to \
-stderr. Exit 0 when every step ran, 2 on a usage error."
-)]
 pub struct GrowthArgs {
     /// The base configuration (see `cdr presets`).
     #[arg(long, default_value = "tiny")]
