@@ -1,6 +1,7 @@
 //! `cdr`: model-check, list presets and variants of the Flink channel-recovery model.
 
 mod explore;
+mod growth_cmd;
 mod mermaid;
 mod simulate_cmd;
 mod task_check;
@@ -50,6 +51,23 @@ enum Command {
     Traces(conformance::cli::TracesArgs),
     /// Serve impl/ over the driver protocol on stdin and stdout (docs/driver-protocol.md).
     ServeDriver(conformance::cli::ServeArgs),
+    /// Grow a preset one dimension at a time (channels, recovered buffers, live elements,
+    /// checkpoints), checking every step, until a time or memory budget: where the frontier is.
+    ///
+    /// The dimensions, each grown from the base alone, one step at a time (step 0 is the base):
+    /// `channels`, one more channel, copies of the base's channels in turn; `recovered`, one
+    /// more recovered buffer on every channel; `live`, one more data buffer from every
+    /// channel's upstream; `checkpoints`, one more checkpoint. A dimension ends at the first
+    /// step over --budget or --max-memory, or at the bounds the model supports (4 channels, 8
+    /// recovered and 8 upstream elements per channel, 4 checkpoints).
+    ///
+    /// Each step runs `cdr check --config FILE --json` as a child process, with the soundness
+    /// check of the liveness verdicts (unless --no-acyclic) and the base preset's unreachable
+    /// examples declared; its wall time and peak resident memory are the child's own. A step
+    /// still running after --budget seconds is killed. Prints a Markdown table (or --json) and
+    /// where each dimension ended; progress goes to stderr. Exit 0 when the table is complete,
+    /// 2 on a usage error or a step that could not run.
+    Growth(growth_cmd::GrowthArgs),
     /// Serve stateright's Explorer for a configuration, opening on a counterexample if any.
     Explore(explore::ExploreArgs),
     /// List the bug-zoo variants: the fix each switches off, the property that catches it;
@@ -422,6 +440,7 @@ fn main() -> ExitCode {
         Command::Conform(args) => conformance::cli::conform(args),
         Command::Simulate(args) => simulate_cmd::simulate(args),
         Command::Explore(args) => explore::explore(args),
+        Command::Growth(args) => growth_cmd::growth(args),
         Command::Replay(args) => conformance::cli::replay(args),
         Command::Traces(args) => conformance::cli::traces(args),
         Command::ServeDriver(args) => conformance::cli::serve_driver(args),

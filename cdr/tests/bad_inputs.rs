@@ -145,6 +145,8 @@ fn every_bad_input_gets_its_exit_code_and_a_clear_first_line() {
         ("a driver process for the task level", vec!["conform", "--preset", "task", "--driver-cmd", "driver"], 2, "error: --driver-cmd is not available for the task level"),
         ("a shard of the task level", vec!["conform", "--preset", "task", "--shard", "1/2"], 2, "error: --shard is not available for the task level"),
         ("a simulation of the task level", vec!["simulate", "--preset", "task"], 2, "error: simulation is for the channel model"),
+        ("an unknown growth dimension", vec!["growth", "--dimension", "width"], 2, "error: unknown dimension `width`"),
+        ("a growth budget of no time", vec!["growth", "--budget", "0"], 2, "error: invalid value '0' for '--budget"),
         ("ITF traces of the task level", vec!["traces", "--preset", "task", "--format", "itf", "--out", "x.jsonl"], 2, "error: --format itf is not available for the task level"),
         ("an output in a missing directory", vec!["traces", "--preset", "tiny", "--out", nowhere], 2, "error: cannot write"),
         ("an unknown preset", vec!["traces", "--preset", "nonsense", "--out", "x.jsonl"], 2, "error: unknown preset"),

@@ -385,3 +385,73 @@ fn findings_md_gives_the_length_of_each_finding_s_shortest_counterexample() {
         );
     }
 }
+
+/// The rows of docs/performance.md's growth table whose step was checked to the end:
+/// (dimension, step, states generated, unique states, the factor the table gives).
+fn growth_table() -> Vec<(recovery_model::growth::Dimension, u32, usize, usize, String)> {
+    use recovery_model::growth::Dimension;
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/performance.md")).unwrap();
+    let rows = table_rows(&doc, "| dimension | step | grown | unique | generated | × unique |");
+    assert!(!rows.is_empty(), "docs/performance.md has no growth table");
+    let number = |s: &str| s.replace(',', "").parse::<usize>().ok();
+    rows.iter()
+        .filter_map(|r| {
+            let d = Dimension::from_name(&r[0]).unwrap_or_else(|| panic!("growth table: dimension {}", r[0]));
+            let step = r[1].parse().unwrap_or_else(|_| panic!("growth table: step {}", r[1]));
+            // A step stopped by the budget has no counts.
+            Some((d, step, number(&r[4])?, number(&r[3])?, r[5].clone()))
+        })
+        .collect()
+}
+
+/// The base the growth table grows: `cdr growth`'s default preset, as the table's command runs it.
+const GROWTH_BASE: &str = "tiny";
+
+fn check_growth_rows(rows: &[(recovery_model::growth::Dimension, u32, usize, usize, String)]) {
+    let base = preset(GROWTH_BASE).unwrap();
+    for (d, step, states, unique, _) in rows {
+        let cfg = recovery_model::growth::grow(&base, *d, *step).unwrap();
+        let report = check(RecoveryModel::new(cfg, Variant::Fixed), "growth", &[], 2, false);
+        assert_eq!(
+            (report.states, report.unique_states),
+            (*states, *unique),
+            "docs/performance.md's growth row {} step {step} is stale",
+            d.name()
+        );
+    }
+}
+
+/// Every dimension is in the table from its step 0, steps in order, each factor the ratio of a
+/// row's unique states to the row before's; the rows under 100,000 unique states are what the
+/// model gives now (step 0, the base, once).
+#[test]
+fn the_growth_table_is_consistent_and_its_small_rows_are_current() {
+    use recovery_model::growth::Dimension;
+    let rows = growth_table();
+    for d in Dimension::ALL {
+        let steps: Vec<u32> = rows.iter().filter(|r| r.0 == d).map(|r| r.1).collect();
+        assert!(steps.len() >= 2, "growth table: {} has {steps:?}", d.name());
+        assert!(steps.iter().enumerate().all(|(i, s)| *s as usize == i), "{steps:?}");
+    }
+    for pair in rows.windows(2).filter(|w| w[0].0 == w[1].0) {
+        let factor = format!("{:.1}", pair[1].3 as f64 / pair[0].3 as f64);
+        assert_eq!(
+            pair[1].4,
+            factor,
+            "growth table: {} step {}",
+            pair[1].0.name(),
+            pair[1].1
+        );
+    }
+    let mut small: Vec<_> = rows.into_iter().filter(|r| r.3 < 100_000).collect();
+    let mut seen_base = false;
+    small.retain(|r| r.1 != 0 || !std::mem::replace(&mut seen_base, true));
+    assert!(small.len() >= 3, "{small:?}");
+    check_growth_rows(&small);
+}
+
+#[test]
+#[ignore = "minutes in release: the full CI tier runs it"]
+fn every_checked_row_of_the_growth_table_is_current() {
+    check_growth_rows(&growth_table());
+}

@@ -20,6 +20,7 @@ pub mod channel_state_persister;
 pub mod check;
 pub mod config;
 pub mod format;
+pub mod growth;
 pub mod local_buffer_pool;
 pub mod local_input_channel;
 pub mod model;
