@@ -6,6 +6,7 @@ use recovery_model::check::Status;
 use recovery_model::task_level::check::{check, graph_is_acyclic, shortest_counterexample};
 use recovery_model::task_level::config::{TaskShape, find_task_preset};
 use recovery_model::task_level::format::counterexample;
+use recovery_model::task_level::properties::TaskPropertyId;
 use recovery_model::task_level::state::{Mail, Phase};
 use recovery_model::task_level::variant::TASK_VARIANTS;
 use recovery_model::task_level::{TaskModel, TaskVariant};
@@ -77,7 +78,7 @@ fn end_of_input_during_recovery_is_an_existing_race_with_the_flag_off() {
     // defer-finish fixes a race master has too: the flag-off recovery future may complete
     // after the task read its last input.
     let model = TaskModel::new(shapes_where(false, 1), TaskVariant::SuspendOnEndOfInputDuringRecovery);
-    assert!(shortest_counterexample(&model, "restore loop never exits before recovery completes").is_some());
+    assert!(shortest_counterexample(&model, TaskPropertyId::RestoreLoopNeverExitsEarly).is_some());
 }
 
 #[test]
@@ -86,14 +87,14 @@ fn the_busy_spin_needs_several_inputs() {
     let mut shapes = shapes_where(false, 1);
     shapes.extend(shapes_where(true, 1));
     let model = TaskModel::new(shapes, TaskVariant::MultiInputNothingAvailableWhenFinished);
-    assert!(shortest_counterexample(&model, "no busy spin").is_none());
+    assert!(shortest_counterexample(&model, TaskPropertyId::NoBusySpin).is_none());
 }
 
 #[test]
 fn converting_all_gates_together_deadlocks_only_with_input_selection_and_the_flag_off() {
     let all_together = |shapes: Vec<TaskShape>| {
         let model = TaskModel::new(shapes, TaskVariant::ConvertAllGatesTogether);
-        shortest_counterexample(&model, "no deadlock").is_some()
+        shortest_counterexample(&model, TaskPropertyId::NoDeadlock).is_some()
     };
     let (selective, not): (Vec<_>, Vec<_>) = shapes_where(false, 2)
         .into_iter()
