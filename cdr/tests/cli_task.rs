@@ -2,6 +2,8 @@
 //! exits 1 naming its property, and mixing the two models' presets and variants is a usage
 //! error.
 
+use recovery_model::check::expectation_name;
+use recovery_model::task_level::properties::TaskPropertyId;
 use recovery_model::task_level::variant::TASK_VARIANTS;
 use std::process::{Command, Output};
 
@@ -31,7 +33,18 @@ fn check_of_the_task_preset_passes_with_every_verdict() {
     assert_eq!(v["model"], "task-level");
     assert_eq!(v["acyclic"], true);
     let props = v["properties"].as_array().unwrap();
-    assert!(props.len() >= 7);
+    // One verdict per property, in table order, under the name and expectation the key has.
+    let listed: Vec<(TaskPropertyId, &str)> = (props.iter())
+        .map(|p| {
+            let name = p["name"].as_str().unwrap();
+            let id = TaskPropertyId::from_name(name).unwrap_or_else(|| panic!("no task property is named {name}"));
+            (id, p["expectation"].as_str().unwrap())
+        })
+        .collect();
+    let want: Vec<(TaskPropertyId, &str)> = (TaskPropertyId::ALL.iter())
+        .map(|&p| (p, expectation_name(&p.expectation())))
+        .collect();
+    assert_eq!(listed, want);
     for p in props {
         assert!(p["status"] == "holds" || p["status"] == "example_found", "{p}");
     }

@@ -10,7 +10,7 @@ use recovery_model::task_level::properties::TaskPropertyId;
 use recovery_model::task_level::state::{Mail, Phase};
 use recovery_model::task_level::variant::TASK_VARIANTS;
 use recovery_model::task_level::{TaskModel, TaskVariant};
-use stateright::Model;
+use stateright::{Expectation, Model};
 
 fn task_shapes() -> Vec<TaskShape> {
     (find_task_preset("task").expect("preset").shapes)()
@@ -55,6 +55,21 @@ fn every_task_variant_is_found_by_its_property_with_a_shortest_counterexample() 
         );
         insta::assert_snapshot!(info.name, text);
     }
+}
+
+/// The task-level bug zoo covers exactly the `always` properties: each has a variant that
+/// breaks it, as the properties module says.
+#[test]
+fn every_task_level_safety_property_has_a_variant() {
+    use std::collections::BTreeSet;
+    let caught: BTreeSet<TaskPropertyId> = TASK_VARIANTS.iter().map(|v| v.property).collect();
+    let always: BTreeSet<TaskPropertyId> = TaskPropertyId::with_expectation(Expectation::Always).collect();
+    assert_eq!(caught, always);
+    assert!(
+        TaskPropertyId::ALL
+            .iter()
+            .any(|p| p.expectation() == Expectation::Eventually)
+    );
 }
 
 #[test]
