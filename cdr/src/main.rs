@@ -390,7 +390,7 @@ fn check_variants(args: VariantsArgs) -> ExitCode {
     }
     for v in TASK_VARIANTS.iter().filter(|v| wanted(v.name)) {
         let (status, report) = task_check::check_variant(v, threads);
-        record(v.name, v.bug, v.property, v.preset, status, &report);
+        record(v.name, v.bug, v.property.name(), v.preset, status, &report);
     }
     let total = names().filter(|n| wanted(n)).count();
     if let Some(path) = &args.junit {

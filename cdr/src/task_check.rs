@@ -7,6 +7,7 @@ use recovery_model::check::{CheckReport, Status};
 use recovery_model::task_level::check::{check, shortest_counterexample};
 use recovery_model::task_level::config::{TASK_PRESETS, find_task_preset};
 use recovery_model::task_level::format;
+use recovery_model::task_level::properties::TaskPropertyId;
 use recovery_model::task_level::variant::{TASK_VARIANTS, TaskVariantInfo};
 use recovery_model::task_level::{TaskModel, TaskVariant};
 use std::path::Path;
@@ -43,7 +44,10 @@ fn usage_error(msg: String) -> ExitCode {
 }
 
 /// The model `check --preset P --variant V` runs, or a usage error.
-pub fn load(preset: Option<&str>, variant: &str) -> Result<(TaskModel, &'static str, &'static [&'static str]), String> {
+pub fn load(
+    preset: Option<&str>,
+    variant: &str,
+) -> Result<(TaskModel, &'static str, &'static [TaskPropertyId]), String> {
     let variant = TaskVariant::from_name(variant).ok_or_else(|| {
         let known: Vec<&str> = TASK_VARIANTS.iter().map(|v| v.name).collect();
         format!(
@@ -100,7 +104,7 @@ pub fn run(args: TaskCheckArgs) -> ExitCode {
         && report
             .properties
             .iter()
-            .any(|p| p.name == info.property && p.status != Status::Violated)
+            .any(|p| p.name == info.property.name() && p.status != Status::Violated)
     {
         eprintln!(
             "error: variant {} is not exposed by {preset}: \"{}\" holds, so this check says nothing about the bug",
@@ -132,7 +136,7 @@ fn print_report(model: &TaskModel, preset: &str, r: &CheckReport) {
     conformance::report::print_verdicts(r, 62);
     for p in r.properties.iter().filter(|p| p.status == Status::Violated) {
         println!("\nshortest counterexample of \"{}\":", p.name);
-        if let Some(path) = shortest_counterexample(model, p.name) {
+        if let Some(path) = TaskPropertyId::from_name(p.name).and_then(|id| shortest_counterexample(model, id)) {
             print!("{}", format::counterexample(model, &path));
         }
     }
@@ -168,7 +172,7 @@ pub fn check_variant(info: &TaskVariantInfo, threads: usize) -> (Status, CheckRe
     let status = report
         .properties
         .iter()
-        .find(|p| p.name == info.property)
+        .find(|p| p.name == info.property.name())
         .map_or(Status::Holds, |p| p.status);
     (status, report)
 }

@@ -2,6 +2,8 @@
 //! exits 1 naming its property, and mixing the two models' presets and variants is a usage
 //! error.
 
+use recovery_model::check::expectation_name;
+use recovery_model::task_level::properties::TaskPropertyId;
 use recovery_model::task_level::variant::TASK_VARIANTS;
 use std::process::{Command, Output};
 
@@ -31,7 +33,18 @@ fn check_of_the_task_preset_passes_with_every_verdict() {
     assert_eq!(v["model"], "task-level");
     assert_eq!(v["acyclic"], true);
     let props = v["properties"].as_array().unwrap();
-    assert!(props.len() >= 7);
+    // One verdict per property, in table order, under the name and expectation the key has.
+    let listed: Vec<(TaskPropertyId, &str)> = (props.iter())
+        .map(|p| {
+            let name = p["name"].as_str().unwrap();
+            let id = TaskPropertyId::from_name(name).unwrap_or_else(|| panic!("no task property is named {name}"));
+            (id, p["expectation"].as_str().unwrap())
+        })
+        .collect();
+    let want: Vec<(TaskPropertyId, &str)> = (TaskPropertyId::ALL.iter())
+        .map(|&p| (p, expectation_name(&p.expectation())))
+        .collect();
+    assert_eq!(listed, want);
     for p in props {
         assert!(p["status"] == "holds" || p["status"] == "example_found", "{p}");
     }
@@ -132,6 +145,7 @@ fn simulate_sends_the_task_level_to_check() {
 fn replay_of_a_task_level_trace_file() {
     use conformance::task_conform::record_trace;
     use recovery_model::task_level::config::find_task_preset;
+    use recovery_model::task_level::properties::TaskPropertyId;
     use recovery_model::task_level::{TaskModel, TaskVariant};
     use stateright::{Checker, Model};
 
@@ -139,9 +153,9 @@ fn replay_of_a_task_level_trace_file() {
     let shapes = (find_task_preset("task").unwrap().shapes)();
     let b4 = TaskModel::new(shapes.clone(), TaskVariant::SuspendOnEndOfInputDuringRecovery);
     // A path of `model` to its discovery of `property`, and the initial state it starts from.
-    let path_to = |model: &TaskModel, property: &'static str| {
+    let path_to = |model: &TaskModel, property: TaskPropertyId| {
         let checker = model.clone().checker().spawn_bfs().join();
-        let path = checker.discovery(property).expect("discovered");
+        let path = checker.discovery(property.name()).expect("discovered");
         let actions: Vec<_> = path.clone().into_actions();
         let first = path.into_states().remove(0);
         let init = model.init_states().iter().position(|s| *s == first).unwrap() as u32;
@@ -152,14 +166,14 @@ fn replay_of_a_task_level_trace_file() {
         std::fs::write(&f, serde_json::to_string(trace).unwrap()).unwrap();
         f
     };
-    let (init, actions) = path_to(&b4, "restore loop never exits before recovery completes");
+    let (init, actions) = path_to(&b4, TaskPropertyId::RestoreLoopNeverExitsEarly);
     let diverging = file("b4.json", &record_trace(&b4, "task", init, &actions, "B4").unwrap());
     let out = cdr(&["replay", diverging.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
     assert!(stdout(&out).contains("DIVERGENCE"), "{}", stdout(&out));
 
     let fixed = TaskModel::new(shapes, TaskVariant::Fixed);
-    let (init, actions) = path_to(&fixed, "end of input deferred until recovery completes");
+    let (init, actions) = path_to(&fixed, TaskPropertyId::EndOfInputDeferred);
     let passing = file(
         "fixed.json",
         &record_trace(&fixed, "task", init, &actions, "defer-finish").unwrap(),

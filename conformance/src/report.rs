@@ -2,7 +2,7 @@
 //! what changed), the state after the last step, and how to open the same path in Explorer.
 
 use crate::setup::Setup;
-use recovery_model::check::{CheckReport, Status};
+use recovery_model::check::{AcyclicBy, CheckReport, Status};
 use recovery_model::format;
 use recovery_model::{Action, RecoveryModel};
 use std::fmt::Write;
@@ -88,7 +88,7 @@ pub fn explore_hint(setup: &Setup, actions: &[Action]) -> String {
 /// one line per property (names padded to `name_width`).
 pub fn print_verdicts(r: &CheckReport, name_width: usize) {
     match r.acyclic {
-        Some(true) if r.acyclic_by == Some("ranking") => {
+        Some(true) if r.acyclic_by == Some(AcyclicBy::Ranking) => {
             println!(
                 "state graph acyclic: yes, every edge increases the progress measure (eventually verdicts are sound)"
             )

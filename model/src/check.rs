@@ -69,6 +69,16 @@ impl PropertyResult {
     }
 }
 
+/// How a check decided that the state graph is acyclic. In JSON, "ranking" or "search".
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AcyclicBy {
+    /// Every edge the search generated increased [`crate::progress::rank`].
+    Ranking,
+    /// A depth-first search for a back edge found none.
+    Search,
+}
+
 /// The result of checking one configuration.
 #[derive(Clone, Debug, Serialize)]
 pub struct CheckReport {
@@ -88,9 +98,8 @@ pub struct CheckReport {
     pub seconds: f64,
     /// Whether the reachable state graph is acyclic (liveness soundness); None if not checked.
     pub acyclic: Option<bool>,
-    /// How acyclicity was decided: "ranking" (every edge the search generated increased
-    /// [`crate::progress::rank`]) or "search" (a depth-first search for a back edge).
-    pub acyclic_by: Option<&'static str>,
+    /// How acyclicity was decided; None if not checked.
+    pub acyclic_by: Option<AcyclicBy>,
     /// Every property.
     pub properties: Vec<PropertyResult>,
 }
@@ -213,11 +222,11 @@ pub fn check_with_progress(
 /// Whether `model`'s reachable graph is acyclic, and how that was decided: by the ranking
 /// function, when a search that saw every edge (`exhaustive`) found none that failed to
 /// increase it, else by the depth-first search.
-pub fn acyclicity(model: &RecoveryModel, exhaustive: bool, ranks: &RankCheck) -> (bool, &'static str) {
+pub fn acyclicity(model: &RecoveryModel, exhaustive: bool, ranks: &RankCheck) -> (bool, AcyclicBy) {
     if exhaustive && ranks.non_increasing() == 0 {
-        (true, "ranking")
+        (true, AcyclicBy::Ranking)
     } else {
-        (graph_is_acyclic(model), "search")
+        (graph_is_acyclic(model), AcyclicBy::Search)
     }
 }
 
@@ -439,18 +448,26 @@ mod tests {
 
     #[test]
     fn the_ranking_decides_only_after_an_exhaustive_search_with_no_edge_against_it() {
-        use super::{RankCheck, acyclicity};
+        use super::{AcyclicBy, RankCheck, acyclicity};
         use crate::{RecoveryModel, Variant, config::find_preset};
         let m = RecoveryModel::new((find_preset("tiny").unwrap().config)(), Variant::Fixed);
         let s = m.init_states().remove(0);
         let next = m.next_states(&s).remove(0);
         let ranks = RankCheck::default();
         ranks.edge(&s, &next);
-        assert_eq!(acyclicity(&m, true, &ranks), (true, "ranking"));
-        assert_eq!(acyclicity(&m, false, &ranks), (true, "search"));
+        assert_eq!(acyclicity(&m, true, &ranks), (true, AcyclicBy::Ranking));
+        assert_eq!(acyclicity(&m, false, &ranks), (true, AcyclicBy::Search));
         // An edge back to its own state does not increase the rank: the search decides.
         ranks.edge(&next, &next);
         assert_eq!(ranks.non_increasing(), 1);
-        assert_eq!(acyclicity(&m, true, &ranks), (true, "search"));
+        assert_eq!(acyclicity(&m, true, &ranks), (true, AcyclicBy::Search));
+    }
+
+    /// JSON reports name the method as they did when it was a string.
+    #[test]
+    fn acyclic_by_is_ranking_or_search_in_json() {
+        use super::AcyclicBy;
+        let json = serde_json::to_string(&[Some(AcyclicBy::Ranking), Some(AcyclicBy::Search), None]).unwrap();
+        assert_eq!(json, r#"["ranking","search",null]"#);
     }
 }

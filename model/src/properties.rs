@@ -6,50 +6,91 @@
 use crate::config::ChannelKind;
 use crate::model::RecoveryModel;
 use crate::state::*;
-use stateright::{Expectation, Property};
+use stateright::Property;
 
-type Pred = fn(&RecoveryModel, &State) -> bool;
-
-/// Declares [`PropertyId`] from one table, so a property's name, expectation and predicate
-/// are written once.
+/// Declares a property key enum from one table, so a property's name, expectation and
+/// predicate are written once: `properties! { #[doc] pub enum Key for Model, State; table }`,
+/// each row `Id: Always|Eventually|Sometimes, "name", predicate;`. Both models use it: the
+/// channel model's [`PropertyId`] and the task level's
+/// [`crate::task_level::properties::TaskPropertyId`].
 macro_rules! properties {
-    ($($id:ident: $expectation:ident, $name:literal, $pred:ident;)*) => {
-        /// A property of the channel model. Code refers to properties by this key; the name
-        /// ([`PropertyId::name`]) is what reports, JSON and JUnit show.
+    (
+        $(#[$meta:meta])*
+        pub enum $key:ident for $model:ty, $state:ty;
+        $($id:ident: $expectation:ident, $name:literal, $pred:path;)*
+    ) => {
+        $(#[$meta])*
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-        pub enum PropertyId {
+        pub enum $key {
             $(#[doc = $name] $id,)*
         }
 
-        impl PropertyId {
+        impl $key {
             /// Every property, in report order.
-            pub const ALL: &[PropertyId] = &[$(PropertyId::$id),*];
+            pub const ALL: &[$key] = &[$($key::$id),*];
 
             /// The name reports, JSON, JUnit and the docs use.
             pub fn name(self) -> &'static str {
                 match self {
-                    $(PropertyId::$id => $name,)*
+                    $($key::$id => $name,)*
                 }
             }
 
             /// `always` (safety), `eventually` (liveness) or `sometimes` (reachability).
-            pub fn expectation(self) -> Expectation {
+            pub fn expectation(self) -> ::stateright::Expectation {
                 match self {
-                    $(PropertyId::$id => Expectation::$expectation,)*
+                    $($key::$id => ::stateright::Expectation::$expectation,)*
                 }
             }
 
             /// The predicate on one state.
-            pub fn predicate(self) -> Pred {
+            pub fn predicate(self) -> fn(&$model, &$state) -> bool {
                 match self {
-                    $(PropertyId::$id => $pred,)*
+                    $($key::$id => $pred,)*
                 }
+            }
+
+            /// The property named `name` (as [`Self::name`] spells it).
+            pub fn from_name(name: &str) -> Option<$key> {
+                $key::ALL.iter().copied().find(|p| p.name() == name)
+            }
+
+            /// Every property with expectation `e`.
+            pub fn with_expectation(e: ::stateright::Expectation) -> impl Iterator<Item = $key> {
+                $key::ALL.iter().copied().filter(move |p| p.expectation() == e)
+            }
+
+            /// The stateright property.
+            pub fn property(self) -> ::stateright::Property<$model> {
+                let (name, f) = (self.name(), self.predicate());
+                match self.expectation() {
+                    ::stateright::Expectation::Always => ::stateright::Property::always(name, f),
+                    ::stateright::Expectation::Eventually => ::stateright::Property::eventually(name, f),
+                    ::stateright::Expectation::Sometimes => ::stateright::Property::sometimes(name, f),
+                }
+            }
+        }
+
+        impl ::std::fmt::Display for $key {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                f.write_str(self.name())
+            }
+        }
+
+        // In JSON a property is its name, as before it had a key.
+        impl ::serde::Serialize for $key {
+            fn serialize<S: ::serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_str(self.name())
             }
         }
     };
 }
+pub(crate) use properties;
 
 properties! {
+    /// A property of the channel model. Code refers to properties by this key; the name
+    /// ([`PropertyId::name`]) is what reports, JSON and JUnit show.
+    pub enum PropertyId for RecoveryModel, State;
     // --- safety ---
     RecoveredDataPrecedesLiveData: Always, "recovered data precedes live data", recovered_data_precedes_live_data;
     LiveDataHiddenDuringRecovery: Always, "live data stays hidden during recovery", live_data_hidden_during_recovery;
@@ -100,41 +141,6 @@ properties! {
     TaskFails: Sometimes, "task fails on an upstream failure", task_fails;
     // AnnouncedBarrierFound's twin: an announced barrier moved to the priority head.
     AnnouncedBarrierConverted: Sometimes, "announced barrier converted to priority", announced_barrier_converted;
-}
-
-impl PropertyId {
-    /// The property named `name` (as [`PropertyId::name`] spells it).
-    pub fn from_name(name: &str) -> Option<PropertyId> {
-        PropertyId::ALL.iter().copied().find(|p| p.name() == name)
-    }
-
-    /// Every property with expectation `e`.
-    pub fn with_expectation(e: Expectation) -> impl Iterator<Item = PropertyId> {
-        PropertyId::ALL.iter().copied().filter(move |p| p.expectation() == e)
-    }
-
-    /// The stateright property.
-    pub fn property(self) -> Property<RecoveryModel> {
-        let (name, f) = (self.name(), self.predicate());
-        match self.expectation() {
-            Expectation::Always => Property::always(name, f),
-            Expectation::Eventually => Property::eventually(name, f),
-            Expectation::Sometimes => Property::sometimes(name, f),
-        }
-    }
-}
-
-impl std::fmt::Display for PropertyId {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-// In JSON a property is its name, as before it had a key.
-impl serde::Serialize for PropertyId {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(self.name())
-    }
 }
 
 /// The properties as stateright wants them.

@@ -6,10 +6,11 @@ use recovery_model::check::Status;
 use recovery_model::task_level::check::{check, graph_is_acyclic, shortest_counterexample};
 use recovery_model::task_level::config::{TaskShape, find_task_preset};
 use recovery_model::task_level::format::counterexample;
+use recovery_model::task_level::properties::TaskPropertyId;
 use recovery_model::task_level::state::{Mail, Phase};
 use recovery_model::task_level::variant::TASK_VARIANTS;
 use recovery_model::task_level::{TaskModel, TaskVariant};
-use stateright::Model;
+use stateright::{Expectation, Model};
 
 fn task_shapes() -> Vec<TaskShape> {
     (find_task_preset("task").expect("preset").shapes)()
@@ -56,6 +57,21 @@ fn every_task_variant_is_found_by_its_property_with_a_shortest_counterexample() 
     }
 }
 
+/// The task-level bug zoo covers exactly the `always` properties: each has a variant that
+/// breaks it, as the properties module says.
+#[test]
+fn every_task_level_safety_property_has_a_variant() {
+    use std::collections::BTreeSet;
+    let caught: BTreeSet<TaskPropertyId> = TASK_VARIANTS.iter().map(|v| v.property).collect();
+    let always: BTreeSet<TaskPropertyId> = TaskPropertyId::with_expectation(Expectation::Always).collect();
+    assert_eq!(caught, always);
+    assert!(
+        TaskPropertyId::ALL
+            .iter()
+            .any(|p| p.expectation() == Expectation::Eventually)
+    );
+}
+
 #[test]
 fn a_task_without_input_gates_completes_recovery_at_once() {
     for flag in [false, true] {
@@ -77,7 +93,7 @@ fn end_of_input_during_recovery_is_an_existing_race_with_the_flag_off() {
     // defer-finish fixes a race master has too: the flag-off recovery future may complete
     // after the task read its last input.
     let model = TaskModel::new(shapes_where(false, 1), TaskVariant::SuspendOnEndOfInputDuringRecovery);
-    assert!(shortest_counterexample(&model, "restore loop never exits before recovery completes").is_some());
+    assert!(shortest_counterexample(&model, TaskPropertyId::RestoreLoopNeverExitsEarly).is_some());
 }
 
 #[test]
@@ -86,14 +102,14 @@ fn the_busy_spin_needs_several_inputs() {
     let mut shapes = shapes_where(false, 1);
     shapes.extend(shapes_where(true, 1));
     let model = TaskModel::new(shapes, TaskVariant::MultiInputNothingAvailableWhenFinished);
-    assert!(shortest_counterexample(&model, "no busy spin").is_none());
+    assert!(shortest_counterexample(&model, TaskPropertyId::NoBusySpin).is_none());
 }
 
 #[test]
 fn converting_all_gates_together_deadlocks_only_with_input_selection_and_the_flag_off() {
     let all_together = |shapes: Vec<TaskShape>| {
         let model = TaskModel::new(shapes, TaskVariant::ConvertAllGatesTogether);
-        shortest_counterexample(&model, "no deadlock").is_some()
+        shortest_counterexample(&model, TaskPropertyId::NoDeadlock).is_some()
     };
     let (selective, not): (Vec<_>, Vec<_>) = shapes_where(false, 2)
         .into_iter()

@@ -5,37 +5,44 @@
 use super::action::TaskAction;
 use super::format;
 use super::model::TaskModel;
-use super::properties::TASK_PROPERTIES;
+use super::properties::TaskPropertyId;
 use super::state::TaskState;
-use crate::check::{CheckReport, PropertyResult, Status, expectation_name};
+use crate::check::{AcyclicBy, CheckReport, PropertyResult, Status, expectation_name};
 use stateright::{Checker, Expectation, Model};
 use std::time::Instant;
 
 /// Runs stateright's BFS with `threads`, then a single-threaded BFS per violated property for
 /// its shortest counterexample (and per example, its shortest path).
-pub fn check(model: &TaskModel, preset: &str, unreachable: &[&str], threads: usize, acyclic: bool) -> CheckReport {
+pub fn check(
+    model: &TaskModel,
+    preset: &str,
+    unreachable: &[TaskPropertyId],
+    threads: usize,
+    acyclic: bool,
+) -> CheckReport {
     let start = Instant::now();
     let checker = model.clone().checker().threads(threads.max(1)).spawn_bfs().join();
     let mut properties = Vec::new();
-    for (e, name, _) in TASK_PROPERTIES {
-        let found = checker.discovery(name).is_some();
-        let status = match (e, found) {
+    for &p in TaskPropertyId::ALL {
+        let e = p.expectation();
+        let found = checker.discovery(p.name()).is_some();
+        let status = match (&e, found) {
             (Expectation::Sometimes, true) => Status::ExampleFound,
             (Expectation::Sometimes, false) => Status::ExampleMissing,
             (_, true) => Status::Violated,
             (_, false) => Status::Holds,
         };
         let actions = match status {
-            Status::Violated => shortest_counterexample(model, name),
-            Status::ExampleFound => shortest_example(model, name),
+            Status::Violated => shortest_counterexample(model, p),
+            Status::ExampleFound => shortest_example(model, p),
             _ => None,
         };
         properties.push(PropertyResult {
-            name,
-            expectation: expectation_name(e),
+            name: p.name(),
+            expectation: expectation_name(&e),
             status,
             trace: actions.map(|p| format::path_lines(model, &p)),
-            unreachable_by_design: unreachable.contains(name),
+            unreachable_by_design: unreachable.contains(&p),
             violated_by_design: false,
             actions: None,
         });
@@ -49,29 +56,31 @@ pub fn check(model: &TaskModel, preset: &str, unreachable: &[&str], threads: usi
         unique_states: checker.unique_state_count(),
         max_depth: checker.max_depth(),
         seconds: start.elapsed().as_secs_f64(),
-        acyclic_by: acyclic.map(|_| "search"),
+        acyclic_by: acyclic.map(|_| AcyclicBy::Search),
         acyclic,
         properties,
     }
 }
 
-/// The shortest path to a state refuting the `always` or `eventually` property `name` (for
+/// The shortest path to a state refuting the `always` or `eventually` property `p` (for
 /// `eventually`, a terminal state where it is false: the predicates are stable and the graph
-/// acyclic, so that is exactly a path that never satisfies it).
-pub fn shortest_counterexample(model: &TaskModel, name: &str) -> Option<TaskPath> {
-    let (e, _, pred) = TASK_PROPERTIES
-        .iter()
-        .find(|(e, n, _)| *n == name && *e != Expectation::Sometimes)?;
+/// acyclic, so that is exactly a path that never satisfies it). `sometimes` properties have none.
+pub fn shortest_counterexample(model: &TaskModel, p: TaskPropertyId) -> Option<TaskPath> {
+    let (e, pred) = (p.expectation(), p.predicate());
+    if e == Expectation::Sometimes {
+        return None;
+    }
     shortest_path(model, |s| {
-        !pred(model, s) && (*e == Expectation::Always || model.is_terminal(s))
+        !pred(model, s) && (e == Expectation::Always || model.is_terminal(s))
     })
 }
 
-/// The shortest path to a state where the `sometimes` property `name` holds.
-pub fn shortest_example(model: &TaskModel, name: &str) -> Option<TaskPath> {
-    let (_, _, pred) = TASK_PROPERTIES
-        .iter()
-        .find(|(e, n, _)| *n == name && *e == Expectation::Sometimes)?;
+/// The shortest path to a state where the `sometimes` property `p` holds.
+pub fn shortest_example(model: &TaskModel, p: TaskPropertyId) -> Option<TaskPath> {
+    if p.expectation() != Expectation::Sometimes {
+        return None;
+    }
+    let pred = p.predicate();
     shortest_path(model, |s| pred(model, s))
 }
 

@@ -2,6 +2,7 @@
 //! shapes; each is one initial state, so one check covers a source, a one-gate task and a
 //! two-input task, with the flag off and on.
 
+use super::properties::TaskPropertyId;
 use serde::{Deserialize, Serialize};
 
 /// One input channel: what its recovered state and its upstream hold.
@@ -98,7 +99,7 @@ pub struct TaskPreset {
     /// Its shapes.
     pub shapes: fn() -> Vec<TaskShape>,
     /// `sometimes` properties it cannot reach by design.
-    pub unreachable: &'static [&'static str],
+    pub unreachable: &'static [TaskPropertyId],
 }
 
 fn ch(recovered: u8, live: u8) -> ChannelShape {

@@ -4,7 +4,7 @@
 use super::action::TaskAction;
 use super::config::TaskShape;
 use super::mailbox_processor as mailbox;
-use super::properties::TASK_PROPERTIES;
+use super::properties::TaskPropertyId;
 use super::state::{Callback, DefaultAction, TaskState};
 use super::stream_input_processor as processor;
 use super::stream_task as task;
@@ -149,13 +149,6 @@ impl Model for TaskModel {
     }
 
     fn properties(&self) -> Vec<Property<Self>> {
-        TASK_PROPERTIES
-            .iter()
-            .map(|(e, name, f)| match e {
-                stateright::Expectation::Always => Property::always(name, *f),
-                stateright::Expectation::Eventually => Property::eventually(name, *f),
-                stateright::Expectation::Sometimes => Property::sometimes(name, *f),
-            })
-            .collect()
+        TaskPropertyId::ALL.iter().map(|p| p.property()).collect()
     }
 }

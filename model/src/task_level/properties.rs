@@ -3,41 +3,26 @@
 
 use super::model::TaskModel;
 use super::state::{Phase, TaskState};
-use stateright::Expectation;
 
-/// A property: expectation, name, predicate.
-pub type TaskProperty = (Expectation, &'static str, fn(&TaskModel, &TaskState) -> bool);
-
-/// Every task-level property, in report order.
-pub const TASK_PROPERTIES: &[TaskProperty] = &[
-    (
-        Expectation::Always,
-        "restore loop never exits before recovery completes",
-        restore_loop_never_exits_before_recovery_completes,
-    ),
-    (Expectation::Always, "no busy spin", no_busy_spin),
-    (Expectation::Always, "no deadlock", no_deadlock),
-    (
-        Expectation::Eventually,
-        "recovery completes and the task finishes",
-        recovery_completes_and_the_task_finishes,
-    ),
-    (
-        Expectation::Sometimes,
-        "end of input deferred until recovery completes",
-        end_of_input_deferred_until_recovery_completes,
-    ),
-    (
-        Expectation::Sometimes,
-        "a gate goes live before another's recovered state is consumed",
-        a_gate_goes_live_before_anothers_recovered_state_is_consumed,
-    ),
-    (
-        Expectation::Sometimes,
-        "the default action waits for input",
-        the_default_action_waits_for_input,
-    ),
-];
+crate::properties::properties! {
+    /// A property of the task-level model. Code refers to properties by this key; the name
+    /// ([`TaskPropertyId::name`]) is what reports, JSON and JUnit show.
+    pub enum TaskPropertyId for TaskModel, TaskState;
+    // --- safety ---
+    RestoreLoopNeverExitsEarly: Always, "restore loop never exits before recovery completes",
+        restore_loop_never_exits_before_recovery_completes;
+    NoBusySpin: Always, "no busy spin", no_busy_spin;
+    NoDeadlock: Always, "no deadlock", no_deadlock;
+    // --- liveness ---
+    RecoveryCompletesAndTaskFinishes: Eventually, "recovery completes and the task finishes",
+        recovery_completes_and_the_task_finishes;
+    // --- reachability ---
+    EndOfInputDeferred: Sometimes, "end of input deferred until recovery completes",
+        end_of_input_deferred_until_recovery_completes;
+    GateLiveBeforeAnotherConsumed: Sometimes, "a gate goes live before another's recovered state is consumed",
+        a_gate_goes_live_before_anothers_recovered_state_is_consumed;
+    DefaultActionWaitsForInput: Sometimes, "the default action waits for input", the_default_action_waits_for_input;
+}
 
 /// `restoreInternal`'s `checkState(allGatesRecoveredFuture.isDone(), "Mailbox loop interrupted
 /// before recovery was finished.")` never fails.
@@ -81,4 +66,28 @@ pub fn a_gate_goes_live_before_anothers_recovered_state_is_consumed(m: &TaskMode
 /// The default action suspends on NOTHING_AVAILABLE, so a deadlock would be possible.
 pub fn the_default_action_waits_for_input(_: &TaskModel, s: &TaskState) -> bool {
     s.default_action == super::state::DefaultAction::AwaitingInput
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Reports, JSON and presets name properties; each name must lead back to one key.
+    #[test]
+    fn every_name_is_unique_and_parses_back_to_its_property() {
+        for &p in TaskPropertyId::ALL {
+            assert_eq!(TaskPropertyId::from_name(p.name()), Some(p));
+        }
+        assert_eq!(TaskPropertyId::from_name("no such property"), None);
+        // The two models' names do not overlap, so a name says which model it belongs to.
+        for &p in TaskPropertyId::ALL {
+            assert_eq!(crate::properties::PropertyId::from_name(p.name()), None, "{p}");
+        }
+    }
+
+    #[test]
+    fn a_property_is_its_name_in_json() {
+        let json = serde_json::to_string(&[TaskPropertyId::NoBusySpin, TaskPropertyId::NoDeadlock]).unwrap();
+        assert_eq!(json, r#"["no busy spin","no deadlock"]"#);
+    }
 }

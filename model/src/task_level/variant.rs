@@ -1,5 +1,6 @@
 //! Task-level bug variants: each switches one fix of the series off.
 
+use super::properties::TaskPropertyId;
 use serde::{Deserialize, Serialize};
 
 /// Which fix is switched off. `Fixed` is the protocol as merged.
@@ -30,7 +31,7 @@ pub struct TaskVariantInfo {
     /// The bug, in a few words.
     pub bug: &'static str,
     /// The property whose counterexample shows it.
-    pub property: &'static str,
+    pub property: TaskPropertyId,
     /// The preset that exposes it.
     pub preset: &'static str,
 }
@@ -41,21 +42,21 @@ pub const TASK_VARIANTS: &[TaskVariantInfo] = &[
         variant: TaskVariant::MultiInputNothingAvailableWhenFinished,
         name: "multi-input-nothing-available-when-finished",
         bug: "B1: a finished multi-input processor reports NOTHING_AVAILABLE while its availability future is done",
-        property: "no busy spin",
+        property: TaskPropertyId::NoBusySpin,
         preset: "task",
     },
     TaskVariantInfo {
         variant: TaskVariant::SuspendOnEndOfInputDuringRecovery,
         name: "suspend-on-end-of-input-during-recovery",
         bug: "B4: END_OF_INPUT during recovery suspends the mailbox loop, which exits before recovery finished",
-        property: "restore loop never exits before recovery completes",
+        property: TaskPropertyId::RestoreLoopNeverExitsEarly,
         preset: "task",
     },
     TaskVariantInfo {
         variant: TaskVariant::ConvertAllGatesTogether,
         name: "convert-all-gates-together",
         bug: "B7: flag off, gates request partitions only after all gates' recovered state is consumed",
-        property: "no deadlock",
+        property: TaskPropertyId::NoDeadlock,
         preset: "task",
     },
 ];
