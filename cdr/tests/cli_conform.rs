@@ -148,7 +148,9 @@ fn a_driver_of_another_protocol_version_or_without_a_feature_is_refused_before_a
     let script = temp("old-driver.sh");
     std::fs::write(
         &script,
-        "#!/bin/sh\nread line\necho '{\"reply\":\"hello\",\"name\":\"old\",\"protocol\":0,\"actions\":[],\"features\":[]}'\n",
+        // It closes its stdin and lingers, so that cdr's goodbye meets a pipe without a reader
+        // (EPIPE), as it does whenever a driver leaves first.
+        "#!/bin/sh\nread line\necho '{\"reply\":\"hello\",\"name\":\"old\",\"protocol\":0,\"actions\":[],\"features\":[]}'\nexec 0<&-\nsleep 1\n",
     )
     .unwrap();
     let (code, _, err) = cdr(&[

@@ -11,7 +11,7 @@ use crate::observation::{Observation, Snapshot};
 use recovery_model::{Action, ModelConfig};
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
-use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
 use std::time::Duration;
@@ -207,7 +207,9 @@ pub fn all_features() -> Vec<String> {
 pub struct ProcessDriver {
     command: String,
     child: Child,
-    to: BufWriter<ChildStdin>,
+    /// Unbuffered: [`Self::send`] writes each batch at once, so nothing is left to flush when
+    /// the driver is dropped (a flush then would write to a driver that may be gone).
+    to: ChildStdin,
     /// Lines from the child's stdout, read by a thread of their own so that a silent driver
     /// meets the watchdog instead of hanging `cdr`.
     from: Receiver<std::io::Result<String>>,
@@ -257,7 +259,7 @@ impl ProcessDriver {
         let mut child = command_line
             .spawn()
             .map_err(|e| harness(format!("cannot start `{command}`: {e}")))?;
-        let to = BufWriter::new(child.stdin.take().expect("piped stdin"));
+        let to = child.stdin.take().expect("piped stdin");
         let stdout = child.stdout.take().expect("piped stdout");
         let (lines, from) = channel();
         std::thread::Builder::new()
@@ -320,12 +322,17 @@ impl ProcessDriver {
         self.receive(&text)
     }
 
-    /// Writes `requests`, one per line, and flushes once.
+    /// Writes `requests`, one per line, and flushes once. A driver that closed its stdin makes
+    /// this fail (`EPIPE`) rather than end `cdr`, whose SIGPIPE is left at its default for the
+    /// sake of its own output (see [`without_sigpipe`]).
     fn send(&mut self, requests: &[String]) -> Result<(), DriverError> {
-        let sent = requests
-            .iter()
-            .try_for_each(|text| writeln!(self.to, "{text}"))
-            .and_then(|()| self.to.flush());
+        let mut batch = String::new();
+        for text in requests {
+            batch.push_str(text);
+            batch.push('\n');
+        }
+        let to = &mut self.to;
+        let sent = without_sigpipe(|| to.write_all(batch.as_bytes()));
         sent.map_err(|e| self.died(&format!("writing to it failed ({e})")))
     }
 
@@ -475,6 +482,33 @@ impl Driver for ProcessDriver {
         *self = ProcessDriver::spawn_with_watchdog(&self.command, &self.config, self.watchdog)?;
         Ok(())
     }
+}
+
+/// Runs `write` with SIGPIPE blocked in this thread. A write to a pipe whose reader is gone
+/// raises SIGPIPE in the writing thread; blocked, it stays pending and the write returns
+/// `EPIPE`, and the pending signal is taken before the mask is restored. The process-wide
+/// disposition is not touched: other threads (and `cdr`'s own output, piped into `head`) keep
+/// the default.
+fn without_sigpipe<T>(write: impl FnOnce() -> std::io::Result<T>) -> std::io::Result<T> {
+    #[cfg(unix)]
+    // SAFETY: sigset_t is plain data initialised by sigemptyset; the calls change only this
+    // thread's mask and take only a signal this thread's write raised.
+    unsafe {
+        let mut pipe: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut pipe);
+        libc::sigaddset(&mut pipe, libc::SIGPIPE);
+        let mut before: libc::sigset_t = std::mem::zeroed();
+        libc::pthread_sigmask(libc::SIG_BLOCK, &pipe, &mut before);
+        let result = write();
+        if matches!(&result, Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe) {
+            let now = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+            libc::sigtimedwait(&pipe, std::ptr::null_mut(), &now);
+        }
+        libc::pthread_sigmask(libc::SIG_SETMASK, &before, std::ptr::null_mut());
+        result
+    }
+    #[cfg(not(unix))]
+    write()
 }
 
 /// Kills the driver's process group (see `spawn_with_watchdog`), then the driver itself.

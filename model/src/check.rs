@@ -5,12 +5,14 @@ use crate::action::Action;
 use crate::model::RecoveryModel;
 use crate::progress::RankCheck;
 use crate::properties::PropertyId;
+use crate::search::{Counters, bfs};
 use crate::state::State;
 use serde::Serialize;
-use stateright::{Checker, Expectation, Model};
+use stateright::{Expectation, Model};
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::hash::{BuildHasher, Hash};
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 /// A property's verdict.
@@ -120,7 +122,7 @@ pub fn expectation_name(e: &Expectation) -> &'static str {
     }
 }
 
-/// Runs stateright's BFS on `model` with `threads`, then finds the shortest counterexample of
+/// Runs the breadth-first search ([`crate::search`]) on `model` with `threads`, then finds the shortest counterexample of
 /// each violated property with a single-threaded BFS of its own.
 pub fn check(
     model: RecoveryModel,
@@ -157,20 +159,22 @@ pub fn check_with_progress(
     let ranks = Arc::new(RankCheck::default());
     let mut searched = model.clone();
     searched.rank_check = acyclic.then(|| Arc::clone(&ranks));
-    let checker = searched.checker().threads(threads.max(1)).spawn_bfs();
-    while !checker.is_done() {
-        std::thread::sleep(std::time::Duration::from_millis(100));
-        on_progress(Progress {
-            states: checker.state_count(),
-            unique_states: checker.unique_state_count(),
-            max_depth: checker.max_depth(),
-        });
-    }
-    let checker = checker.join();
+    let counters = Counters::default();
+    let outcome = std::thread::scope(|scope| {
+        let search = scope.spawn(|| bfs(&searched, threads.max(1), &counters));
+        while !search.is_finished() {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            on_progress(Progress {
+                states: counters.states.load(Ordering::Relaxed),
+                unique_states: counters.unique_states.load(Ordering::Relaxed),
+                max_depth: counters.max_depth.load(Ordering::Relaxed),
+            });
+        }
+        search.join().expect("the search does not panic")
+    });
     let mut properties = Vec::new();
-    for &p in PropertyId::ALL {
+    for (&p, found) in PropertyId::ALL.iter().zip(outcome.discoveries) {
         let e = p.expectation();
-        let found = checker.discovery(p.name());
         let status = match (&e, &found) {
             (Expectation::Sometimes, Some(_)) => Status::ExampleFound,
             (Expectation::Sometimes, None) => Status::ExampleMissing,
@@ -178,8 +182,8 @@ pub fn check_with_progress(
             (_, None) => Status::Holds,
         };
         let actions = match status {
-            Status::Violated => shortest_counterexample(&model, p).or_else(|| found.map(|path| path.into_actions())),
-            _ => found.map(|path| path.into_actions()),
+            Status::Violated => shortest_counterexample(&model, p).or(found),
+            _ => found,
         };
         let trace = actions
             .as_ref()
@@ -195,12 +199,11 @@ pub fn check_with_progress(
             actions,
         });
     }
-    // The search saw every edge unless it stopped early, which stateright does only once every
-    // property has a discovery. If every edge increased the rank, no path returns to a state.
-    let exhaustive = PropertyId::ALL.iter().any(|p| checker.discovery(p.name()).is_none());
+    // The search saw every edge (it never stops early). If every edge increased the rank, no
+    // path returns to a state.
     let (acyclic, acyclic_by) = match acyclic {
         true => {
-            let (yes, by) = acyclicity(&model, exhaustive && checker.state_count() > 0, &ranks);
+            let (yes, by) = acyclicity(&model, outcome.states > 0, &ranks);
             (Some(yes), Some(by))
         }
         false => (None, None),
@@ -209,9 +212,9 @@ pub fn check_with_progress(
         model: "channel-recovery",
         preset: preset.to_string(),
         variant,
-        states: checker.state_count(),
-        unique_states: checker.unique_state_count(),
-        max_depth: checker.max_depth(),
+        states: outcome.states,
+        unique_states: outcome.unique_states,
+        max_depth: outcome.max_depth,
         seconds: start.elapsed().as_secs_f64(),
         acyclic,
         acyclic_by,

@@ -30,6 +30,7 @@ pub mod properties;
 pub mod recoverable_input_channel;
 pub mod recovered_input_channel;
 pub mod remote_input_channel;
+pub mod search;
 pub mod sequential_channel_state_reader;
 pub mod simulate;
 pub mod single_input_gate;

@@ -1,0 +1,130 @@
+//! `check`'s breadth-first search (`recovery_model::search`) against stateright's own: the
+//! same state counts, the same depth and the same properties discovered, on every preset small
+//! enough for `cargo test` and on every bug-zoo variant; every path it gives is a path of the
+//! model to a state that discovers its property, as short as a path there can be; and what it
+//! finds does not depend on the number of threads.
+
+use recovery_model::check::{shortest_counterexample, shortest_examples};
+use recovery_model::config::{PRESETS, find_preset};
+use recovery_model::properties::PropertyId;
+use recovery_model::search::{Counters, Outcome, bfs};
+use recovery_model::variant::VARIANTS;
+use recovery_model::{RecoveryModel, Variant};
+use stateright::{Checker, Expectation, Model};
+
+/// Presets compared in the `--ignored` run only: over 50,000 unique states each.
+const LARGE: &[&str] = &[
+    "no-recovery",
+    "late",
+    "borrow",
+    "floating",
+    "faults",
+    "migration",
+    "ci",
+    "wide",
+    "deep",
+];
+
+fn search(m: &RecoveryModel, threads: usize) -> Outcome {
+    bfs(m, threads, &Counters::default())
+}
+
+/// Whether `check`'s search agrees with stateright's on `m`; with `shortest`, also that every
+/// path it gives is as short as any (a search more per model).
+fn assert_agrees(m: &RecoveryModel, what: &str, shortest: bool) {
+    let ours = search(m, 2);
+    let theirs = m.clone().checker().threads(1).spawn_bfs().join();
+    assert_eq!(ours.states, theirs.state_count(), "{what}: states");
+    assert_eq!(ours.unique_states, theirs.unique_state_count(), "{what}: unique states");
+    assert_eq!(ours.max_depth, theirs.max_depth(), "{what}: depth");
+    // The shortest examples, from one search for all of them.
+    let sometimes: Vec<PropertyId> = PropertyId::with_expectation(Expectation::Sometimes).collect();
+    let examples = if shortest {
+        shortest_examples(m, &sometimes)
+    } else {
+        Vec::new()
+    };
+    for (&p, found) in PropertyId::ALL.iter().zip(&ours.discoveries) {
+        assert_eq!(
+            found.is_some(),
+            theirs.discovery(p.name()).is_some(),
+            "{what}: whether `{p}` has a discovery"
+        );
+        let Some(path) = found else { continue };
+        // A path of the model, ending where the property is decided, and a shortest one.
+        let mut s = m.init_states().remove(0);
+        for &a in path {
+            s = m
+                .next_state(&s, a)
+                .unwrap_or_else(|| panic!("{what}: `{p}`: {a:?} is not enabled"));
+        }
+        let pred = p.predicate();
+        let shortest_path = match p.expectation() {
+            Expectation::Always => {
+                assert!(!pred(m, &s), "{what}: `{p}` holds where its path ends");
+                shortest_counterexample(m, p)
+            }
+            Expectation::Sometimes => {
+                assert!(pred(m, &s), "{what}: `{p}` does not hold where its example ends");
+                if !shortest {
+                    continue;
+                }
+                examples[sometimes.iter().position(|&q| q == p).unwrap()].clone()
+            }
+            Expectation::Eventually => {
+                assert!(
+                    m.is_terminal(&s) && !pred(m, &s),
+                    "{what}: `{p}`'s path does not end it"
+                );
+                shortest_counterexample(m, p)
+            }
+        };
+        assert_eq!(
+            path.len(),
+            shortest_path.map_or(0, |s| s.len()),
+            "{what}: `{p}`: not a shortest path"
+        );
+    }
+}
+
+#[test]
+fn the_search_agrees_with_stateright_on_the_small_presets() {
+    for p in PRESETS.iter().filter(|p| !LARGE.contains(&p.name)) {
+        assert_agrees(&RecoveryModel::new((p.config)(), Variant::Fixed), p.name, true);
+    }
+}
+
+#[test]
+#[ignore = "minutes: every preset but ci, wide and deep, whatever its size"]
+fn the_search_agrees_with_stateright_on_every_preset_but_the_largest() {
+    for p in PRESETS.iter().filter(|p| !["ci", "wide", "deep"].contains(&p.name)) {
+        assert_agrees(&RecoveryModel::new((p.config)(), Variant::Fixed), p.name, true);
+    }
+}
+
+#[test]
+fn the_search_agrees_with_stateright_on_every_bug_zoo_variant() {
+    for v in VARIANTS {
+        let p = find_preset(v.preset).unwrap();
+        // The violated property's path is checked to be a shortest one; the examples are
+        // checked to be paths of the model to where they hold.
+        assert_agrees(&RecoveryModel::new((p.config)(), v.variant), v.name, false);
+    }
+}
+
+#[test]
+fn what_the_search_finds_does_not_depend_on_the_number_of_threads() {
+    for name in ["tiny", "conversion", "shared-pool"] {
+        let m = RecoveryModel::new((find_preset(name).unwrap().config)(), Variant::Fixed);
+        let one = search(&m, 1);
+        for threads in [2, 3] {
+            let more = search(&m, threads);
+            assert_eq!(
+                (more.states, more.unique_states, more.max_depth),
+                (one.states, one.unique_states, one.max_depth),
+                "{name}"
+            );
+            assert_eq!(more.discoveries, one.discoveries, "{name}, {threads} threads");
+        }
+    }
+}
