@@ -479,6 +479,8 @@ impl Driver for ProcessDriver {
         }
         stop(&mut self.child);
         let _ = self.child.wait();
+        // Void: not to be stopped again once reaped, nor matched by a later call.
+        self.ahead.clear();
         *self = ProcessDriver::spawn_with_watchdog(&self.command, &self.config, self.watchdog)?;
         Ok(())
     }
@@ -500,9 +502,13 @@ fn without_sigpipe<T>(write: impl FnOnce() -> std::io::Result<T>) -> std::io::Re
         let mut before: libc::sigset_t = std::mem::zeroed();
         libc::pthread_sigmask(libc::SIG_BLOCK, &pipe, &mut before);
         let result = write();
-        if matches!(&result, Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe) {
-            let now = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-            libc::sigtimedwait(&pipe, std::ptr::null_mut(), &now);
+        // Take the SIGPIPE this write raised, if it did (sigpending and sigwait, as every unix
+        // has them): once the mask is restored it would end the process.
+        let mut pending: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut pending);
+        if libc::sigpending(&mut pending) == 0 && libc::sigismember(&pending, libc::SIGPIPE) == 1 {
+            let mut taken = 0;
+            libc::sigwait(&pipe, &mut taken);
         }
         libc::pthread_sigmask(libc::SIG_SETMASK, &before, std::ptr::null_mut());
         result

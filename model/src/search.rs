@@ -9,6 +9,9 @@
 //! indices into every generated state. Here a property already decided in an earlier level is
 //! not evaluated again, and a path is kept once, as a parent link per state.
 //!
+//! Unlike stateright's, it never stops early (stateright stops once every property has a
+//! discovery): the ranking that proves the graph acyclic needs every edge.
+//!
 //! The result is deterministic whatever the number of threads: a level is finished before the
 //! next starts, a state reached from several parents in one level keeps the parent with the
 //! smallest fingerprint, and a property discovered by several states of one level keeps the
@@ -74,8 +77,13 @@ impl Hasher for Identity {
 struct Seen {
     parent: u64,
     action: Action,
-    depth: u16,
+    depth: u32,
 }
+
+const _: () = assert!(
+    std::mem::size_of::<Seen>() == 16,
+    "a seen state costs 16 bytes and its key"
+);
 
 /// The states seen so far, in shards by fingerprint, each behind its own lock.
 struct SeenStates {
@@ -92,8 +100,9 @@ impl SeenStates {
     }
 
     fn shard(&self, fp: u64) -> std::sync::MutexGuard<'_, HashMap<u64, Seen, BuildHasherDefault<Identity>>> {
-        // The top bits pick the shard; the map hashes with the whole fingerprint.
-        self.shards[(fp >> 58) as usize % SHARDS]
+        // Middle bits pick the shard: the map takes its bucket from the low bits and its
+        // control byte from the top ones, which must stay varied within a shard.
+        self.shards[(fp >> 32) as usize % SHARDS]
             .lock()
             .expect("no thread panics holding it")
     }
@@ -141,7 +150,11 @@ impl SeenStates {
 }
 
 /// One state of the level being searched: the state, its fingerprint and the `eventually`
-/// properties its path has not yet satisfied (a bit per index of [`PropertyId::ALL`]).
+/// properties its path has not yet satisfied (a bit per index of [`PropertyId::ALL`]). A state
+/// reached along several paths keeps the bits of the first that reached it, as stateright's
+/// search does. The liveness predicates are stable (docs/model.md): one that held on a path
+/// holds at its end, so once the state itself is evaluated its bits are the same whichever
+/// path reached it.
 struct Item {
     state: State,
     fp: u64,
@@ -197,7 +210,7 @@ pub fn bfs(model: &RecoveryModel, threads: usize, counters: &Counters) -> Outcom
     // level searched and the next one together hold about one level's states.
     let mut level: Vec<Vec<Item>> = vec![first];
     let mut discovered: Vec<Option<u64>> = vec![None; properties.len()];
-    let mut depth = 0u16;
+    let mut depth = 0u32;
     while level.iter().any(|part| !part.is_empty()) {
         depth += 1;
         counters.max_depth.store(depth as usize, Ordering::Relaxed);
@@ -246,7 +259,7 @@ struct Work<'a> {
     seen: &'a SeenStates,
     found: &'a Found,
     counters: &'a Counters,
-    depth: u16,
+    depth: u32,
     /// The chunks of the level not yet taken.
     chunks: Mutex<Vec<Vec<Item>>>,
 }
