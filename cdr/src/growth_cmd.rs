@@ -8,6 +8,7 @@
 use clap::Args;
 use conformance::progress;
 use recovery_model::config::find_preset;
+use recovery_model::format::grouped;
 use recovery_model::growth::{Dimension, describe, grow};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -320,19 +321,6 @@ fn run_step(
         }
     }
     Ok(point)
-}
-
-/// `n` with thousands separators.
-fn grouped(n: usize) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 fn summary_outcome(p: &Point, args: &GrowthArgs) -> String {

@@ -7,23 +7,11 @@
 mod common;
 
 use recovery_model::check::check;
+use recovery_model::format::grouped;
 use recovery_model::{RecoveryModel, Variant, preset};
 
 fn readme() -> String {
     std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md")).unwrap()
-}
-
-/// `n` with thousands separators, as the docs write it.
-fn grouped(n: usize) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 #[test]

@@ -658,3 +658,16 @@ pub fn changes(m: &RecoveryModel, a: &State, b: &State, own: Option<u8>) -> Vec<
     }
     out
 }
+
+/// `n` with thousands separators, as reports and the docs write counts (`4,236,633`).
+pub fn grouped(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
