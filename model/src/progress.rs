@@ -31,7 +31,13 @@ pub struct RankCheck {
 impl RankCheck {
     /// Records the edge `last` → `next`.
     pub fn edge(&self, last: &State, next: &State) {
-        if rank(next) <= rank(last) {
+        self.edge_from(&rank(last), next);
+    }
+
+    /// Records an edge to `next` from a state of rank `last` (a search that generates all of
+    /// a state's successors ranks it once).
+    pub fn edge_from(&self, last: &Rank, next: &State) {
+        if rank(next) <= *last {
             self.non_increasing.fetch_add(1, Ordering::Relaxed);
         }
     }

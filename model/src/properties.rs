@@ -6,6 +6,7 @@
 use crate::config::ChannelKind;
 use crate::model::RecoveryModel;
 use crate::state::*;
+use smallvec::SmallVec;
 use stateright::Property;
 
 /// Declares a property key enum from one table, so a property's name, expectation and
@@ -177,40 +178,25 @@ fn live_data_hidden_during_recovery(_: &RecoveryModel, s: &State) -> bool {
 /// S2: nothing delivered twice, recovered data in push order, live elements in upstream order.
 fn exactly_once_delivery(_: &RecoveryModel, s: &State) -> bool {
     s.channels.iter().all(|ch| {
-        let recovered: Vec<u8> = ch
-            .ghost_delivered
-            .iter()
-            .filter_map(|d| {
-                if let Payload::Recovered(i) = d.payload {
-                    Some(i)
-                } else {
-                    None
-                }
-            })
-            .collect();
-        let live: Vec<u8> = ch
-            .ghost_delivered
-            .iter()
-            .filter_map(|d| match d.payload {
-                Payload::Data(i) | Payload::Event(i) => Some(i),
-                _ => None,
-            })
-            .collect();
-        let barriers: Vec<u8> = ch
-            .ghost_delivered
-            .iter()
-            .filter_map(|d| {
-                if let Payload::Barrier(cp) = d.payload {
-                    Some(cp)
-                } else {
-                    None
-                }
-            })
-            .collect();
-        recovered.iter().enumerate().all(|(k, &i)| k as u8 == i)
-            && live.windows(2).all(|w| w[0] < w[1])
-            && barriers.windows(2).all(|w| w[0] < w[1])
+        let (mut recovered, mut live, mut barrier) = (0u8, None, None);
+        ch.ghost_delivered.iter().all(|d| match d.payload {
+            Payload::Recovered(i) => {
+                let k = recovered;
+                recovered += 1;
+                i == k
+            }
+            Payload::Data(i) | Payload::Event(i) => increases(&mut live, i),
+            Payload::Barrier(cp) => increases(&mut barrier, cp),
+            _ => true,
+        })
     })
+}
+
+/// Whether `next` is greater than the number before it, which it becomes.
+fn increases<T: Ord + Copy>(last: &mut Option<T>, next: T) -> bool {
+    let up = last.is_none_or(|l| l < next);
+    *last = Some(next);
+    up
 }
 
 /// S3/S4: at most one `EndOfFetchedChannelStateEvent`, nothing but recovery barriers behind it,
@@ -252,33 +238,27 @@ fn aborted(status: CheckpointStatus) -> bool {
 /// local channel and on the flag-off path's RecoveredInputChannel, increasing in append order
 /// on a remote one) and never collide with live sequence numbers, which start at 0.
 fn recovery_sequence_numbers(m: &RecoveryModel, s: &State) -> bool {
+    use crate::config::Delivery;
     channels(s).all(|(c, ch)| {
-        let rec: Vec<i32> = ch
-            .ghost_delivered
-            .iter()
-            .filter(|d| d.payload.is_recovery_element())
-            .map(|d| d.seq)
-            .collect();
-        let live_ok = ch
-            .ghost_delivered
-            .iter()
-            .filter(|d| !d.payload.is_recovery_element())
-            .all(|d| d.seq >= 0);
-        let numbered = match m.cfg.channels[c as usize].kind {
-            _ if matches!(
-                m.cfg.delivery,
-                crate::config::Delivery::Legacy | crate::config::Delivery::Migration
-            ) =>
-            {
-                rec.iter().enumerate().all(|(k, &q)| q == i32::MIN + k as i32)
+        let contiguous = matches!(m.cfg.delivery, Delivery::Legacy | Delivery::Migration)
+            || m.cfg.channels[c as usize].kind == ChannelKind::Local;
+        // The k-th recovery element delivered and the one before it.
+        let (mut k, mut last) = (0, None);
+        ch.ghost_delivered.iter().all(|d| {
+            if !d.payload.is_recovery_element() {
+                return d.seq >= 0;
             }
-            ChannelKind::Local => rec.iter().enumerate().all(|(k, &q)| q == i32::MIN + k as i32),
-            ChannelKind::Remote => {
-                // Appended in order, so the k-th consumed was numbered at least k after MIN.
-                rec.windows(2).all(|w| w[0] < w[1]) && rec.iter().enumerate().all(|(k, &q)| q >= i32::MIN + k as i32)
-            }
-        };
-        numbered && rec.iter().all(|&q| q < 0) && live_ok
+            let first_possible = i32::MIN + k;
+            k += 1;
+            // A remote channel appends in order, so the k-th consumed was numbered at least k
+            // after MIN.
+            let numbered = if contiguous {
+                d.seq == first_possible
+            } else {
+                d.seq >= first_possible && increases(&mut last, d.seq)
+            };
+            numbered && d.seq < 0
+        })
     })
 }
 
@@ -354,25 +334,47 @@ fn no_lost_credit(m: &RecoveryModel, s: &State) -> bool {
 }
 
 /// Where every buffer of channel `c` is, one entry per occurrence (its pool not included).
-fn buffer_places(s: &State, c: u8) -> Vec<NetBuf> {
+fn for_each_buffer_place(s: &State, c: u8, mut f: impl FnMut(NetBuf)) {
     let ch = s.ch(c);
-    let mut v: Vec<NetBuf> = Vec::new();
-    v.extend(&ch.bm.exclusive);
-    v.extend(&ch.bm.floating);
-    v.extend(&ch.global_pool);
-    v.extend(&ch.held);
-    v.extend(ch.queue.iter().chain(&ch.stash).filter_map(|e| e.buffer));
+    let bm = ch.bm.exclusive.iter().chain(&ch.bm.floating);
+    bm.chain(&ch.global_pool).chain(&ch.held).copied().for_each(&mut f);
+    ch.queue
+        .iter()
+        .chain(&ch.stash)
+        .filter_map(|e| e.buffer)
+        .for_each(&mut f);
     if let RecyclerPc::ReturnFloating { channel, buffer } = s.recycler
         && channel == c
     {
-        v.push(buffer);
+        f(buffer);
     }
     if let TaskPc::RereadPendingPriority { channel, buffer, .. } = s.task
         && channel == c
     {
-        v.extend(buffer);
+        buffer.into_iter().for_each(f);
     }
-    v
+}
+
+/// How many places hold each buffer of one kind, by id.
+#[derive(Default)]
+struct Held {
+    count: [u8; 32],
+    /// An id past `count`, or a buffer of the other kind, was found.
+    stray: bool,
+}
+
+impl Held {
+    fn add(&mut self, id: u8) {
+        match self.count.get_mut(id as usize) {
+            Some(n) => *n = n.saturating_add(1),
+            None => self.stray = true,
+        }
+    }
+
+    /// Whether ids `0..n` are each held exactly once and no other id is held.
+    fn exactly(&self, n: u8) -> bool {
+        !self.stray && (self.count.iter().enumerate()).all(|(i, &k)| k == u8::from(i < n as usize))
+    }
 }
 
 /// S8: every network buffer is in exactly one place (manager queue, pool, channel queue, held
@@ -380,43 +382,53 @@ fn buffer_places(s: &State, c: u8) -> Vec<NetBuf> {
 /// pool's floating buffers, among the channels that borrow from it (all of them with a shared
 /// pool). Every recovered buffer pushed is in exactly one of: the queue, delivered, recycled.
 fn buffer_ownership(m: &RecoveryModel, s: &State) -> bool {
-    let mut exclusive: Vec<Vec<NetBuf>> = vec![Vec::new(); s.channels.len()];
-    let mut floating: Vec<Vec<NetBuf>> = s.pools.iter().map(|p| p.available.to_vec()).collect();
-    for c in 0..s.channels.len() as u8 {
-        for b in buffer_places(s, c) {
+    // Counted rather than collected: it runs on every state.
+    let mut exclusive: SmallVec<[Held; MAX_CHANNELS]> = s.channels.iter().map(|_| Held::default()).collect();
+    let mut floating: SmallVec<[Held; MAX_CHANNELS]> = s.pools.iter().map(|_| Held::default()).collect();
+    let mut pool_size: SmallVec<[u8; MAX_CHANNELS]> = s.pools.iter().map(|_| 0).collect();
+    for (p, pool) in s.pools.iter().enumerate() {
+        for &b in &pool.available {
             match b {
-                NetBuf::Exclusive(_) => exclusive[c as usize].push(b),
-                NetBuf::Floating(_) => floating[s.pool_index(c)].push(b),
+                NetBuf::Floating(i) => floating[p].add(i),
+                NetBuf::Exclusive(_) => floating[p].stray = true,
             }
         }
     }
-    let mut pool_size = vec![0u8; s.pools.len()];
     for (c, cc) in m.cfg.channels.iter().enumerate() {
-        pool_size[s.pool_index(c as u8)] += cc.floating;
+        let p = s.pool_index(c as u8);
+        pool_size[p] += cc.floating;
+        for_each_buffer_place(s, c as u8, |b| match b {
+            NetBuf::Exclusive(i) => exclusive[c].add(i),
+            NetBuf::Floating(i) => floating[p].add(i),
+        });
     }
-    let exact = |found: &mut Vec<NetBuf>, expected: Vec<NetBuf>| {
-        found.sort();
-        *found == expected
-    };
-    let floating_ok = floating
-        .iter_mut()
-        .zip(pool_size)
-        .all(|(found, n)| exact(found, (0..n).map(NetBuf::Floating).collect()));
-    floating_ok
+    floating.iter().zip(pool_size).all(|(held, n)| held.exactly(n))
         && channels(s).all(|(c, ch)| {
             let cc = &m.cfg.channels[c as usize];
-            let exclusive_ok = exact(&mut exclusive[c as usize].clone(), (0..cc.exclusive).map(NetBuf::Exclusive).collect());
+            let mut recovered = Held::default();
             // An element the task polled and has yet to hand on is in its hands.
-            let in_hand = |p: Payload| matches!(s.task, TaskPc::RereadPendingPriority { channel, payload, .. } if channel == c && payload == p);
-            let recovered_ok = (0..ch.ghost_pushed).all(|i| {
-                let p = Payload::Recovered(i);
-                let n = usize::from(in_hand(p))
-                    + ch.queue.iter().filter(|e| e.payload == p).count()
-                    + ch.ghost_delivered.iter().filter(|d| d.payload == p).count()
-                    + ch.ghost_freed.iter().filter(|&&f| f == i).count();
-                n == 1
-            });
-            exclusive_ok && recovered_ok
+            if let TaskPc::RereadPendingPriority {
+                channel,
+                payload: Payload::Recovered(i),
+                ..
+            } = s.task
+                && channel == c
+            {
+                recovered.add(i);
+            }
+            let elements = ch
+                .queue
+                .iter()
+                .map(|e| e.payload)
+                .chain(ch.ghost_delivered.iter().map(|d| d.payload));
+            for p in elements {
+                if let Payload::Recovered(i) = p {
+                    recovered.add(i);
+                }
+            }
+            ch.ghost_freed.iter().for_each(|&i| recovered.add(i));
+            exclusive[c as usize].exactly(cc.exclusive)
+                && recovered.count.iter().take(ch.ghost_pushed as usize).all(|&n| n == 1)
         })
 }
 
@@ -424,9 +436,10 @@ fn buffer_ownership(m: &RecoveryModel, s: &State) -> bool {
 /// recovered buffers twice and corrupted the channel state), by the persister or the spill.
 fn persisted_at_most_once(_: &RecoveryModel, s: &State) -> bool {
     s.channels.iter().all(|ch| {
-        let mut p: Vec<_> = ch.ghost_persisted.iter().chain(&ch.ghost_spilled).collect();
-        p.sort();
-        p.windows(2).all(|w| w[0] != w[1])
+        let written = || ch.ghost_persisted.iter().chain(&ch.ghost_spilled);
+        written()
+            .enumerate()
+            .all(|(i, w)| written().skip(i + 1).all(|other| other != w))
     })
 }
 
@@ -501,19 +514,13 @@ fn persisted_content_is_exact(m: &RecoveryModel, s: &State) -> bool {
 /// barriers), and only during recovery.
 fn stash_holds_only_events_in_order(_: &RecoveryModel, s: &State) -> bool {
     s.channels.iter().all(|ch| {
-        let events: Option<Vec<u8>> = ch
-            .stash
-            .iter()
-            .filter(|e| !matches!(e.payload, Payload::AlignedBarrier(_)))
-            .map(|e| {
-                if let Payload::Event(i) = e.payload {
-                    Some(i)
-                } else {
-                    None
-                }
-            })
-            .collect();
-        events.is_some_and(|ev| ev.windows(2).all(|w| w[0] < w[1])) && (ch.stash.is_empty() || ch.in_recovery)
+        let mut last = None;
+        let events_in_order = ch.stash.iter().all(|e| match e.payload {
+            Payload::AlignedBarrier(_) => true,
+            Payload::Event(i) => increases(&mut last, i),
+            _ => false,
+        });
+        events_in_order && (ch.stash.is_empty() || ch.in_recovery)
     })
 }
 
@@ -628,15 +635,20 @@ fn every_checkpoint_ends(_: &RecoveryModel, s: &State) -> bool {
 /// or pool (the global pool once the gate closed and destroyed its `LocalBufferPool`),
 /// recovered buffers delivered or recycled, no queue holds anything.
 fn every_buffer_returns_home(m: &RecoveryModel, s: &State) -> bool {
-    let home = channels(s).all(|(c, ch)| {
-        let cc = &m.cfg.channels[c as usize];
-        let recovered_home = (0..cc.recovered).all(|i| {
-            ch.ghost_freed.contains(&i) || ch.ghost_delivered.iter().any(|d| d.payload == Payload::Recovered(i))
-        });
-        let pool_home = !s.closed || s.pool_of(c).available.is_empty();
-        ch.queue.is_empty() && ch.stash.is_empty() && ch.held.is_empty() && recovered_home && pool_home
-    });
-    s.faulted() || (home && s.recycler == RecyclerPc::Idle && m.is_terminal(s))
+    // The cheap conditions first: this runs on every state until it holds.
+    let home = || {
+        channels(s).all(|(c, ch)| {
+            let cc = &m.cfg.channels[c as usize];
+            let recovered_home = || {
+                (0..cc.recovered).all(|i| {
+                    ch.ghost_freed.contains(&i) || ch.ghost_delivered.iter().any(|d| d.payload == Payload::Recovered(i))
+                })
+            };
+            let pool_home = !s.closed || s.pool_of(c).available.is_empty();
+            ch.queue.is_empty() && ch.stash.is_empty() && ch.held.is_empty() && pool_home && recovered_home()
+        })
+    };
+    s.faulted() || (s.recycler == RecyclerPc::Idle && home() && m.is_terminal(s))
 }
 
 /// With a shared pool, a floating buffer one channel recycled went to another channel's
