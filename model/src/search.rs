@@ -170,6 +170,22 @@ impl SeenStates {
         }
     }
 
+    /// Starts loading the slot `fp` is looked up from, so that a later [`Self::insert`] finds
+    /// it in the cache.
+    fn prefetch(&self, fp: u64) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            let shard = self.shard(fp);
+            if let Some(slot) = shard.slots.get(fp as usize & shard.slots.len().wrapping_sub(1)) {
+                let address = (slot as *const (u64, Seen)).cast::<i8>();
+                // SAFETY: a prefetch is a hint to the cache: it neither reads nor faults.
+                unsafe { std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(address) }
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = fp;
+    }
+
     fn get(&self, fp: u64) -> Option<Seen> {
         self.shard(fp).get_mut(fp).copied()
     }
@@ -321,6 +337,7 @@ impl Work<'_> {
         let mut done = Vec::new();
         let mut out = Vec::with_capacity(CHUNK + SLACK);
         let mut actions = Vec::new();
+        let mut successors = Vec::new();
         loop {
             let Some(chunk) = self.chunks.lock().expect("no thread panics holding it").pop() else {
                 if !out.is_empty() {
@@ -331,7 +348,7 @@ impl Work<'_> {
             let (mut generated, mut new) = (0, 0);
             for item in &chunk {
                 let before = out.len();
-                generated += self.visit(item, &mut actions, &mut out);
+                generated += self.visit(item, &mut actions, &mut successors, &mut out);
                 new += out.len() - before;
                 if out.len() >= CHUNK {
                     done.push(std::mem::replace(&mut out, Vec::with_capacity(CHUNK + SLACK)));
@@ -344,7 +361,13 @@ impl Work<'_> {
     }
 
     /// Evaluates the properties on one state and generates its successors; returns how many.
-    fn visit(&self, item: &Item, actions: &mut Vec<Action>, out: &mut Vec<Item>) -> usize {
+    fn visit(
+        &self,
+        item: &Item,
+        actions: &mut Vec<Action>,
+        successors: &mut Vec<(Action, State, u64)>,
+        out: &mut Vec<Item>,
+    ) -> usize {
         let (model, s) = (self.model, &item.state);
         let mut eventually = item.eventually;
         for (i, (expectation, pred)) in self.properties.iter().enumerate() {
@@ -360,15 +383,21 @@ impl Work<'_> {
         // What `next_state` does (clone, apply, check the rank), with the state's rank
         // computed once for all its edges.
         let rank = (model.rank_check.as_deref()).map(|check| (check, crate::progress::rank(s)));
-        let mut generated = 0;
+        // Every successor is generated, and the slot of its fingerprint prefetched, before
+        // any is looked up: the lookups, which miss the cache, then overlap with the work.
+        let generated = actions.len();
+        successors.clear();
         for &action in actions.iter() {
             let mut next = s.clone();
             action.apply(model, &mut next);
             if let Some((check, rank)) = &rank {
                 check.edge_from(rank, &next);
             }
-            generated += 1;
             let fp = crate::check::state_fingerprint(&next);
+            self.seen.prefetch(fp);
+            successors.push((action, next, fp));
+        }
+        for (action, next, fp) in successors.drain(..) {
             let seen = Seen {
                 parent: item.fp,
                 action,
