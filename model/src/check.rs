@@ -161,16 +161,26 @@ pub fn check_with_progress(
     searched.rank_check = acyclic.then(|| Arc::clone(&ranks));
     let counters = Counters::default();
     let outcome = std::thread::scope(|scope| {
-        let search = scope.spawn(|| bfs(&searched, threads.max(1), &counters));
-        while !search.is_finished() {
-            std::thread::sleep(std::time::Duration::from_millis(100));
-            on_progress(Progress {
-                states: counters.states.load(Ordering::Relaxed),
-                unique_states: counters.unique_states.load(Ordering::Relaxed),
-                max_depth: counters.max_depth.load(Ordering::Relaxed),
-            });
+        // The search hands its outcome over a channel, so that the wait for it ends when it
+        // does, not at the next progress report.
+        let (done, finished) = std::sync::mpsc::channel();
+        let (searched, counters) = (&searched, &counters);
+        let search = scope.spawn(move || {
+            let _ = done.send(bfs(searched, threads.max(1), counters));
+        });
+        loop {
+            match finished.recv_timeout(std::time::Duration::from_millis(100)) {
+                Ok(outcome) => break outcome,
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => on_progress(Progress {
+                    states: counters.states.load(Ordering::Relaxed),
+                    unique_states: counters.unique_states.load(Ordering::Relaxed),
+                    max_depth: counters.max_depth.load(Ordering::Relaxed),
+                }),
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                    std::panic::resume_unwind(search.join().expect_err("the search ended without an outcome"))
+                }
+            }
         }
-        search.join().expect("the search does not panic")
     });
     let mut properties = Vec::new();
     for (&p, found) in PropertyId::ALL.iter().zip(outcome.discoveries) {
