@@ -420,3 +420,56 @@ impl Work<'_> {
         generated
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn seen(parent: u64, depth: u32) -> Seen {
+        Seen {
+            parent,
+            action: Action::RequestPartitions,
+            depth,
+        }
+    }
+
+    /// Fingerprints that collide in a shard's slots (same low bits) and in its shard (same
+    /// middle bits), fingerprint 0, and enough of them to make every shard grow.
+    #[test]
+    fn the_seen_states_keep_every_fingerprint_once_through_collisions_and_growth() {
+        let states = SeenStates::new();
+        let colliding = (1..200u64).map(|k| k << 40);
+        let spread = (1..20_000u64).map(|k| k.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+        let fps: Vec<u64> = std::iter::once(0).chain(colliding).chain(spread).collect();
+        for (i, &fp) in fps.iter().enumerate() {
+            states.prefetch(fp);
+            assert!(states.insert(fp, seen(i as u64, 2)), "{fp:#x} is new");
+        }
+        for (i, &fp) in fps.iter().enumerate() {
+            assert!(!states.insert(fp, seen(u64::MAX, 2)), "{fp:#x} was seen");
+            assert_eq!(
+                states.get(fp).map(|s| s.parent),
+                Some(i as u64),
+                "{fp:#x} keeps its first parent"
+            );
+        }
+        assert_eq!(states.len(), fps.len());
+        assert!(states.get(12345).is_none());
+    }
+
+    /// Reached again in the same level, a state keeps the parent with the smaller fingerprint;
+    /// reached in a later level, it keeps the one it has.
+    #[test]
+    fn a_state_reached_twice_in_a_level_keeps_the_smaller_parent() {
+        let states = SeenStates::new();
+        assert!(states.insert(7, seen(50, 3)));
+        assert!(!states.insert(7, seen(40, 3)));
+        assert!(!states.insert(7, seen(60, 3)));
+        assert!(!states.insert(7, seen(1, 4)));
+        assert_eq!(states.get(7).map(|s| (s.parent, s.depth)), Some((40, 3)));
+        assert!(states.insert(0, seen(9, 1)));
+        assert!(!states.insert(0, seen(8, 1)));
+        assert_eq!(states.get(0).map(|s| s.parent), Some(8));
+        assert_eq!(states.len(), 2);
+    }
+}
