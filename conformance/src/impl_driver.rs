@@ -325,6 +325,7 @@ fn element_buffer(c: u8, kind: Upstream, i: u8) -> NetworkBuffer {
     let (kind, item) = match kind {
         Upstream::Data => (BufferKind::Data, Item::Known(Payload::Data(i))),
         Upstream::Event => (BufferKind::Event, Item::Known(Payload::Event(i))),
+        Upstream::EndOfOutputChannelState => (BufferKind::Event, Item::Known(Payload::EndOfOutput(i))),
     };
     NetworkBuffer::unpooled(BufferId(50_000 + 100 * c as u32 + i as u32), kind, payload_of(c, &item))
 }
@@ -1115,6 +1116,12 @@ impl ImplDriver {
             }
             EmitTimeoutableCheckpointBarrier { channel, cp } => self.emit_timeoutable_checkpoint_barrier(channel, cp),
             AlignedCheckpointTimeout { cp } => self.aligned_checkpoint_timeout(cp),
+            OnResumeConsumption { .. }
+            | SendResumeConsumption { .. }
+            | AbortPendingCheckpoint { .. }
+            | RequestBufferBlocking { .. } => {
+                unperformable("not yet in impl/")
+            }
         }
     }
 

@@ -147,6 +147,7 @@ impl DataType {
             Payload::Recovered(_) | Payload::Data(_) => DataType::DataBuffer,
             Payload::Barrier(_) | Payload::Announcement(_) => DataType::PriorityEventBuffer,
             Payload::Event(_)
+            | Payload::EndOfOutput(_)
             | Payload::RecoveryBarrier(_)
             | Payload::EndOfRecovery
             | Payload::AlignedBarrier(_)

@@ -297,7 +297,10 @@ pub fn violation_kind(v: Violation) -> ErrorKind {
         Violation::DataDuringRecovery => ErrorKind::ProtocolViolation,
         Violation::NoBufferForData => ErrorKind::NoBufferForData,
         Violation::SendWithoutCredit => ErrorKind::SendWithoutCredit,
-        Violation::PushAfterRecovery | Violation::RecoveryAlreadyFinished | Violation::ExpectedPriorityEvent => {
+        Violation::PushAfterRecovery
+        | Violation::RecoveryAlreadyFinished
+        | Violation::ExpectedPriorityEvent
+        | Violation::NotBlocked => {
             ErrorKind::IllegalState
         }
     }

@@ -55,6 +55,7 @@ fn config(delivery: ModelDelivery) -> ModelConfig {
         release_step: delivery == ModelDelivery::Drainer,
         aligned_checkpoint_timeout: false,
         shared_pool: false,
+        overlapping_checkpoints: false,
     }
 }
 

@@ -44,6 +44,7 @@ fn config() -> ModelConfig {
         release_step: false,
         aligned_checkpoint_timeout: false,
         shared_pool: false,
+        overlapping_checkpoints: false,
     }
 }
 
@@ -499,6 +500,7 @@ fn the_lost_update_of_the_pending_priority_flag_is_accepted_only_where_the_model
         release_step: false,
         aligned_checkpoint_timeout: false,
         shared_pool: false,
+        overlapping_checkpoints: false,
     };
     let channel = InputChannelInfo {
         gate_idx: 0,

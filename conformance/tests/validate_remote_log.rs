@@ -54,6 +54,7 @@ fn drainer() -> ModelConfig {
         release_step: true,
         aligned_checkpoint_timeout: false,
         shared_pool: false,
+        overlapping_checkpoints: false,
     }
 }
 
@@ -71,6 +72,7 @@ fn conversion() -> ModelConfig {
         release_step: false,
         aligned_checkpoint_timeout: false,
         shared_pool: false,
+        overlapping_checkpoints: false,
     }
 }
 
@@ -684,6 +686,7 @@ fn a_push_split_around_a_recovery_barrier_is_placed_at_its_append() {
         release_step: false,
         aligned_checkpoint_timeout: false,
         shared_pool: false,
+        overlapping_checkpoints: false,
     };
     let m = RecoveryModel::new(cfg, Variant::Fixed);
     let channel = InputChannelInfo {
@@ -845,6 +848,7 @@ fn logs_of_a_drainer_with_a_floating_buffer_are_accepted() {
         release_step: false,
         aligned_checkpoint_timeout: false,
         shared_pool: false,
+        overlapping_checkpoints: false,
     };
     let m = RecoveryModel::new(cfg, Variant::Fixed);
     let kinds = accept_runs(m.cfg, rounds());

@@ -25,6 +25,8 @@ pub enum Thread {
     Recycler,
     /// Canceler: `releaseAllResources` through gate close or cancel.
     Canceler,
+    /// The JobManager's `CheckpointCoordinator`.
+    Coordinator,
 }
 
 impl fmt::Display for Thread {
@@ -37,6 +39,7 @@ impl fmt::Display for Thread {
             Thread::Producer => "producer",
             Thread::Recycler => "recycler",
             Thread::Canceler => "canceler",
+            Thread::Coordinator => "coordinator",
         })
     }
 }
@@ -117,6 +120,13 @@ actions! {
         /// Channel index.
         channel: u8,
     } => "onRecoveredStateBuffer", Thread::Io, on_recovered_state_buffer;
+    /// IO: `requestBufferBlocking()` for the next recovered buffer of a channel finds nothing
+    /// queued and nothing in the pool: the manager registers as the pool's listener and the
+    /// drainer parks until a buffer is queued to the manager.
+    RequestBufferBlocking {
+        /// Channel index.
+        channel: u8,
+    } => "requestBufferBlocking", Thread::Io, request_buffer_blocking;
     /// IO (task, during conversion, for bug B5): `finishRecoveredBufferDelivery()` after
     /// `upstreamReady.await()`: append `EndOfFetchedChannelStateEvent`. Flag off
     /// (`Delivery::Legacy`): the `RecoveredInputChannel`'s `finishReadRecoveredState()`, which
@@ -224,6 +234,13 @@ actions! {
         /// Channel index.
         channel: u8,
     } => "addCredit", Thread::NettyServer, on_add_credit;
+    /// Netty server: `PartitionRequestQueue.resumeConsumption` from a `ResumeConsumption`
+    /// message: the view reader drops its credit if its initial credit is 0, the subpartition
+    /// unblocks.
+    OnResumeConsumption {
+        /// Channel index.
+        channel: u8,
+    } => "resumeConsumption", Thread::NettyServer, on_resume_consumption;
     /// Netty server: `PartitionRequestQueue.announceBacklog`. A reader with initial credit 0
     /// and no credit left (`needAnnounceBacklog`) whose head is a data buffer writes a
     /// `BacklogAnnouncement`.
@@ -248,6 +265,12 @@ actions! {
         /// Channel index.
         channel: u8,
     } => "sendAddCredit", Thread::NettyClient, send_add_credit;
+    /// Netty client: writes the `ResumeConsumption` message the task's `resumeConsumption`
+    /// queued.
+    SendResumeConsumption {
+        /// Channel index.
+        channel: u8,
+    } => "sendResumeConsumption", Thread::NettyClient, send_resume_consumption;
     /// Recycler: the consumer drops a network buffer (`recycle` or `LocalBufferPool.recycle`).
     Recycle {
         /// Channel index.
@@ -296,6 +319,12 @@ actions! {
     /// Canceler: `SingleInputGate.close()`: `releaseAllResources()` of every channel, then
     /// `bufferPool.lazyDestroy()` (free floating segments back to the global pool).
     CloseGate => "close", Thread::Canceler, close_gate;
+    /// Coordinator: `abortPendingCheckpoint(cp)` (another task declined it, or it expired), so
+    /// that the next checkpoint may be triggered.
+    AbortPendingCheckpoint {
+        /// Checkpoint id.
+        cp: CheckpointId,
+    } => "abortPendingCheckpoint", Thread::Coordinator, abort_pending_checkpoint;
 }
 
 impl Action {

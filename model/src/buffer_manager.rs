@@ -174,6 +174,13 @@ impl BufferManager {
         )
     }
 
+    /// `releaseFloatingBuffers()`: `numRequiredBuffers = 0` and the floating buffers out of the
+    /// queue, for the caller to recycle to the `LocalBufferPool` after the lock.
+    pub fn release_floating_buffers(&mut self) -> Vec<NetBuf> {
+        self.required = 0;
+        self.floating.drain(..).collect()
+    }
+
     /// `enableNotify()`: open the gate and count what is queued, in one critical section, so
     /// that every buffer is announced exactly once (here or by its own recycle afterwards).
     pub fn enable_notify(&mut self) -> u8 {

@@ -20,8 +20,13 @@ pub enum ChannelKind {
 pub enum Upstream {
     /// A data buffer: needs credit on a remote channel.
     Data,
-    /// An ordinary (non-priority) event such as `EndOfOutputChannelStateEvent`: flows without credit.
+    /// An ordinary (non-priority) event: flows without credit.
     Event,
+    /// `EndOfOutputChannelStateEvent`, which `PipelinedResultPartition.finishReadRecoveredState`
+    /// writes first into every subpartition when the upstream task starts. Its data type,
+    /// `RECOVERY_COMPLETION`, blocks the subpartition once it is handed out: only priority
+    /// elements pass, with a backlog of 0, until the consumer's `resumeConsumption`.
+    EndOfOutputChannelState,
 }
 
 /// How recovered buffers reach the physical channel.
@@ -71,9 +76,8 @@ pub struct ChannelConfig {
     pub kind: ChannelKind,
     /// Number of recovered data buffers read from the checkpoint for this channel.
     pub recovered: u8,
-    /// What the upstream producer emits after recovery starts, in order. The first element of a
-    /// remote channel should be an event (`EndOfOutputChannelStateEvent`, FLINK-40668), or
-    /// `upstreamReady` never opens.
+    /// What the upstream producer emits after recovery starts, in order. The first element is
+    /// `end-of-output-channel-state` (`EndOfOutputChannelStateEvent`), and only the first.
     pub upstream: Vec<Upstream>,
     /// Exclusive buffers (`networkBuffersPerChannel`): a remote channel's initial credit; a local
     /// channel's recovery `BufferManager` lends them to the drainer (0: the drainer fills a local
@@ -145,6 +149,13 @@ pub struct ModelConfig {
     /// choice 18). Not written when off.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub shared_pool: bool,
+    /// Whether an upstream may emit the barrier of checkpoint `n + 1` while checkpoint `n` is
+    /// still pending. Flink never runs unaligned checkpoints concurrently (the coordinator
+    /// triggers `n + 1` only after `n` completed or was aborted), so off by default: an upstream
+    /// emits barrier `n + 1` once this task completed or declined `n`, or the coordinator
+    /// aborted it (`abortPendingCheckpoint`, docs/model.md, choice 5). Not written when off.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub overlapping_checkpoints: bool,
 }
 
 fn yes() -> bool {
@@ -210,19 +221,31 @@ impl ModelConfig {
             }
         }
         for (i, c) in self.channels.iter().enumerate() {
+            // finishReadRecoveredState writes the event first into every subpartition of a
+            // task that starts (restored or not, in a job graph without loops).
+            if c.upstream.first() != Some(&Upstream::EndOfOutputChannelState) {
+                return Err(format!(
+                    "channel {i}: the upstream begins with end-of-output-channel-state (EndOfOutputChannelStateEvent, which every upstream task writes first when it starts)"
+                ));
+            }
+            if c.upstream[1..].contains(&Upstream::EndOfOutputChannelState) {
+                return Err(format!(
+                    "channel {i}: end-of-output-channel-state comes once, first"
+                ));
+            }
+            if c.late as usize >= c.upstream.len() {
+                return Err(format!(
+                    "channel {i}: late ({}) counts upstream elements after end-of-output-channel-state; there are only {}",
+                    c.late,
+                    c.upstream.len() - 1
+                ));
+            }
             if c.recovered > 8 || c.upstream.len() > 8 {
                 return Err(format!("channel {i}: at most 8 recovered and 8 upstream elements"));
             }
             if self.delivery == Delivery::NoRecovery && c.recovered > 0 {
                 return Err(format!(
                     "channel {i}: delivery no-recovery has nothing to recover; recovered must be 0"
-                ));
-            }
-            if c.late as usize > c.upstream.len() {
-                return Err(format!(
-                    "channel {i}: late ({}) counts upstream elements; there are only {}",
-                    c.late,
-                    c.upstream.len()
                 ));
             }
             if c.exclusive > 4 || c.floating > 4 {
@@ -389,7 +412,7 @@ pub fn remote(recovered: u8, upstream: &[Upstream], exclusive: u8, floating: u8)
     }
 }
 
-use Upstream::{Data as D, Event as E};
+use Upstream::{Data as D, EndOfOutputChannelState as O, Event as E};
 
 /// What no channel in recovery can reach: nothing recovered is persisted, stashed, announced by
 /// enableNotify, declined for a missing barrier or queued behind a sentinel, and no checkpoint
@@ -478,7 +501,7 @@ pub const PRESETS: &[Preset] = &[
         name: "tiny",
         summary: "local + remote, one checkpoint, no release: every safety and liveness verdict in seconds (debug)",
         config: || ModelConfig {
-            channels: vec![local(1, &[D]), remote(1, &[E, D], 1, 0)],
+            channels: vec![local(1, &[O, D]), remote(1, &[O, D], 1, 0)],
             checkpoints: 1,
             delivery: Delivery::Drainer,
             insert_recovery_barriers: true,
@@ -487,6 +510,7 @@ pub const PRESETS: &[Preset] = &[
             release_step: false,
             aligned_checkpoint_timeout: false,
             shared_pool: false,
+            overlapping_checkpoints: false,
         },
         unreachable: TINY_UNREACHABLE,
     },
@@ -498,7 +522,7 @@ pub const PRESETS: &[Preset] = &[
             // be recycled, and a release can catch a buffer with the operator.
             channels: vec![ChannelConfig {
                 exclusive: 1,
-                ..local(2, &[D])
+                ..local(2, &[O, D])
             }],
             checkpoints: 1,
             delivery: Delivery::Drainer,
@@ -508,6 +532,7 @@ pub const PRESETS: &[Preset] = &[
             release_step: false,
             aligned_checkpoint_timeout: false,
             shared_pool: false,
+            overlapping_checkpoints: false,
         },
         // One local channel: no stash, no credit (nothing to race enableNotify), no second
         // channel to decline before, and no live data persisted on the consumer side (the
@@ -523,7 +548,7 @@ pub const PRESETS: &[Preset] = &[
         name: "ci",
         summary: "local + remote with a floating buffer, one checkpoint, release at any point: every example",
         config: || ModelConfig {
-            channels: vec![local(1, &[D]), remote(1, &[E, D], 1, 1)],
+            channels: vec![local(1, &[O, D]), remote(1, &[O, D], 1, 1)],
             checkpoints: 1,
             delivery: Delivery::Drainer,
             insert_recovery_barriers: true,
@@ -532,6 +557,7 @@ pub const PRESETS: &[Preset] = &[
             release_step: false,
             aligned_checkpoint_timeout: false,
             shared_pool: false,
+            overlapping_checkpoints: false,
         },
         unreachable: &[],
     },
@@ -539,7 +565,7 @@ pub const PRESETS: &[Preset] = &[
         name: "floating",
         summary: "tiny with a floating buffer on the remote channel: the floating-credit path",
         config: || ModelConfig {
-            channels: vec![local(1, &[D]), remote(1, &[E, D], 1, 1)],
+            channels: vec![local(1, &[O, D]), remote(1, &[O, D], 1, 1)],
             checkpoints: 1,
             delivery: Delivery::Drainer,
             insert_recovery_barriers: true,
@@ -548,6 +574,7 @@ pub const PRESETS: &[Preset] = &[
             release_step: false,
             aligned_checkpoint_timeout: false,
             shared_pool: false,
+            overlapping_checkpoints: false,
         },
         unreachable: NO_DECLINE,
     },
@@ -558,7 +585,7 @@ pub const PRESETS: &[Preset] = &[
             // No live data on the remote channel: no backlog requests the floating buffer
             // first, so the second recovered buffer must come from the pool. The remote channel
             // comes first here, so that no channel kind always has the same index.
-            channels: vec![remote(2, &[E], 1, 1), local(1, &[D])],
+            channels: vec![remote(2, &[O], 1, 1), local(1, &[O, D])],
             checkpoints: 1,
             delivery: Delivery::Drainer,
             insert_recovery_barriers: true,
@@ -567,6 +594,7 @@ pub const PRESETS: &[Preset] = &[
             release_step: false,
             aligned_checkpoint_timeout: false,
             shared_pool: false,
+            overlapping_checkpoints: false,
         },
         // One exclusive buffer: enableNotify and a recycle never both have one to announce.
         unreachable: TINY_UNREACHABLE,
@@ -577,7 +605,7 @@ pub const PRESETS: &[Preset] = &[
         config: || ModelConfig {
             // The local upstream has written nothing: after recovery the gate polls a local
             // channel with an empty subpartition (re-queued by onRecoveredStateConsumed).
-            channels: vec![local(1, &[]), remote(1, &[E, D], 1, 1)],
+            channels: vec![local(1, &[O]), remote(1, &[O, D], 1, 1)],
             checkpoints: 1,
             delivery: Delivery::Conversion,
             insert_recovery_barriers: true,
@@ -586,6 +614,7 @@ pub const PRESETS: &[Preset] = &[
             release_step: false,
             aligned_checkpoint_timeout: false,
             shared_pool: false,
+            overlapping_checkpoints: false,
         },
         // Recovered buffers live on the heap (the released RecoveredInputChannel's), so no
         // channel buffer is held at enableNotify; no release, so nothing declines.
@@ -595,7 +624,7 @@ pub const PRESETS: &[Preset] = &[
         name: "no-trigger",
         summary: "PR3's checkpoints: no RecoveryCheckpointBarrier is inserted, so checkpoints in recovery decline",
         config: || ModelConfig {
-            channels: vec![local(1, &[D]), remote(1, &[E, D], 1, 0)],
+            channels: vec![local(1, &[O, D]), remote(1, &[O, D], 1, 0)],
             checkpoints: 1,
             delivery: Delivery::Drainer,
             insert_recovery_barriers: false,
@@ -604,6 +633,7 @@ pub const PRESETS: &[Preset] = &[
             release_step: false,
             aligned_checkpoint_timeout: false,
             shared_pool: false,
+            overlapping_checkpoints: false,
         },
         // Without recovery barriers nothing recovered is persisted, and no queue has one.
         unreachable: &[
@@ -618,7 +648,7 @@ pub const PRESETS: &[Preset] = &[
         name: "no-recovery",
         summary: "channels created without recovery (needsRecovery = false): full initial credit, release at any point",
         config: || ModelConfig {
-            channels: vec![local(0, &[D, E]), remote(0, &[E, D], 2, 0)],
+            channels: vec![local(0, &[O, D, E]), remote(0, &[O, D], 2, 0)],
             checkpoints: 1,
             delivery: Delivery::NoRecovery,
             insert_recovery_barriers: true,
@@ -627,6 +657,7 @@ pub const PRESETS: &[Preset] = &[
             release_step: false,
             aligned_checkpoint_timeout: false,
             shared_pool: false,
+            overlapping_checkpoints: false,
         },
         unreachable: NO_RECOVERY_STATE,
     },
@@ -636,7 +667,7 @@ pub const PRESETS: &[Preset] = &[
         config: || ModelConfig {
             // The remote channel's barrier of one checkpoint can wait unpolled while the local
             // channel's barrier of the other triggers; its upstream data lies before both.
-            channels: vec![local(0, &[]), remote(0, &[D], 1, 0)],
+            channels: vec![local(0, &[O]), remote(0, &[O, D], 1, 0)],
             checkpoints: 2,
             delivery: Delivery::NoRecovery,
             insert_recovery_barriers: true,
@@ -645,6 +676,7 @@ pub const PRESETS: &[Preset] = &[
             release_step: false,
             aligned_checkpoint_timeout: false,
             shared_pool: false,
+            overlapping_checkpoints: false,
         },
         unreachable: NO_RECOVERY_STATE,
     },
@@ -652,7 +684,7 @@ pub const PRESETS: &[Preset] = &[
         name: "legacy",
         summary: "the flag off: the task polls RecoveredInputChannels, then converts them without recovery; release at any point",
         config: || ModelConfig {
-            channels: vec![local(1, &[D]), remote(1, &[E, D], 1, 0)],
+            channels: vec![local(1, &[O, D]), remote(1, &[O, D], 1, 0)],
             checkpoints: 1,
             delivery: Delivery::Legacy,
             insert_recovery_barriers: true,
@@ -661,6 +693,7 @@ pub const PRESETS: &[Preset] = &[
             release_step: false,
             aligned_checkpoint_timeout: false,
             shared_pool: false,
+            overlapping_checkpoints: false,
         },
         unreachable: NO_RECOVERY_STATE,
     },
@@ -668,7 +701,7 @@ pub const PRESETS: &[Preset] = &[
         name: "migration",
         summary: "Flink 2.3.0's flag on: RecoveredInputChannels converted with their leftovers migrated into the physical channels; release at any point",
         config: || ModelConfig {
-            channels: vec![local(1, &[D]), remote(1, &[E, D], 1, 0)],
+            channels: vec![local(1, &[O, D]), remote(1, &[O, D], 1, 0)],
             checkpoints: 1,
             delivery: Delivery::Migration,
             insert_recovery_barriers: true,
@@ -677,6 +710,7 @@ pub const PRESETS: &[Preset] = &[
             release_step: false,
             aligned_checkpoint_timeout: false,
             shared_pool: false,
+            overlapping_checkpoints: false,
         },
         // No channel is ever in recovery, but a checkpoint can start while migrated recovered
         // data is still queued (and persists it).
@@ -693,7 +727,7 @@ pub const PRESETS: &[Preset] = &[
         name: "faults",
         summary: "tiny whose upstreams fail: a remote connection error, a local subpartition released under its reader",
         config: || ModelConfig {
-            channels: vec![local(1, &[D]), remote(1, &[E, D], 1, 0)],
+            channels: vec![local(1, &[O, D]), remote(1, &[O, D], 1, 0)],
             checkpoints: 1,
             delivery: Delivery::Drainer,
             insert_recovery_barriers: true,
@@ -702,6 +736,7 @@ pub const PRESETS: &[Preset] = &[
             release_step: false,
             aligned_checkpoint_timeout: false,
             shared_pool: false,
+            overlapping_checkpoints: false,
         },
         unreachable: TINY_UNREACHABLE,
     },
@@ -712,9 +747,9 @@ pub const PRESETS: &[Preset] = &[
             channels: vec![
                 ChannelConfig {
                     late: 1,
-                    ..local(1, &[D, D])
+                    ..local(1, &[O, D, D])
                 },
-                remote(1, &[E, D], 1, 0),
+                remote(1, &[O, D], 1, 0),
             ],
             checkpoints: 1,
             delivery: Delivery::Drainer,
@@ -724,6 +759,7 @@ pub const PRESETS: &[Preset] = &[
             release_step: false,
             aligned_checkpoint_timeout: false,
             shared_pool: false,
+            overlapping_checkpoints: false,
         },
         unreachable: TINY_UNREACHABLE,
     },
@@ -731,7 +767,7 @@ pub const PRESETS: &[Preset] = &[
         name: "release-window-local",
         summary: "one local channel released at any point in Flink's two parts: isReleased, then the view, the queue and the buffers",
         config: || ModelConfig {
-            channels: vec![local(1, &[D])],
+            channels: vec![local(1, &[O, D])],
             checkpoints: 1,
             delivery: Delivery::Drainer,
             insert_recovery_barriers: true,
@@ -740,6 +776,7 @@ pub const PRESETS: &[Preset] = &[
             release_step: true,
             aligned_checkpoint_timeout: false,
             shared_pool: false,
+            overlapping_checkpoints: false,
         },
         // One local channel: no stash, no credit, no second channel to decline before, and no
         // live data persisted on the consumer side.
@@ -754,7 +791,7 @@ pub const PRESETS: &[Preset] = &[
         name: "release-window-remote",
         summary: "one remote channel released at any point in Flink's two parts: isReleased, then the queue, the stash and the buffers",
         config: || ModelConfig {
-            channels: vec![remote(1, &[E, D], 1, 0)],
+            channels: vec![remote(1, &[O, D], 1, 0)],
             checkpoints: 1,
             delivery: Delivery::Drainer,
             insert_recovery_barriers: true,
@@ -763,6 +800,7 @@ pub const PRESETS: &[Preset] = &[
             release_step: true,
             aligned_checkpoint_timeout: false,
             shared_pool: false,
+            overlapping_checkpoints: false,
         },
         // One channel: no second channel to decline before; one exclusive buffer and no floating
         // one, as in tiny.
@@ -775,7 +813,7 @@ pub const PRESETS: &[Preset] = &[
         name: "stash-order",
         summary: "one remote channel whose upstream sends two events during recovery: both stashed, replayed in order",
         config: || ModelConfig {
-            channels: vec![remote(1, &[E, E, D], 1, 0)],
+            channels: vec![remote(1, &[O, E, D], 1, 0)],
             checkpoints: 1,
             delivery: Delivery::Drainer,
             insert_recovery_barriers: true,
@@ -784,6 +822,7 @@ pub const PRESETS: &[Preset] = &[
             release_step: false,
             aligned_checkpoint_timeout: false,
             shared_pool: false,
+            overlapping_checkpoints: false,
         },
         unreachable: TINY_UNREACHABLE,
     },
@@ -791,7 +830,7 @@ pub const PRESETS: &[Preset] = &[
         name: "aligned-timeout",
         summary: "one remote channel, an aligned checkpoint with timeout: its barrier stashed in recovery, its announcement polled, the alignment timer's convertToPriorityEvent",
         config: || ModelConfig {
-            channels: vec![remote(1, &[E], 1, 0)],
+            channels: vec![remote(1, &[O], 1, 0)],
             checkpoints: 1,
             delivery: Delivery::Drainer,
             insert_recovery_barriers: true,
@@ -800,6 +839,7 @@ pub const PRESETS: &[Preset] = &[
             release_step: false,
             aligned_checkpoint_timeout: true,
             shared_pool: false,
+            overlapping_checkpoints: false,
         },
         unreachable: ALIGNED_TIMEOUT_UNREACHABLE,
     },
@@ -807,7 +847,7 @@ pub const PRESETS: &[Preset] = &[
         name: "shared-pool",
         summary: "two remote channels borrowing from the gate's one LocalBufferPool: a recycled floating buffer goes to the other channel's waiting manager",
         config: || ModelConfig {
-            channels: vec![remote(1, &[E, D], 1, 1), remote(0, &[E, D], 1, 0)],
+            channels: vec![remote(1, &[O, D], 1, 1), remote(0, &[O, D], 1, 0)],
             checkpoints: 0,
             delivery: Delivery::Drainer,
             insert_recovery_barriers: true,
@@ -816,6 +856,7 @@ pub const PRESETS: &[Preset] = &[
             release_step: false,
             aligned_checkpoint_timeout: false,
             shared_pool: true,
+            overlapping_checkpoints: false,
         },
         unreachable: SHARED_POOL_UNREACHABLE,
     },
@@ -823,7 +864,7 @@ pub const PRESETS: &[Preset] = &[
         name: "shared-pool-live",
         summary: "two remote channels created without recovery borrowing from the gate's one LocalBufferPool: the floating-buffer paths Flink 2.3.0 has",
         config: || ModelConfig {
-            channels: vec![remote(0, &[E, D], 1, 1), remote(0, &[E, D], 1, 0)],
+            channels: vec![remote(0, &[O, D], 1, 1), remote(0, &[O, D], 1, 0)],
             checkpoints: 0,
             delivery: Delivery::NoRecovery,
             insert_recovery_barriers: true,
@@ -832,6 +873,7 @@ pub const PRESETS: &[Preset] = &[
             release_step: false,
             aligned_checkpoint_timeout: false,
             shared_pool: true,
+            overlapping_checkpoints: false,
         },
         unreachable: SHARED_POOL_LIVE_UNREACHABLE,
     },
@@ -839,7 +881,7 @@ pub const PRESETS: &[Preset] = &[
         name: "pool-starvation",
         summary: "two remote channels without exclusive buffers sharing the gate's pool: the second, in recovery, takes the pool's buffer for its backlog and the drainer waits for it for good",
         config: || ModelConfig {
-            channels: vec![remote(1, &[E], 0, 1), remote(0, &[E, D], 0, 0)],
+            channels: vec![remote(1, &[O], 0, 1), remote(0, &[O, D], 0, 0)],
             checkpoints: 0,
             delivery: Delivery::Drainer,
             insert_recovery_barriers: true,
@@ -848,6 +890,7 @@ pub const PRESETS: &[Preset] = &[
             release_step: false,
             aligned_checkpoint_timeout: false,
             shared_pool: true,
+            overlapping_checkpoints: false,
         },
         unreachable: POOL_STARVATION_UNREACHABLE,
     },
@@ -857,7 +900,7 @@ pub const PRESETS: &[Preset] = &[
         config: || ModelConfig {
             channels: vec![ChannelConfig {
                 priority_notify_step: true,
-                ..local(1, &[D])
+                ..local(1, &[O, D])
             }],
             checkpoints: 2,
             delivery: Delivery::Drainer,
@@ -867,6 +910,7 @@ pub const PRESETS: &[Preset] = &[
             release_step: false,
             aligned_checkpoint_timeout: false,
             shared_pool: false,
+            overlapping_checkpoints: false,
         },
         // One local channel: no stash, no credit, no second channel to decline before, and no
         // live data persisted on the consumer side (the barrier overtakes it).
@@ -882,7 +926,7 @@ pub const PRESETS: &[Preset] = &[
         name: "wide",
         summary: "two recovered buffers per channel, two exclusive buffers and a floating one (seconds)",
         config: || ModelConfig {
-            channels: vec![local(2, &[D]), remote(2, &[E, D], 2, 1)],
+            channels: vec![local(2, &[O, D]), remote(2, &[O, D], 2, 1)],
             checkpoints: 1,
             delivery: Delivery::Drainer,
             insert_recovery_barriers: true,
@@ -891,6 +935,7 @@ pub const PRESETS: &[Preset] = &[
             release_step: false,
             aligned_checkpoint_timeout: false,
             shared_pool: false,
+            overlapping_checkpoints: false,
         },
         unreachable: NO_DECLINE,
     },
@@ -898,7 +943,7 @@ pub const PRESETS: &[Preset] = &[
         name: "deep",
         summary: "two checkpoints, a floating buffer: a newer checkpoint can subsume an older one (half a minute)",
         config: || ModelConfig {
-            channels: vec![local(1, &[D]), remote(1, &[E, D], 1, 1)],
+            channels: vec![local(1, &[O, D]), remote(1, &[O, D], 1, 1)],
             checkpoints: 2,
             delivery: Delivery::Drainer,
             insert_recovery_barriers: true,
@@ -907,6 +952,7 @@ pub const PRESETS: &[Preset] = &[
             release_step: false,
             aligned_checkpoint_timeout: false,
             shared_pool: false,
+            overlapping_checkpoints: false,
         },
         unreachable: NO_DECLINE,
     },
@@ -982,7 +1028,7 @@ mod tests {
         use crate::Action;
         use stateright::Model;
         let cfg = ModelConfig {
-            channels: vec![remote(0, &[D], 0, 1)],
+            channels: vec![remote(0, &[O, D], 0, 1)],
             checkpoints: 0,
             delivery: Delivery::NoRecovery,
             insert_recovery_barriers: false,
@@ -991,6 +1037,7 @@ mod tests {
             release_step: false,
             aligned_checkpoint_timeout: false,
             shared_pool: false,
+            overlapping_checkpoints: false,
         };
         cfg.validate().unwrap();
         let model = crate::RecoveryModel::new(cfg.clone(), crate::Variant::Fixed);
@@ -1008,13 +1055,13 @@ mod tests {
         let late = ModelConfig {
             channels: vec![ChannelConfig {
                 late: 1,
-                ..remote(0, &[D], 0, 1)
+                ..remote(0, &[O, D], 0, 1)
             }],
             ..cfg.clone()
         };
         assert!(late.validate().unwrap_err().contains("late"));
         let no_floating = ModelConfig {
-            channels: vec![remote(0, &[D], 0, 0)],
+            channels: vec![remote(0, &[O, D], 0, 0)],
             ..cfg
         };
         let err = no_floating.validate().unwrap_err();
@@ -1026,11 +1073,11 @@ mod tests {
         let ok = preset("aligned-timeout").unwrap();
         ok.validate().unwrap();
         let two_channels = ModelConfig {
-            channels: vec![remote(1, &[E], 1, 0), remote(0, &[E], 1, 0)],
+            channels: vec![remote(1, &[O], 1, 0), remote(0, &[O], 1, 0)],
             ..ok.clone()
         };
         let local_channel = ModelConfig {
-            channels: vec![local(1, &[D])],
+            channels: vec![local(1, &[O, D])],
             ..ok.clone()
         };
         let two_checkpoints = ModelConfig {

@@ -26,7 +26,7 @@ pub fn has_next(ch: &Channel) -> bool {
         // view to pull it from).
         ch.pending_priority || !ch.queue.is_empty()
     } else {
-        ch.listener && !ch.producer.subpartition.is_empty()
+        ch.listener && ch.producer.head_available().is_some()
     }
 }
 
@@ -59,8 +59,9 @@ pub fn get_next_buffer(ch: &mut Channel, variant: Variant) -> Result<Option<Poll
         }
         return pull_priority_from_subpartition_view(ch).map(Some);
     }
-    // Normal path, unchanged from master: poll the view, checkForBarrier and maybePersist.
-    if ch.producer.subpartition.is_empty() {
+    // Normal path, unchanged from master: poll the view, checkForBarrier and maybePersist. A
+    // blocked subpartition hands out priority elements only.
+    if ch.producer.head_available().is_none() {
         return Ok(None);
     }
     let payload = poll_view(ch);
@@ -76,10 +77,11 @@ pub fn get_next_buffer(ch: &mut Channel, variant: Variant) -> Result<Option<Poll
 
 /// `nextDataType` of the `getNextBuffer` that returned `polled`, as the element it names: in
 /// recovery the recovered queue's head (never the subpartition's, except behind a pulled
-/// priority event that has another one behind it); after recovery the subpartition's head.
+/// priority event that has another one behind it); after recovery the subpartition's head, if
+/// it would hand it out (a blocked one: a priority element only).
 pub fn next_after_poll(ch: &Channel, polled: Payload) -> Option<Payload> {
     let own = ch.queue.first().map(|e| e.payload);
-    let upstream = ch.producer.subpartition.first().copied();
+    let upstream = ch.producer.head_available();
     match (ch.in_recovery, polled, upstream) {
         (true, Payload::Barrier(_), Some(next @ Payload::Barrier(_))) => Some(next),
         (true, _, _) => own,
@@ -87,9 +89,11 @@ pub fn next_after_poll(ch: &Channel, polled: Payload) -> Option<Payload> {
     }
 }
 
-/// `subpartitionView.getNextBuffer()`.
+/// `subpartitionView.getNextBuffer()`: `pollBuffer`, which blocks the subpartition when it
+/// hands out a `RECOVERY_COMPLETION`.
 fn poll_view(ch: &mut Channel) -> Payload {
     let payload = ch.producer.subpartition.pop_front().expect("checked by the caller");
+    ch.producer.handed_out(payload);
     if let Payload::Barrier(cp) = payload {
         ch.ghost_barrier_after[cp as usize - 1] = Some(ch.producer.dequeued());
     }
@@ -146,6 +150,18 @@ pub fn notify_priority_event(ch: &mut Channel) -> bool {
     ch.listener
 }
 
+/// `LocalInputChannel.resumeConsumption()`: `checkState(!isReleased)` (the caller skips a
+/// released channel), the view's `resumeConsumption` (`checkState(isBlocked, "Should be
+/// blocked by checkpoint.")`, then unblocked). True if the view is available now: the channel
+/// notifies the gate.
+pub fn resume_consumption(ch: &mut Channel) -> Result<bool, Violation> {
+    if !ch.producer.blocked {
+        return Err(Violation::NotBlocked);
+    }
+    ch.producer.blocked = false;
+    Ok(ch.producer.head_available().is_some())
+}
+
 /// `onRecoveredStateConsumed()`: flip recovery off (`checkState(inRecovery, "Recovery already
 /// finished.")`) and complete `stateConsumedFuture`. The caller then notifies the gate, so that
 /// the live data recovery hid is polled.
@@ -166,7 +182,7 @@ pub fn on_recovered_state_consumed(ch: &mut Channel) -> Option<Violation> {
 
 /// Whether `getNextBuffer()` returns something now: a migrated buffer, else the view's data.
 pub fn has_next_migrated(ch: &Channel) -> bool {
-    !ch.released && (!ch.queue.is_empty() || (ch.listener && !ch.producer.subpartition.is_empty()))
+    !ch.released && (!ch.queue.is_empty() || (ch.listener && ch.producer.head_available().is_some()))
 }
 
 /// 2.3.0's `getNextBuffer()`: while `toBeConsumedBuffers` is not empty,
@@ -180,7 +196,7 @@ pub fn get_next_migrated_buffer(ch: &mut Channel) -> Result<Option<Polled>, Viol
         return Ok(None);
     }
     let (payload, seq) = if ch.queue.is_empty() {
-        if ch.producer.subpartition.is_empty() {
+        if ch.producer.head_available().is_none() {
             return Ok(None);
         }
         let payload = poll_view(ch);
@@ -213,7 +229,7 @@ pub fn get_next_migrated_buffer(ch: &mut Channel) -> Result<Option<Polled>, Viol
 /// a data element); on the view's path the view's head.
 pub fn next_after_migrated_poll(ch: &Channel, polled: Payload) -> Option<Payload> {
     let own = ch.queue.first().map(|e| e.payload);
-    let upstream = ch.producer.subpartition.first().copied();
+    let upstream = ch.producer.head_available();
     match (polled, upstream) {
         (Payload::Barrier(_), Some(next @ Payload::Barrier(_))) => Some(next),
         _ if own.is_some() => own,

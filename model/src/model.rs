@@ -154,6 +154,7 @@ impl RecoveryModel {
                     bm,
                     unannounced_credit: 0,
                     add_credit_queued: false,
+                    resume_queued: false,
                     add_credit_in_flight: Default::default(),
                     held: Default::default(),
                     global_pool: Default::default(),
@@ -191,6 +192,7 @@ impl RecoveryModel {
             checkpoints: smallvec![CheckpointStatus::NotTriggered; n].into(),
             barriers_seen: smallvec![0; n].into(),
             io_pc: 0,
+            io_waiting: false,
             task_announce: None,
             client_backlog: None,
             client_announce: None,
@@ -199,6 +201,8 @@ impl RecoveryModel {
             alignment: None,
             ghost_converted: false,
             ghost_lent_across: false,
+            upstream_recovered: 0,
+            aborted: 0,
         }
     }
 }
@@ -223,6 +227,7 @@ impl Model for RecoveryModel {
         self.netty_client_actions(s, out);
         self.recycler_actions(s, out);
         self.canceler_actions(s, out);
+        self.coordinator_actions(s, out);
     }
 
     fn next_state(&self, last: &State, action: Action) -> Option<State> {

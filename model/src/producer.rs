@@ -7,7 +7,7 @@ use crate::config::ChannelKind;
 use crate::config::{ChannelConfig, Upstream};
 use crate::local_input_channel as local;
 use crate::model::RecoveryModel;
-use crate::state::{CheckpointId, InlineVec, Payload, PopFront};
+use crate::state::{CheckpointId, CheckpointStatus, InlineVec, Payload, PopFront, RESUME_CONSUMPTION};
 use crate::state::{State, Violation};
 use std::hash::{Hash, Hasher};
 
@@ -52,6 +52,9 @@ pub struct Producer {
     pub notify_pending: Option<CheckpointId>,
     /// The largest backlog a `BacklogAnnouncement` carried so far (0: none sent).
     pub backlog_announced: u8,
+    /// `isBlocked`: the subpartition handed out `EndOfOutputChannelStateEvent` and waits for
+    /// `resumeConsumption`; until then only priority elements go out, with a backlog of 0.
+    pub blocked: bool,
 }
 
 impl Producer {
@@ -60,6 +63,7 @@ impl Producer {
         match cfg.upstream[i as usize] {
             Upstream::Data => Payload::Data(i),
             Upstream::Event => Payload::Event(i),
+            Upstream::EndOfOutputChannelState => Payload::EndOfOutput(i),
         }
     }
 
@@ -80,9 +84,9 @@ impl Producer {
     }
 
     /// `add(bufferConsumer)`: the next upstream element at the tail. True if the subpartition
-    /// was empty (the view's listener is told).
+    /// was empty and is not blocked (`shouldNotifyDataAvailable`: the view's listener is told).
     pub fn add(&mut self, cfg: &ChannelConfig) -> bool {
-        let was_empty = self.subpartition.is_empty();
+        let was_empty = self.subpartition.is_empty() && !self.blocked;
         self.subpartition.push(Self::element(cfg, self.emitted));
         self.emitted += 1;
         was_empty
@@ -116,9 +120,26 @@ impl Producer {
             .count()
     }
 
-    /// Data buffers still in the subpartition (the backlog).
+    /// Data buffers still in the subpartition (the backlog); 0 while blocked
+    /// (`getBuffersInBacklogUnsafe`).
     pub fn backlog(&self) -> u8 {
+        if self.blocked {
+            return 0;
+        }
         self.subpartition.iter().filter(|p| p.is_data()).count() as u8
+    }
+
+    /// Whether `pollBuffer` hands out the head: while blocked, only a priority element.
+    pub fn head_available(&self) -> Option<Payload> {
+        let head = *self.subpartition.first()?;
+        (!self.blocked || head.has_priority()).then_some(head)
+    }
+
+    /// `pollBuffer` took `payload`: a `RECOVERY_COMPLETION` blocks the subpartition.
+    pub fn handed_out(&mut self, payload: Payload) {
+        if payload.is_blocking_upstream() {
+            self.blocked = true;
+        }
     }
 
     /// Upstream (non-barrier) elements that have left the subpartition.
@@ -131,9 +152,10 @@ impl Producer {
                 .count() as u8
     }
 
-    /// Whether the reader may send the head: events always, data only with credit.
+    /// Whether the reader may send the head: events always, data only with credit; while the
+    /// subpartition is blocked, priority elements only.
     pub fn can_send(&self) -> bool {
-        match (self.reader_credit, self.subpartition.first()) {
+        match (self.reader_credit, self.head_available()) {
             (Some(credit), Some(head)) => !head.is_data() || credit > 0,
             _ => false,
         }
@@ -167,6 +189,7 @@ impl Producer {
     /// data buffer went out without credit.
     pub fn send(&mut self) -> bool {
         let payload = self.subpartition.pop_front().expect("guarded by can_send");
+        self.handed_out(payload);
         let mut ok = true;
         if payload.is_data() {
             let credit = self.reader_credit.as_mut().expect("reader exists");
@@ -198,12 +221,13 @@ impl RecoveryModel {
                 out.push(Action::NotifyPriorityEvent { channel: c });
                 continue;
             }
-            if p.barriers < self.cfg.checkpoints && self.cfg.aligned_checkpoint_timeout {
+            let next = p.barriers < self.cfg.checkpoints && self.triggered(s, p.barriers + 1);
+            if next && self.cfg.aligned_checkpoint_timeout {
                 out.push(Action::EmitTimeoutableCheckpointBarrier {
                     channel: c,
                     cp: p.barriers + 1,
                 });
-            } else if p.barriers < self.cfg.checkpoints && !p.released {
+            } else if next && !p.released {
                 out.push(Action::EmitCheckpointBarrier {
                     channel: c,
                     cp: p.barriers + 1,
@@ -217,6 +241,47 @@ impl RecoveryModel {
                 out.push(Action::ReleasePartition { channel: c });
             }
         }
+    }
+
+    /// Whether the checkpoint coordinator has triggered checkpoint `cp`, so that an upstream may
+    /// take it: the first at any moment; a later one once the one before it ended, unless
+    /// `overlapping_checkpoints`. It ended when this task completed or declined it (a decline
+    /// aborts it everywhere), or when the coordinator aborted it (`abortPendingCheckpoint`).
+    /// This task's completion stands for everyone's: the other tasks are not modelled.
+    pub(crate) fn triggered(&self, s: &State, cp: CheckpointId) -> bool {
+        if cp == 1 || self.cfg.overlapping_checkpoints {
+            return true;
+        }
+        let before = cp - 1;
+        s.aborted & 1 << (before - 1) != 0
+            || matches!(
+                s.checkpoints[before as usize - 1],
+                CheckpointStatus::Completed
+                    | CheckpointStatus::DeclinedMissingBarrier
+                    | CheckpointStatus::DeclinedLaterBarrier
+            )
+    }
+
+    /// What the checkpoint coordinator may do: abort the latest checkpoint an upstream took,
+    /// unless it is the last one (nothing follows it) or one may overlap the next anyway. Flink
+    /// aborts a pending checkpoint when another task declines it or it expires, whatever this
+    /// task has done with it.
+    pub(crate) fn coordinator_actions(&self, s: &State, out: &mut Vec<Action>) {
+        if self.cfg.overlapping_checkpoints {
+            return;
+        }
+        let latest = s.channels.iter().map(|ch| ch.producer.barriers).max().unwrap_or(0);
+        if latest > 0 && latest < self.cfg.checkpoints && s.aborted & 1 << (latest - 1) == 0 {
+            out.push(Action::AbortPendingCheckpoint { cp: latest });
+        }
+    }
+
+    /// `CheckpointCoordinator.abortPendingCheckpoint(cp)`: the next checkpoint may be triggered.
+    /// The task is not told here (`notifyCheckpointAborted` is not modelled): its barrier
+    /// handler learns of the next checkpoint from that checkpoint's first barrier, which
+    /// subsumes this one.
+    pub(crate) fn abort_pending_checkpoint(&self, s: &mut State, cp: CheckpointId) {
+        s.aborted |= 1 << (cp - 1);
     }
 
     /// The upstream task broadcasts barrier `cp` as a priority event: `add()` under the
@@ -286,8 +351,10 @@ impl RecoveryModel {
             if ch.producer.can_send() {
                 out.push(Action::SendBuffer { channel: c });
             }
-            if !ch.add_credit_in_flight.is_empty() {
-                out.push(Action::OnAddCredit { channel: c });
+            match ch.add_credit_in_flight.first() {
+                Some(&RESUME_CONSUMPTION) => out.push(Action::OnResumeConsumption { channel: c }),
+                Some(_) => out.push(Action::OnAddCredit { channel: c }),
+                None => {}
             }
             if ch
                 .producer
@@ -317,6 +384,24 @@ impl RecoveryModel {
         let producer = &mut s.ch_mut(c).producer;
         let backlog = producer.backlog_to_announce(exclusive).expect("guarded");
         producer.announce_backlog(backlog);
+    }
+
+    /// `PartitionRequestQueue.resumeConsumption` of the oldest message on the wire: the view
+    /// reader's `resumeConsumption` drops its credit when its initial credit is 0 (the
+    /// consumer released its floating buffers when the subpartition blocked), and unblocks the
+    /// subpartition; `enqueueAvailableReader` then sends whatever is available.
+    pub(crate) fn on_resume_consumption(&self, s: &mut State, c: u8) {
+        let initial_credit = self.cfg.channels[c as usize].exclusive;
+        let ch = s.ch_mut(c);
+        ch.add_credit_in_flight.remove(0);
+        let p = &mut ch.producer;
+        if initial_credit == 0 {
+            p.reader_credit = Some(0);
+        }
+        if !p.blocked {
+            return s.violate(c, Violation::NotBlocked);
+        }
+        p.blocked = false;
     }
 
     /// The server's `addCredit` of the oldest `AddCredit` message on the wire.

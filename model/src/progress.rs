@@ -75,6 +75,9 @@ fn grown(ch: &Channel) -> i64 {
         + flag(ch.error)
         + flag(ch.producer.released)
         + flag(ch.bm.notify_available)
+        // Resumed: the subpartition handed out its EndOfOutputChannelStateEvent and is no
+        // longer blocked (blocked only ever from that hand-out to the resume).
+        + flag(!ch.producer.blocked && ch.producer.dequeued() > 0)
         + i64::from(ch.producer.emitted)
         + i64::from(ch.producer.barriers)
         + i64::from(ch.producer.next_seq)
@@ -123,7 +126,9 @@ pub fn rank(s: &State) -> Rank {
         + flag(s.violation.is_some())
         + flag(s.ghost_converted)
         + flag(s.ghost_lent_across)
-        + flag(matches!(s.task, TaskPc::Failed { .. }));
+        + flag(matches!(s.task, TaskPc::Failed { .. }))
+        + i64::from(s.upstream_recovered.count_ones())
+        + i64::from(s.aborted.count_ones());
     let announce = |a: &Option<crate::state::Announce>| a.map_or(0, |a| i64::from(a.n));
     r[3] = 15 * s.pools.iter().map(|p| p.available.len() as i64).sum::<i64>()
         - 10 * (announce(&s.task_announce) + announce(&s.client_announce))
@@ -141,12 +146,13 @@ pub fn rank(s: &State) -> Rank {
         TaskPc::EnableNotifyRest { .. } => -40,
         TaskPc::Idle | TaskPc::AwaitUpstreamReady { .. } | TaskPc::Failed { .. } => 0,
     };
-    r[4] = -(s.gate.channels.len() as i64) - flag(s.client_backlog.is_some());
+    // Parking (requestBufferBlocking) comes before the push it waits for.
+    r[4] = -(s.gate.channels.len() as i64) - flag(s.client_backlog.is_some()) + flag(s.io_waiting);
     for ch in &s.channels {
         r[0] += grown(ch);
         r[1] += in_flight(ch);
         r[3] += buffers_and_credit(ch);
-        r[4] -= 3 * flag(ch.producer.notify_pending.is_some());
+        r[4] -= 3 * flag(ch.producer.notify_pending.is_some()) + flag(ch.resume_queued);
     }
     r
 }

@@ -185,7 +185,7 @@ fn exactly_once_delivery(_: &RecoveryModel, s: &State) -> bool {
                 recovered += 1;
                 i == k
             }
-            Payload::Data(i) | Payload::Event(i) => increases(&mut live, i),
+            Payload::Data(i) | Payload::Event(i) | Payload::EndOfOutput(i) => increases(&mut live, i),
             Payload::Barrier(cp) => increases(&mut barrier, cp),
             _ => true,
         })
@@ -517,7 +517,7 @@ fn stash_holds_only_events_in_order(_: &RecoveryModel, s: &State) -> bool {
         let mut last = None;
         let events_in_order = ch.stash.iter().all(|e| match e.payload {
             Payload::AlignedBarrier(_) => true,
-            Payload::Event(i) => increases(&mut last, i),
+            Payload::Event(i) | Payload::EndOfOutput(i) => increases(&mut last, i),
             _ => false,
         });
         events_in_order && (ch.stash.is_empty() || ch.in_recovery)
@@ -682,7 +682,7 @@ fn event_stashed_and_replayed(_: &RecoveryModel, s: &State) -> bool {
             && ch
                 .ghost_delivered
                 .iter()
-                .any(|d| matches!(d.payload, Payload::Event(_)))
+                .any(|d| matches!(d.payload, Payload::Event(_) | Payload::EndOfOutput(_)))
     })
 }
 

@@ -8,7 +8,7 @@ use crate::config::ChannelKind;
 use crate::local_buffer_pool::LocalBufferPool;
 use crate::model::RecoveryModel;
 use crate::producer::Wire;
-use crate::state::{Announce, Channel, Entry, Failure, NetBuf, Payload, PopFront, Violation};
+use crate::state::{Announce, Channel, Entry, Failure, NetBuf, Payload, PopFront, RESUME_CONSUMPTION, Violation};
 use crate::state::{RecyclerPc, SenderBacklog, State, TaskPc};
 use crate::variant::Variant;
 
@@ -19,7 +19,7 @@ fn add_priority(ch: &mut Channel, e: Entry) {
 }
 
 /// What `onBuffer` hands to the code after its critical section.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct OnBuffer {
     /// The backlog for the `onSenderBacklog` that follows (none on a released channel, which
     /// drops the buffer and returns).
@@ -28,15 +28,26 @@ pub struct OnBuffer {
     pub notify_priority: bool,
     /// The queue was empty: `notifyChannelNonEmpty`.
     pub notify_non_empty: bool,
+    /// Floating buffers `onBlockingUpstream` released, to recycle to the `LocalBufferPool`.
+    pub released_floating: Vec<NetBuf>,
 }
 
 /// `onBuffer(buffer, seq, backlog)` on the Netty client, with the `requestBuffer()` that
 /// decoding a data buffer needs.
-pub fn on_buffer(ch: &mut Channel, variant: Variant) -> Result<OnBuffer, Violation> {
+pub fn on_buffer(ch: &mut Channel, initial_credit: u8, variant: Variant) -> Result<OnBuffer, Violation> {
     let Wire { payload, seq, backlog } = ch.producer.wire.pop_front().expect("guarded");
+    // onBlockingUpstream, before the lock: without exclusive buffers the channel gives its
+    // floating ones back, as the blocked sender announces no backlog until it resumes.
+    let mut released_floating = Vec::new();
+    if payload.is_blocking_upstream() && initial_credit == 0 {
+        released_floating = ch.bm.release_floating_buffers();
+    }
     if ch.released {
         // The client handler drops a released channel's messages before `onBuffer`.
-        return Ok(OnBuffer::default());
+        return Ok(OnBuffer {
+            released_floating,
+            ..OnBuffer::default()
+        });
     }
     if payload == Payload::BacklogAnnouncement {
         // decodeMsg hands the backlog straight to onSenderBacklog; nothing is queued.
@@ -62,7 +73,7 @@ pub fn on_buffer(ch: &mut Channel, variant: Variant) -> Result<OnBuffer, Violati
             add_priority(ch, entry);
             (ch.priority_len == 1, was_empty)
         }
-        Payload::Event(_) if ch.in_recovery && variant != Variant::NoEventStash => {
+        Payload::Event(_) | Payload::EndOfOutput(_) if ch.in_recovery && variant != Variant::NoEventStash => {
             ch.stash.push(entry);
             (false, false)
         }
@@ -107,6 +118,7 @@ pub fn on_buffer(ch: &mut Channel, variant: Variant) -> Result<OnBuffer, Violati
         backlog: Some(backlog),
         notify_priority,
         notify_non_empty,
+        released_floating,
     })
 }
 
@@ -236,6 +248,9 @@ impl RecoveryModel {
             if ch.add_credit_queued {
                 out.push(Action::SendAddCredit { channel: c });
             }
+            if ch.resume_queued {
+                out.push(Action::SendResumeConsumption { channel: c });
+            }
             // The connection to the producer fails (the handler's `exceptionCaught`).
             if self.cfg.faults && self.kind(c) == ChannelKind::Remote && s.partitions_requested && !ch.released {
                 out.push(Action::OnError { channel: c });
@@ -246,8 +261,10 @@ impl RecoveryModel {
     /// The client's `onBuffer` of the next message on the wire; a backlog it carries is handed
     /// on to `onSenderBacklog` in the client's next step.
     pub(crate) fn on_buffer(&self, s: &mut State, c: u8) {
-        match on_buffer(s.ch_mut(c), self.variant) {
+        let initial_credit = self.cfg.channels[c as usize].exclusive;
+        match on_buffer(s.ch_mut(c), initial_credit, self.variant) {
             Ok(r) => {
+                self.recycle_all_to_pool(s, c, r.released_floating);
                 if r.notify_priority {
                     self.notify(s, c, true);
                 }
@@ -276,6 +293,27 @@ impl RecoveryModel {
         if credit > 0 && !ch.released {
             ch.add_credit_in_flight.push(credit);
         }
+    }
+
+    /// The client writes the channel's `ResumeConsumption`, behind the `AddCredit`s written
+    /// before it.
+    pub(crate) fn send_resume_consumption(&self, s: &mut State, c: u8) {
+        let ch = s.ch_mut(c);
+        ch.resume_queued = false;
+        ch.add_credit_in_flight.push(RESUME_CONSUMPTION);
+    }
+
+    /// `RemoteInputChannel.resumeConsumption()`: `checkState(!isReleased)` (the model does not
+    /// resume a released channel: the task is being cancelled), the unannounced credit dropped
+    /// when the initial credit is 0 (the server drops its credit too), and a
+    /// `ResumeConsumption` queued on the Netty client.
+    pub(crate) fn resume_remote_consumption(&self, s: &mut State, c: u8) {
+        let initial_credit = self.cfg.channels[c as usize].exclusive;
+        let ch = s.ch_mut(c);
+        if initial_credit == 0 {
+            ch.unannounced_credit = 0;
+        }
+        ch.resume_queued = true;
     }
 
     /// The connection fails (`exceptionCaught`): `setError`. The first cause wins and notifies

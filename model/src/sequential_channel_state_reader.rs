@@ -43,11 +43,20 @@ impl RecoveryModel {
                 // buffers (flag off, or a local channel without exclusive ones): no wait.
                 // A released channel throws once the latch is open (a remote channel's release
                 // opens it last, `release_step`).
-                let ready = !self.lends_recovery_buffers(c)
-                    || self.is_recovered_channel(s)
-                    || (ch.upstream_ready && (ch.released || ch.bm.can_request_buffer_blocking(s.pool_of(c))));
-                if ready {
+                if !self.lends_recovery_buffers(c) || self.is_recovered_channel(s) {
                     out.push(Action::OnRecoveredStateBuffer { channel: c });
+                } else if !ch.upstream_ready {
+                } else if s.io_waiting {
+                    // Parked in bufferQueue.wait(): only a buffer queued to the manager (its
+                    // notifyAll) or the release wakes it; a pool callback the manager turns
+                    // down does not.
+                    if ch.released || ch.bm.available() > 0 {
+                        out.push(Action::OnRecoveredStateBuffer { channel: c });
+                    }
+                } else if ch.released || ch.bm.can_request_buffer_blocking(s.pool_of(c)) {
+                    out.push(Action::OnRecoveredStateBuffer { channel: c });
+                } else {
+                    out.push(Action::RequestBufferBlocking { channel: c });
                 }
             }
             // finishReadRecoveredState (flag off) does not wait for the upstream.
@@ -63,11 +72,25 @@ impl RecoveryModel {
         s.io_pc as usize >= self.io_program.len()
     }
 
+    /// `requestBufferBlocking()` finding nothing queued and nothing in the pool (or the
+    /// manager already waiting for floating buffers): unless it waits already, the manager
+    /// registers as the pool's listener (`isWaitingForFloatingBuffers`, `numRequiredBuffers =
+    /// 1`), and the drainer parks in `bufferQueue.wait()`.
+    pub(crate) fn request_buffer_blocking(&self, s: &mut State, c: u8) {
+        let (ch, pool) = s.ch_and_pool(c);
+        if !ch.bm.waiting_for_floating {
+            ch.bm.waiting_for_floating = pool.add_buffer_listener(c);
+            ch.bm.required = 1;
+        }
+        s.io_waiting = true;
+    }
+
     /// `onRecoveredStateBuffer` of the drainer's next buffer for channel `c`. A
     /// `RecoveredInputChannel` (flag off, 2.3.0) queues it as it is; a physical channel gets it
     /// in a buffer lent by its own manager (`requestBufferBlocking`) where it lends them.
     pub(crate) fn on_recovered_state_buffer(&self, s: &mut State, c: u8) {
         s.io_pc += 1;
+        s.io_waiting = false;
         if self.is_recovered_channel(s) {
             let ch = s.ch_mut(c);
             let i = ch.ghost_pushed;

@@ -254,6 +254,30 @@ impl RecoveryModel {
             s.gate.queue_channel(c, next.has_priority());
         }
         task::handle_polled(s, &self.cfg, c, payload, seq);
+        let every_channel = (1u8 << s.channels.len()) - 1;
+        if payload.is_blocking_upstream() && s.upstream_recovered == every_channel {
+            self.resume_consumption(s);
+        }
+    }
+
+    /// `UpstreamRecoveryTrackerImpl.handleEndOfRecovery` once every channel's
+    /// `EndOfOutputChannelStateEvent` was handled: `SingleInputGate.resumeConsumption` of every
+    /// channel, in channel order, in the same turn of the task. A released channel would throw
+    /// `checkState(!isReleased)`; the task is being cancelled then, and the model skips it.
+    pub(crate) fn resume_consumption(&self, s: &mut State) {
+        for c in 0..s.channels.len() as u8 {
+            if s.ch(c).released || self.variant == Variant::NoResumeConsumption {
+                continue;
+            }
+            match self.kind(c) {
+                ChannelKind::Local => match local::resume_consumption(s.ch_mut(c)) {
+                    Ok(true) => self.notify(s, c, false),
+                    Ok(false) => {}
+                    Err(v) => return s.violate(c, v),
+                },
+                ChannelKind::Remote => self.resume_remote_consumption(s, c),
+            }
+        }
     }
 
     /// Variant `recovered-buffer-dropped-for-priority-event`: the re-read of

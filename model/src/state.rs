@@ -37,8 +37,13 @@ pub type Stash = InlineVec<[Entry; 4]>;
 /// Network buffers: a buffer manager's queues, a pool, the held and returned buffers. A
 /// channel has at most 4 exclusive and 4 floating buffers.
 pub type Buffers = InlineVec<[NetBuf; 8]>;
-/// `AddCredit` messages on the wire (16 fit in the space of the heap vector's header).
+/// Client-to-server messages on the wire: `AddCredit(k)` as `k`, `ResumeConsumption` as
+/// [`RESUME_CONSUMPTION`] (16 fit in the space of the heap vector's header).
 pub type Credits = InlineVec<[u8; 16]>;
+
+/// `ResumeConsumption` among the `AddCredit` messages of [`Channel::add_credit_in_flight`]: an
+/// `AddCredit` never carries 0.
+pub const RESUME_CONSUMPTION: u8 = 0;
 /// What the gate handed to the operator.
 pub type Deliveries = InlineVec<[Delivered; 8]>;
 /// Recovered buffer numbers (at most 8 per channel).
@@ -198,6 +203,10 @@ pub enum Payload {
     Announcement(CheckpointId),
     /// A `BacklogAnnouncement` message on the wire (never in a queue): the backlog only.
     BacklogAnnouncement,
+    /// `EndOfOutputChannelStateEvent`: element `i` (always 0) of the channel's upstream
+    /// sequence, an event whose data type (`RECOVERY_COMPLETION`) blocks the subpartition that
+    /// hands it out.
+    EndOfOutput(u8),
 }
 
 impl Payload {
@@ -214,7 +223,12 @@ impl Payload {
     }
     /// Live element from upstream that is not a priority event.
     pub fn is_live_ordinary(self) -> bool {
-        matches!(self, Payload::Data(_) | Payload::Event(_))
+        matches!(self, Payload::Data(_) | Payload::Event(_) | Payload::EndOfOutput(_))
+    }
+    /// `DataType.isBlockingUpstream()`: the subpartition that hands it out is blocked until
+    /// `resumeConsumption`.
+    pub fn is_blocking_upstream(self) -> bool {
+        matches!(self, Payload::EndOfOutput(_))
     }
     /// `DataType.hasPriority()`: an unaligned barrier or an announcement.
     pub fn has_priority(self) -> bool {
@@ -239,6 +253,7 @@ impl Payload {
             Payload::AlignedBarrier(cp) => (6, cp),
             Payload::Announcement(cp) => (7, cp),
             Payload::BacklogAnnouncement => (8, 0),
+            Payload::EndOfOutput(i) => (9, i),
         };
         (variant as u16) << 8 | id as u16
     }
@@ -262,6 +277,7 @@ impl fmt::Display for Payload {
             Payload::AlignedBarrier(cp) => write!(f, "aligned{cp}"),
             Payload::Announcement(cp) => write!(f, "announce{cp}"),
             Payload::BacklogAnnouncement => write!(f, "backlog"),
+            Payload::EndOfOutput(i) => write!(f, "eoo{i}"),
         }
     }
 }
@@ -269,11 +285,11 @@ impl fmt::Display for Payload {
 impl std::str::FromStr for Payload {
     type Err = String;
 
-    /// Reads the short name [`fmt::Display`] writes (`r0`, `d1`, `e0`, `barrier1`, `RCB1`,
-    /// `EOR`, `aligned1`, `announce1`, `backlog`), as traces and diffs carry it.
+    /// Reads the short name [`fmt::Display`] writes (`r0`, `d1`, `e0`, `eoo0`, `barrier1`,
+    /// `RCB1`, `EOR`, `aligned1`, `announce1`, `backlog`), as traces and diffs carry it.
     fn from_str(s: &str) -> Result<Self, String> {
         let num = |prefix: &str| s.strip_prefix(prefix).and_then(|n| n.parse::<u8>().ok());
-        // Longest prefixes first: "RCB", "barrier", "aligned", "announce" before one letter.
+        // Longest prefixes first: "RCB", "barrier", "aligned", "announce", "eoo" before one letter.
         let parsed = match s {
             "EOR" => Some(Payload::EndOfRecovery),
             "backlog" => Some(Payload::BacklogAnnouncement),
@@ -281,12 +297,13 @@ impl std::str::FromStr for Payload {
                 .or_else(|| num("barrier").map(Payload::Barrier))
                 .or_else(|| num("aligned").map(Payload::AlignedBarrier))
                 .or_else(|| num("announce").map(Payload::Announcement))
+                .or_else(|| num("eoo").map(Payload::EndOfOutput))
                 .or_else(|| num("r").map(Payload::Recovered))
                 .or_else(|| num("d").map(Payload::Data))
                 .or_else(|| num("e").map(Payload::Event)),
         };
         parsed.ok_or_else(|| {
-            format!("`{s}` is not an element (r0, d1, e0, barrier1, RCB1, EOR, aligned1, announce1, backlog)")
+            format!("`{s}` is not an element (r0, d1, e0, eoo0, barrier1, RCB1, EOR, aligned1, announce1, backlog)")
         })
     }
 }
@@ -380,6 +397,8 @@ pub enum Violation {
     SendWithoutCredit,
     /// `pullPriorityFromSubpartitionView`: expected a priority event at the head of the view.
     ExpectedPriorityEvent,
+    /// `PipelinedSubpartition.resumeConsumption`: "Should be blocked by checkpoint."
+    NotBlocked,
 }
 
 /// One input channel: its consumer side, buffer manager, persister, producer and wire.
@@ -423,7 +442,9 @@ pub struct Channel {
     pub unannounced_credit: u8,
     /// `notifyCreditAvailable` queued an `AddCredit` write on the Netty client.
     pub add_credit_queued: bool,
-    /// `AddCredit(k)` messages on the wire, client to server.
+    /// `resumeConsumption` queued a `ResumeConsumption` write on the Netty client.
+    pub resume_queued: bool,
+    /// `AddCredit(k)` and `ResumeConsumption` messages on the wire, client to server, in order.
     pub add_credit_in_flight: Credits,
     /// Network buffers the consumer holds after `getNextBuffer` until it recycles them.
     pub held: Buffers,
@@ -476,6 +497,7 @@ impl Hash for Channel {
             bm,
             unannounced_credit,
             add_credit_queued,
+            resume_queued,
             add_credit_in_flight,
             held,
             global_pool,
@@ -500,6 +522,7 @@ impl Hash for Channel {
             listener,
             error,
             add_credit_queued,
+            resume_queued,
         ];
         let flags = flags
             .iter()
@@ -735,6 +758,9 @@ pub struct State {
     pub barriers_seen: PerCheckpoint<u8>,
     /// Drainer (IO thread) program counter: index into its program.
     pub io_pc: u8,
+    /// The drainer is parked in `requestBufferBlocking`'s `bufferQueue.wait()` for the channel
+    /// of its next push.
+    pub io_waiting: bool,
     /// Task thread's pending credit announcement (after `enableNotify`).
     pub task_announce: Option<Announce>,
     /// Netty client thread between `onBuffer`'s critical section and `onSenderBacklog`.
@@ -752,6 +778,14 @@ pub struct State {
     /// Ghost (`shared_pool`): a floating buffer one channel recycled went to another
     /// channel's manager, a listener of the shared pool.
     pub ghost_lent_across: bool,
+    /// The gate's `UpstreamRecoveryTracker`: bitmask of the channels whose
+    /// `EndOfOutputChannelStateEvent` the task handled (`restoredChannels`); once every channel's
+    /// has been, it resumes consumption of every channel.
+    pub upstream_recovered: u8,
+    /// Bitmask of the checkpoints (bit cp-1) the checkpoint coordinator aborted
+    /// (`abortPendingCheckpoint`: declined by another task, or expired), so that it may trigger
+    /// the next one.
+    pub aborted: u8,
 }
 
 impl State {

@@ -45,7 +45,7 @@ impl Look {
             Payload::RecoveryBarrier(_) => Look::RecoveryBarrier,
             Payload::EndOfRecovery => Look::Sentinel,
             Payload::Data(_) => Look::Data,
-            Payload::Event(_) => Look::Event,
+            Payload::Event(_) | Payload::EndOfOutput(_) => Look::Event,
             Payload::Barrier(_) | Payload::Announcement(_) => Look::Barrier,
             Payload::AlignedBarrier(_) | Payload::BacklogAnnouncement => Look::Event,
         }

@@ -27,6 +27,12 @@ pub fn handle_polled(s: &mut State, cfg: &ModelConfig, c: u8, payload: Payload, 
             s.barriers_seen[cp as usize - 1] |= 1 << c;
             on_barrier(s, cfg, cp);
         }
+        // handleEvent: the UpstreamRecoveryTracker notes the channel; the event goes on to the
+        // network input, which ignores it.
+        Payload::EndOfOutput(_) => {
+            s.ch_mut(c).ghost_delivered.push(Delivered { payload, seq });
+            s.upstream_recovered |= 1 << c;
+        }
         // handleEvent: an EventAnnouncement goes to processBarrierAnnouncement, not the operator.
         Payload::Announcement(cp) => process_barrier_announcement(s, c, cp, seq),
         Payload::AlignedBarrier(cp) => {

@@ -52,6 +52,9 @@ pub enum Variant {
     /// channel's sentinel, not when every channel has consumed it: a checkpoint in between
     /// finds no `RecoveryCheckpointBarrier` and is declined.
     TriggerSwappedWhenDrainFinishes,
+    /// The gate's `UpstreamRecoveryTracker` never calls `resumeConsumption`: every subpartition
+    /// stays blocked behind its `EndOfOutputChannelStateEvent`.
+    NoResumeConsumption,
 }
 
 /// One row of the bug zoo: the variant, the bug it reintroduces, the property that catches it
@@ -183,6 +186,13 @@ pub const VARIANTS: &[VariantInfo] = &[
         name: "trigger-swapped-when-drain-finishes",
         bug: "B9: the recovery-checkpoint trigger turns NO_OP once the drain appended every sentinel; a checkpoint before the sentinels are consumed finds no RecoveryCheckpointBarrier and is declined",
         property: PropertyId::NoDeclineOnLiveChannelInRecovery,
+        preset: "tiny",
+    },
+    VariantInfo {
+        variant: Variant::NoResumeConsumption,
+        name: "no-resume-consumption",
+        bug: "the task handles every channel's EndOfOutputChannelStateEvent but never resumes consumption: each upstream stays blocked and its data never comes",
+        property: PropertyId::AllLiveDataDelivered,
         preset: "tiny",
     },
 ];

@@ -146,6 +146,7 @@ fn a_channel_in_recovery_holds_the_shared_pool_s_buffer_while_the_drainer_waits_
     // With a pool per channel the same channels recover and deliver everything.
     let own_pools = recovery_model::ModelConfig {
         shared_pool: false,
+        overlapping_checkpoints: false,
         channels: vec![
             recovery_model::config::remote(1, &[recovery_model::Upstream::Event], 0, 1),
             recovery_model::config::remote(

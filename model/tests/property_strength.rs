@@ -47,6 +47,7 @@ fn remote_floating_release() -> ModelConfig {
         release_step: false,
         aligned_checkpoint_timeout: false,
         shared_pool: false,
+        overlapping_checkpoints: false,
     }
 }
 
