@@ -199,13 +199,14 @@ pub fn check_with_progress(
             .as_ref()
             .map(|a| a.iter().map(|a| model.format_action(a)).collect());
         let unreachable_by_design = unreachable.contains(&p) || model.cfg.unreachable_by_config().contains(&p);
+        let by_design = model.cfg.violated_by_config();
         properties.push(PropertyResult {
             name: p.name(),
             expectation: expectation_name(&e),
             status,
             trace,
             unreachable_by_design,
-            violated_by_design: model.cfg.violated_by_config().contains(&p),
+            violated_by_design: by_design.contains(&p),
             actions,
         });
     }

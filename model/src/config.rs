@@ -325,51 +325,55 @@ impl ModelConfig {
 pub const MIGRATION_PERSISTS_TWICE: &[PropertyId] =
     &[PropertyId::PersistedAtMostOnce, PropertyId::PersistedContentIsExact];
 
-/// The liveness properties a channel in recovery breaks when it takes the shared pool's last
-/// floating buffer on a backlog, unannounced, while the drainer waits for one for an earlier
-/// channel without exclusive buffers (docs/findings.md).
-pub const POOL_STARVATION: &[PropertyId] = &[
+/// The liveness properties the drainer's missed wake-up breaks (docs/findings.md): parked in
+/// `requestBufferBlocking` for a remote channel without exclusive buffers, it is not woken by
+/// the buffer its manager turns down once a zero backlog reset `numRequiredBuffers`.
+pub const DRAINER_MISSES_WAKEUP: &[PropertyId] = &[
     PropertyId::RecoveryCompletes,
     PropertyId::AllLiveDataDelivered,
     PropertyId::EveryBufferReturnsHome,
+    PropertyId::EveryCheckpointEnds,
+];
+
+/// What a floating credit announced after `resumeConsumption` breaks (docs/findings.md): the
+/// server holds a credit the consumer has no buffer for, and the next data buffer fails the
+/// channel.
+pub const LATE_FLOATING_CREDIT: &[PropertyId] = &[
+    PropertyId::CreditConservation,
+    PropertyId::NoLostCredit,
+    PropertyId::NoProtocolViolation,
+    PropertyId::AllLiveDataDelivered,
+    PropertyId::EveryCheckpointEnds,
 ];
 
 impl ModelConfig {
-    /// Whether the drainer can starve on the shared pool (docs/findings.md): it must borrow
-    /// from the pool for a remote channel without exclusive buffers, and another remote channel,
-    /// drained after it, can request floating buffers for its backlog meanwhile.
-    fn starves_the_drainer(&self) -> bool {
-        let remote = |c: &&ChannelConfig| c.kind == ChannelKind::Remote;
-        let borrower = self
-            .channels
-            .iter()
-            .position(|c| remote(&c) && c.exclusive == 0 && c.recovered > 0);
-        let hoarder = |i: usize| {
-            self.channels[i + 1..]
-                .iter()
-                .filter(remote)
-                .any(|c| c.upstream.contains(&Upstream::Data))
-        };
-        self.shared_pool && self.delivery == Delivery::Drainer && borrower.is_some_and(hoarder)
-    }
-
-    /// Properties this configuration's delivery violates by design: a finding about the
-    /// Flink version it models, not a bug of the model (docs/model.md, choice 21). `check`
-    /// reports them violated without failing.
-    pub fn violated_by_config(&self) -> &'static [PropertyId] {
+    /// Properties this configuration violates by design: findings about the Flink version it
+    /// models, not bugs of the model (docs/findings.md). `check` reports them violated
+    /// without failing. Each is keyed on what the finding needs, which may be more than a
+    /// configuration reaches; the model tests assert the verdict of every preset.
+    pub fn violated_by_config(&self) -> Vec<PropertyId> {
+        let mut found = Vec::new();
         if self.delivery == Delivery::Migration {
-            MIGRATION_PERSISTS_TWICE
-        } else if self.channels.iter().any(|c| c.priority_notify_step) {
-            // A lost update of hasPendingPriorityEvent (docs/findings.md).
-            &[PropertyId::PriorityHonoured]
-        } else if self.aligned_checkpoint_timeout {
-            // The alignment timer's lookup misses a barrier in the stash (docs/findings.md).
-            &[PropertyId::AnnouncedBarrierFound]
-        } else if self.starves_the_drainer() {
-            POOL_STARVATION
-        } else {
-            &[]
+            found.extend(MIGRATION_PERSISTS_TWICE);
         }
+        if self.channels.iter().any(|c| c.priority_notify_step) {
+            // A lost update of hasPendingPriorityEvent.
+            found.push(PropertyId::PriorityHonoured);
+        }
+        let zero_exclusive = |c: &ChannelConfig| c.kind == ChannelKind::Remote && c.exclusive == 0;
+        let floating = |c: &ChannelConfig| c.floating > 0 || (self.shared_pool && self.channels.iter().any(|o| o.floating > 0));
+        if self.delivery == Delivery::Drainer && self.channels.iter().any(|c| zero_exclusive(c) && c.recovered > 0) {
+            found.extend(DRAINER_MISSES_WAKEUP);
+        }
+        let data = |c: &ChannelConfig| c.upstream.contains(&Upstream::Data);
+        if self.checkpoints > 0 && self.channels.iter().any(|c| zero_exclusive(c) && floating(c) && data(c)) {
+            for p in LATE_FLOATING_CREDIT {
+                if !found.contains(p) {
+                    found.push(*p);
+                }
+            }
+        }
+        found
     }
 }
 
@@ -459,8 +463,10 @@ const ALIGNED_TIMEOUT_UNREACHABLE: &[PropertyId] = &[
 ];
 
 /// With one channel's recovery only and no checkpoint: nothing persisted, spilled, declined
-/// or inserted; the shared pool is what this preset is for.
+/// or inserted; the shared pool is what this preset is for. No floating buffer waits
+/// unannounced for `enableNotify`: the blocked upstreams announce no backlog during recovery.
 const SHARED_POOL_UNREACHABLE: &[PropertyId] = &[
+    PropertyId::RecycleRacesEnableNotify,
     PropertyId::CheckpointPersistsRecoveredData,
     PropertyId::CheckpointSpillsUndrainedData,
     PropertyId::CheckpointPersistsLiveData,
@@ -470,8 +476,8 @@ const SHARED_POOL_UNREACHABLE: &[PropertyId] = &[
     PropertyId::StaleRecoveryBarrierPolled,
 ];
 
-/// [`SHARED_POOL_UNREACHABLE`], and with no exclusive buffer and the pool's one buffer held
-/// until the deadlock, nothing is recycled while `enableNotify` runs.
+/// [`SHARED_POOL_UNREACHABLE`]: no exclusive buffer, and the pool's one buffer is lent to the
+/// drainer, never queued unannounced.
 const POOL_STARVATION_UNREACHABLE: &[PropertyId] = &[
     PropertyId::CheckpointPersistsRecoveredData,
     PropertyId::CheckpointSpillsUndrainedData,
@@ -828,7 +834,7 @@ pub const PRESETS: &[Preset] = &[
     },
     Preset {
         name: "aligned-timeout",
-        summary: "one remote channel, an aligned checkpoint with timeout: its barrier stashed in recovery, its announcement polled, the alignment timer's convertToPriorityEvent",
+        summary: "one remote channel, an aligned checkpoint with timeout: its barrier waits behind the blocking EndOfOutputChannelStateEvent until recovery ends, then the alignment timer's convertToPriorityEvent",
         config: || ModelConfig {
             channels: vec![remote(1, &[O], 1, 0)],
             checkpoints: 1,
@@ -879,7 +885,7 @@ pub const PRESETS: &[Preset] = &[
     },
     Preset {
         name: "pool-starvation",
-        summary: "two remote channels without exclusive buffers sharing the gate's pool: the second, in recovery, takes the pool's buffer for its backlog and the drainer waits for it for good",
+        summary: "two remote channels without exclusive buffers sharing the gate's pool: the blocked upstreams announce no backlog during recovery, so the drainer gets the pool's buffer",
         config: || ModelConfig {
             channels: vec![remote(1, &[O], 0, 1), remote(0, &[O, D], 0, 0)],
             checkpoints: 0,
@@ -917,6 +923,55 @@ pub const PRESETS: &[Preset] = &[
         unreachable: &[
             PropertyId::CheckpointPersistsLiveData,
             PropertyId::EventStashedAndReplayed,
+            PropertyId::RecycleRacesEnableNotify,
+            PropertyId::CheckpointDeclinedForMissingBarrier,
+            PropertyId::StaleRecoveryBarrierPolled,
+        ],
+    },
+    Preset {
+        name: "drain-wakeup",
+        summary: "one remote channel without exclusive buffers (buffers-per-channel 0), two recovered buffers, one floating buffer: the drainer parks for the second and misses its wake-up",
+        config: || ModelConfig {
+            channels: vec![remote(2, &[O, D], 0, 1)],
+            checkpoints: 0,
+            delivery: Delivery::Drainer,
+            insert_recovery_barriers: true,
+            release: false,
+            faults: false,
+            release_step: false,
+            aligned_checkpoint_timeout: false,
+            shared_pool: false,
+            overlapping_checkpoints: false,
+        },
+        // No checkpoint; the one floating buffer is lent to the drainer, never queued
+        // unannounced; one channel.
+        unreachable: &[
+            PropertyId::CheckpointPersistsRecoveredData,
+            PropertyId::CheckpointSpillsUndrainedData,
+            PropertyId::CheckpointPersistsLiveData,
+            PropertyId::RecycleRacesEnableNotify,
+            PropertyId::CheckpointDeclinedForMissingBarrier,
+            PropertyId::CheckpointCompletesDuringRecovery,
+            PropertyId::RecoveryBarrierBehindSentinel,
+            PropertyId::StaleRecoveryBarrierPolled,
+        ],
+    },
+    Preset {
+        name: "late-floating-credit",
+        summary: "one remote channel without exclusive buffers, one floating buffer, one checkpoint: a floating credit announced after resumeConsumption reset the credit",
+        config: || ModelConfig {
+            channels: vec![remote(1, &[O, D], 0, 1)],
+            checkpoints: 1,
+            delivery: Delivery::Drainer,
+            insert_recovery_barriers: true,
+            release: false,
+            faults: false,
+            release_step: false,
+            aligned_checkpoint_timeout: false,
+            shared_pool: false,
+            overlapping_checkpoints: false,
+        },
+        unreachable: &[
             PropertyId::RecycleRacesEnableNotify,
             PropertyId::CheckpointDeclinedForMissingBarrier,
             PropertyId::StaleRecoveryBarrierPolled,

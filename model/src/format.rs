@@ -5,6 +5,7 @@ use crate::action::{Action, Thread};
 use crate::local_buffer_pool::LocalBufferPool;
 use crate::model::RecoveryModel;
 use crate::state::{
+    RESUME_CONSUMPTION,
     Announce, Channel, CheckpointStatus, Delivered, Entry, Failure, NetBuf, Payload, RecyclerPc, State, TaskPc,
 };
 use std::fmt::Write;
@@ -85,10 +86,15 @@ pub fn channel(m: &RecoveryModel, s: &State, c: u8) -> String {
     if remote {
         let _ = writeln!(
             out,
-            "  credit: unannounced={} addCredit in flight={:?} producer={:?} wire={}",
+            "  credit: unannounced={} to server [{}] producer={:?}{} wire={}",
             ch.unannounced_credit,
-            ch.add_credit_in_flight,
+            ch.add_credit_in_flight
+                .iter()
+                .map(|&k| client_message(k))
+                .collect::<Vec<_>>()
+                .join(" "),
             ch.producer.reader_credit,
+            if ch.producer.blocked { " (subpartition blocked)" } else { "" },
             ch.producer
                 .wire
                 .iter()
@@ -194,6 +200,13 @@ pub fn call(last: &State, a: &Action) -> String {
         Action::OnAddCredit { channel } => format!(
             "addCredit{}",
             head(last.ch(channel).add_credit_in_flight.first().map(|k| k.to_string()))
+        ),
+        Action::SendResumeConsumption { .. } => "ResumeConsumption".to_string(),
+        Action::OnResumeConsumption { .. } => "resumeConsumption".to_string(),
+        Action::AbortPendingCheckpoint { cp } => format!("abortPendingCheckpoint({cp})"),
+        Action::RequestBufferBlocking { channel } => format!(
+            "requestBufferBlocking for {}",
+            Payload::Recovered(last.ch(channel).ghost_pushed)
         ),
         Action::SendAddCredit { channel } => format!("AddCredit({})", last.ch(channel).unannounced_credit),
         _ => method_call(a),
@@ -580,11 +593,19 @@ fn credit_changes(out: &mut Vec<String>, a: &Channel, b: &Channel) {
     if !a.add_credit_queued && b.add_credit_queued {
         out.push("AddCredit write queued".to_string());
     }
-    if a.add_credit_in_flight != b.add_credit_in_flight {
-        let (added, removed) = list_diff(&a.add_credit_in_flight, &b.add_credit_in_flight);
-        out.extend(added.iter().map(|k| format!("AddCredit({k}) on the wire")));
-        out.extend(removed.iter().map(|k| format!("AddCredit({k}) arrives")));
+    if !a.resume_queued && b.resume_queued {
+        out.push("ResumeConsumption write queued".to_string());
     }
+    if a.add_credit_in_flight != b.add_credit_in_flight {
+        let messages = |v: &[u8]| v.iter().map(|&k| client_message(k)).collect::<Vec<_>>();
+        let (added, removed) = list_diff(&messages(&a.add_credit_in_flight), &messages(&b.add_credit_in_flight));
+        out.extend(added.iter().map(|m| format!("{m} on the wire")));
+        out.extend(removed.iter().map(|m| format!("{m} arrives")));
+    }
+    if a.bm.required != b.bm.required {
+        out.push(format!("numRequiredBuffers {} -> {}", a.bm.required, b.bm.required));
+    }
+    flag(out, "subpartition blocked", a.producer.blocked, b.producer.blocked);
     match (a.producer.reader_credit, b.producer.reader_credit) {
         (x, y) if x == y => {}
         (None, Some(k)) => out.push(format!("view reader created with credit {k}")),
@@ -594,6 +615,15 @@ fn credit_changes(out: &mut Vec<String>, a: &Channel, b: &Channel) {
     diff_into(out, "subpartition", &a.producer.subpartition, &b.producer.subpartition);
     let wire = |p: &crate::producer::Producer| p.wire.iter().map(|w| w.payload).collect::<Vec<_>>();
     diff_into(out, "wire", &wire(&a.producer), &wire(&b.producer));
+}
+
+/// A client-to-server message as the wire carries it.
+fn client_message(k: u8) -> String {
+    if k == RESUME_CONSUMPTION {
+        "ResumeConsumption".to_string()
+    } else {
+        format!("AddCredit({k})")
+    }
 }
 
 /// What changed between `a` and `b`; changes on a channel other than `own` are prefixed with
@@ -642,6 +672,24 @@ pub fn changes(m: &RecoveryModel, a: &State, b: &State, own: Option<u8>) -> Vec<
     }
     if a.gate != b.gate {
         out.push(format!("gate queue {} -> {}", gate_queue(m, a), gate_queue(m, b)));
+    }
+    if a.upstream_recovered != b.upstream_recovered {
+        let every = (1u8 << b.channels.len()) - 1;
+        out.push(if b.upstream_recovered == every {
+            "UpstreamRecoveryTracker: every channel's EndOfOutputChannelStateEvent handled, resumeConsumption of every channel".to_string()
+        } else {
+            format!(
+                "UpstreamRecoveryTracker: {} of {} channels' EndOfOutputChannelStateEvent handled",
+                b.upstream_recovered.count_ones(),
+                b.channels.len()
+            )
+        });
+    }
+    if a.aborted != b.aborted {
+        out.push("the coordinator may trigger the next checkpoint".to_string());
+    }
+    if !a.io_waiting && b.io_waiting {
+        out.push("the drainer waits in bufferQueue.wait()".to_string());
     }
     if a.task != b.task && b.task != TaskPc::Idle {
         out.push(format!("task {}", task_pc(m, b.task)));

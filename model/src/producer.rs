@@ -9,6 +9,7 @@ use crate::local_input_channel as local;
 use crate::model::RecoveryModel;
 use crate::state::{CheckpointId, CheckpointStatus, InlineVec, Payload, PopFront, RESUME_CONSUMPTION};
 use crate::state::{State, Violation};
+use crate::variant::Variant;
 use std::hash::{Hash, Hasher};
 
 /// A `BufferResponse` on the wire.
@@ -374,6 +375,9 @@ impl RecoveryModel {
         }
         if !ch.producer.send() {
             s.violate(c, Violation::SendWithoutCredit);
+        }
+        if self.variant == Variant::RecoveryCompletionNotBlocking {
+            s.ch_mut(c).producer.blocked = false;
         }
     }
 

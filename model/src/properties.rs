@@ -310,11 +310,21 @@ fn credit_conservation(m: &RecoveryModel, s: &State) -> bool {
     !matches!(s.violation, Some((_, Violation::NoBufferForData)))
         && channels(s).all(|(c, ch)| {
             // A local channel has no credit (its manager's announcements go nowhere).
-            if ch.released || m.cfg.channels[c as usize].kind == ChannelKind::Local {
+            if ch.released || m.cfg.channels[c as usize].kind == ChannelKind::Local || resets_credit(m, s, c) {
                 return true;
             }
             credit(s, c) <= ch.bm.available() as u32
         })
+}
+
+/// Whether channel `c`'s credit is allowed to disagree with its buffers until the resume
+/// resets both sides: without exclusive buffers (initial credit 0), from the blocking event's
+/// `onBlockingUpstream` (which gives the floating buffers back while credit for them may still
+/// be announced or on its way) to the server's `resumeConsumption` (which drops the reader's
+/// credit, as `RemoteInputChannel.resumeConsumption` drops the unannounced credit). Flink
+/// relies on that reset (FLINK-16641); the subpartition sends no data meanwhile.
+fn resets_credit(m: &RecoveryModel, s: &State, c: u8) -> bool {
+    m.cfg.channels[c as usize].exclusive == 0 && s.ch(c).producer.blocked
 }
 
 /// S7's lower bound: once a remote channel's gate is open, every buffer queued in its manager
@@ -329,6 +339,7 @@ fn no_lost_credit(m: &RecoveryModel, s: &State) -> bool {
             || ch.released
             || !ch.bm.notify_available
             || ch.producer.reader_credit.is_none()
+            || resets_credit(m, s, c)
             || credit(s, c) == ch.bm.available() as u32
     })
 }

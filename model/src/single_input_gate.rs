@@ -223,6 +223,9 @@ impl RecoveryModel {
                 (e.payload, e.seq)
             }
         };
+        if self.variant == Variant::RecoveryCompletionNotBlocking {
+            s.ch_mut(c).producer.blocked = false;
+        }
         self.hand_on(s, c, payload, seq);
     }
 
@@ -266,7 +269,12 @@ impl RecoveryModel {
     /// `checkState(!isReleased)`; the task is being cancelled then, and the model skips it.
     pub(crate) fn resume_consumption(&self, s: &mut State) {
         for c in 0..s.channels.len() as u8 {
-            if s.ch(c).released || self.variant == Variant::NoResumeConsumption {
+            if s.ch(c).released
+                || matches!(
+                    self.variant,
+                    Variant::NoResumeConsumption | Variant::RecoveryCompletionNotBlocking
+                )
+            {
                 continue;
             }
             match self.kind(c) {

@@ -55,6 +55,10 @@ pub enum Variant {
     /// The gate's `UpstreamRecoveryTracker` never calls `resumeConsumption`: every subpartition
     /// stays blocked behind its `EndOfOutputChannelStateEvent`.
     NoResumeConsumption,
+    /// `EndOfOutputChannelStateEvent` as an ordinary event: the subpartition that hands it out
+    /// does not block (and so is not resumed). The model's error behind two withdrawn findings
+    /// (docs/findings.md).
+    RecoveryCompletionNotBlocking,
 }
 
 /// One row of the bug zoo: the variant, the bug it reintroduces, the property that catches it
@@ -194,6 +198,13 @@ pub const VARIANTS: &[VariantInfo] = &[
         bug: "the task handles every channel's EndOfOutputChannelStateEvent but never resumes consumption: each upstream stays blocked and its data never comes",
         property: PropertyId::AllLiveDataDelivered,
         preset: "tiny",
+    },
+    VariantInfo {
+        variant: Variant::RecoveryCompletionNotBlocking,
+        name: "recovery-completion-not-blocking",
+        bug: "EndOfOutputChannelStateEvent taken as an ordinary event: an aligned barrier follows it while the channel is in recovery, is stashed, and the alignment timer's convertToPriorityEvent does not find it",
+        property: PropertyId::AnnouncedBarrierFound,
+        preset: "aligned-timeout",
     },
 ];
 
