@@ -18,7 +18,9 @@ import java.nio.charset.StandardCharsets;
  * line on stdout, logs on stderr. Everything Flink-specific is in {@link FlinkDriver}.
  *
  * <p>Options: {@code --strict-request-partitions} makes `requestPartitions` always call the
- * gate's own `requestPartitions()`, also with a released channel; {@code --unobserve POINTER}
+ * gate's own `requestPartitions()`, also with a released channel; {@code
+ * --strict-resume-consumption} lets the `UpstreamRecoveryTracker`'s resume loop fail at a
+ * released channel as 2.3.0's does, where the model skips it; {@code --unobserve POINTER}
  * (repeatable) adds a snapshot field to the `unobserved` list of `hello`, to step over a known
  * difference (see docs/flink-conformance.md); the report lists it as not compared.
  */
@@ -34,11 +36,14 @@ public final class Main {
 
     public static void main(String[] args) throws Exception {
         boolean strict = false;
+        boolean strictResume = false;
         java.util.List<String> unobserve = new java.util.ArrayList<>();
         for (int i = 0; i < args.length; i++) {
             String a = args[i];
             if (a.equals("--strict-request-partitions")) {
                 strict = true;
+            } else if (a.equals("--strict-resume-consumption")) {
+                strictResume = true;
             } else if (a.equals("--unobserve") && i + 1 < args.length) {
                 unobserve.add(args[++i]);
             } else {
@@ -48,7 +53,7 @@ public final class Main {
         }
         out = new BufferedWriter(new OutputStreamWriter(System.out, StandardCharsets.UTF_8), 1 << 16);
         in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8), 1 << 16);
-        FlinkDriver driver = new FlinkDriver(strict, unobserve);
+        FlinkDriver driver = new FlinkDriver(strict, strictResume, unobserve);
         Thread protocol = Thread.currentThread();
         startWatchdog(driver, protocol);
         String line;

@@ -48,6 +48,15 @@ public final class ServerReader {
         reader.addCredit(credit);
     }
 
+    /**
+     * `resumeConsumption()` from a `ResumeConsumption` message (`PartitionRequestQueue
+     * .addCreditOrResumeConsumption`): the reader drops its credit when its initial credit is 0,
+     * and the view's `resumeConsumption` unblocks the subpartition (`checkState(isBlocked)`).
+     */
+    public void resumeConsumption() {
+        reader.resumeConsumption();
+    }
+
     /** `numCreditsAvailable`. */
     public int credit() {
         return reader.getNumCreditsAvailable();

@@ -31,6 +31,9 @@ public final class FlinkDriver {
             "onBuffer",
             "onSenderBacklog",
             "sendAddCredit",
+            "resumeConsumption",
+            "sendResumeConsumption",
+            "abortPendingCheckpoint",
             "recycle",
             "recycleFloatingBuffer",
             "add",
@@ -49,6 +52,7 @@ public final class FlinkDriver {
     static final List<String> UNOBSERVED = List.of("/channels/*/upstream_ready");
 
     private final boolean strictRequestPartitions;
+    private final boolean strictResumeConsumption;
     private final Workers workers = new Workers();
     private FlinkSystem system;
     private long leaks;
@@ -56,8 +60,9 @@ public final class FlinkDriver {
 
     private final List<String> extraUnobserved;
 
-    public FlinkDriver(boolean strictRequestPartitions, List<String> extraUnobserved) {
+    public FlinkDriver(boolean strictRequestPartitions, boolean strictResumeConsumption, List<String> extraUnobserved) {
         this.strictRequestPartitions = strictRequestPartitions;
+        this.strictResumeConsumption = strictResumeConsumption;
         this.extraUnobserved = List.copyOf(extraUnobserved);
     }
 
@@ -85,6 +90,7 @@ public final class FlinkDriver {
             return JSON.objectNode().put("reply", "unsupported").put("reason", why);
         }
         system = new FlinkSystem(cfg, workers);
+        system.strictResumeConsumption = strictResumeConsumption;
         resets++;
         return JSON.objectNode().put("reply", "ready");
     }
@@ -149,6 +155,9 @@ public final class FlinkDriver {
             case "on-buffer": o = s.onBuffer(c); break;
             case "on-sender-backlog": o = s.onSenderBacklog(c); break;
             case "send-add-credit": o = s.sendAddCredit(c); break;
+            case "on-resume-consumption": o = s.onResumeConsumption(c); break;
+            case "send-resume-consumption": o = s.sendResumeConsumption(c); break;
+            case "abort-pending-checkpoint": o = s.abortPendingCheckpoint(cp); break;
             case "recycle": o = s.recycle(c, bufferName(a.path("buffer"))); break;
             case "return-floating-buffer": o = s.returnFloatingBuffer(c, bufferName(a.path("buffer"))); break;
             case "add-buffer": o = s.addBuffer(c); break;

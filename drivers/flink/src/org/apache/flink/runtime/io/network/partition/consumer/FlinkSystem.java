@@ -36,6 +36,7 @@ import org.apache.flink.runtime.jobgraph.IntermediateDataSetID;
 import org.apache.flink.runtime.jobgraph.IntermediateResultPartitionID;
 import org.apache.flink.runtime.state.CheckpointStorageLocationReference;
 import org.apache.flink.runtime.throughput.ThroughputCalculator;
+import org.apache.flink.streaming.runtime.io.checkpointing.UpstreamRecoveryTracker;
 import org.apache.flink.util.CollectionUtil;
 import org.apache.flink.util.clock.SystemClock;
 
@@ -67,6 +68,8 @@ import java.util.Optional;
  */
 public final class FlinkSystem {
     static final int SEGMENT_SIZE = 4096;
+    /** A `ResumeConsumption` message among the `AddCredit`s on the client-to-server wire. */
+    static final int RESUME_CONSUMPTION = 0;
 
     /** One channel of the configuration. */
     public static final class ChannelConfig {
@@ -126,8 +129,14 @@ public final class FlinkSystem {
         PipelinedSubpartition subpartition;
         ServerReader reader;
         final ArrayDeque<Wire> wire = new ArrayDeque<>();
+        /**
+         * Client-to-server messages on the wire, oldest first: `AddCredit(k)` as k,
+         * `ResumeConsumption` as {@link #RESUME_CONSUMPTION} (an AddCredit never carries 0).
+         */
         final ArrayDeque<Integer> addCreditInFlight = new ArrayDeque<>();
         long creditWrites;
+        /** `resumeConsumption` calls of the client the Netty client has written (or dropped). */
+        long resumeWrites;
         final List<Buffer> held = new ArrayList<>();
         /** What the gate handed on from this channel, in order (the sentinel excepted). */
         final List<String> delivered = new ArrayList<>();
@@ -160,6 +169,8 @@ public final class FlinkSystem {
     private static final Field LAST_PRIORITY_SEQ;
     private static final Field NEXT_DATA_TYPE;
     private static final Constructor<PipelinedSubpartition> SUBPARTITION;
+    private static final Method ON_BLOCKING_UPSTREAM;
+    private static final Field EXPECTED_SEQUENCE_NUMBER;
 
     static {
         try {
@@ -171,9 +182,11 @@ public final class FlinkSystem {
             NEXT_DATA_TYPE = InputChannel.BufferAndAvailability.class.getDeclaredField("nextDataType");
             SUBPARTITION = PipelinedSubpartition.class.getDeclaredConstructor(
                     int.class, int.class, int.class, ResultPartition.class);
+            ON_BLOCKING_UPSTREAM = RemoteInputChannel.class.getDeclaredMethod("onBlockingUpstream");
+            EXPECTED_SEQUENCE_NUMBER = RemoteInputChannel.class.getDeclaredField("expectedSequenceNumber");
             for (java.lang.reflect.AccessibleObject o : new java.lang.reflect.AccessibleObject[] {
                 GET_CHANNEL, QUEUE_CHANNEL_UNSAFE, CHECK_UNAVAILABILITY, LAST_PRIORITY_SEQ,
-                NEXT_DATA_TYPE, SUBPARTITION
+                NEXT_DATA_TYPE, SUBPARTITION, ON_BLOCKING_UPSTREAM, EXPECTED_SEQUENCE_NUMBER
             }) {
                 o.setAccessible(true);
             }
@@ -194,6 +207,12 @@ public final class FlinkSystem {
     final Stubs.Client client;
     final Stubs.Writer writer = new Stubs.Writer();
     final Stubs.OutputWriter outputWriter = new Stubs.OutputWriter();
+    /**
+     * The task's `UpstreamRecoveryTracker` for the gate, as `CheckpointedInputGate` has it
+     * (`UpstreamRecoveryTracker.forInputGate(gate)`): `handleEndOfRecovery` of each channel's
+     * `EndOfOutputChannelStateEvent`, and after the last one `resumeConsumption` of every channel.
+     */
+    final UpstreamRecoveryTracker upstreamRecovery;
     final Chan[] chans;
     /** The model's names of the gate's network segments: channel index and x0 / f0. */
     final Map<MemorySegment, String> segmentNames = new IdentityHashMap<>();
@@ -304,6 +323,7 @@ public final class FlinkSystem {
             channels[c] = ch.channel;
         }
         gate.setInputChannels(channels);
+        upstreamRecovery = UpstreamRecoveryTracker.forInputGate(gate);
         if (!inChannelOrder(conversionOrder())) {
             throw new IllegalStateException("the gate converts its channels in the order " + conversionOrder());
         }
@@ -426,19 +446,33 @@ public final class FlinkSystem {
 
     /**
      * The producer writes its next upstream element: a data buffer (one finished buffer per
-     * element) or `broadcastEvent`, then `flushAll()`, as a producer with buffer timeout 0 does:
-     * the model's upstream elements are available as soon as they are written.
+     * element), Flink's own `EndOfOutputChannelStateEvent` by
+     * `PipelinedResultPartition.finishReadRecoveredState(true)` (what an upstream task writes
+     * first into every subpartition when it starts; `PipelinedSubpartition
+     * .isSupportChannelStateRecover()` is true), or an ordinary event by `broadcastEvent`; then
+     * `flushAll()`, as a producer with buffer timeout 0 does: the model's upstream elements are
+     * available as soon as they are written.
      */
     private void writeUpstream(Chan ch) throws IOException {
         int i = ch.written++;
-        if ("data".equals(ch.cfg.upstream.get(i))) {
+        String kind = ch.cfg.upstream.get(i);
+        if ("data".equals(kind)) {
             BufferConsumer consumer = Items.dataConsumer(ch.index, "d" + i);
             ch.subpartition.add(consumer, 0);
+        } else if (END_OF_OUTPUT.equals(kind)) {
+            if (i != Items.END_OF_OUTPUT_INDEX) {
+                throw new IllegalStateException("end-of-output-channel-state as element " + i + " of channel "
+                        + ch.index + ": the model writes it first, and only there");
+            }
+            ch.partition.finishReadRecoveredState(true);
         } else {
             ch.partition.broadcastEvent(new ModelEvent(Items.tag(ch.index, "e" + i)), false);
         }
         ch.partition.flushAll();
     }
+
+    /** The model's `Upstream::EndOfOutputChannelState`. */
+    static final String END_OF_OUTPUT = "end-of-output-channel-state";
 
     /**
      * Takes over a physical channel the gate holds now: its buffer manager announces through the
@@ -678,7 +712,69 @@ public final class FlinkSystem {
         if (item.startsWith("barrier")) {
             onBarrier(c, Integer.parseInt(item.substring("barrier".length())));
         }
+        if (item.equals(Items.END_OF_OUTPUT_NAME)) {
+            Obs failed = handleEndOfRecovery(c);
+            if (failed != null) {
+                return failed;
+            }
+        }
         return new Obs("polled", "item", item, "seq", got.getSequenceNumber(), "next", Items.dataType(next));
+    }
+
+    /**
+     * Strict: a released channel makes the tracker's resume loop throw (see
+     * {@link #handleEndOfRecovery}) as 2.3.0 does, instead of the model's skip.
+     */
+    boolean strictResumeConsumption;
+
+    /**
+     * `CheckpointedInputGate.handleEvent` of an `EndOfOutputChannelStateEvent` (2.3.0 lines
+     * 188-190): the real `UpstreamRecoveryTrackerImpl.handleEndOfRecovery(channelInfo)`, which
+     * after the last channel's event calls `SingleInputGate.resumeConsumption(info)` of every
+     * channel in order: `LocalInputChannel.resumeConsumption` (the view's, then
+     * `notifyChannelNonEmpty` if available) or `RemoteInputChannel.resumeConsumption` (a
+     * `ResumeConsumption` queued on the client stand-in).
+     *
+     * <p>A released channel's `resumeConsumption` throws (`checkState(!isReleased, "Channel
+     * released.")`, LocalInputChannel line 458, RemoteInputChannel line 460), which ends the
+     * loop there and fails the task. The model skips a released channel and resumes the others
+     * (a task manager releases a channel alone only when it is cancelled). Unless
+     * `--strict-resume-consumption`, the driver then resumes the live channels after the
+     * released one with the gate's own `resumeConsumption(info)`, as the model does. Returns the
+     * observation of a failure, or null.
+     */
+    private Obs handleEndOfRecovery(int c) {
+        try {
+            upstreamRecovery.handleEndOfRecovery(ch(c).channel.getChannelInfo());
+            return null;
+        } catch (IllegalStateException e) {
+            if (strictResumeConsumption || !"Channel released.".equals(e.getMessage())) {
+                return failed(e);
+            }
+        } catch (Exception e) {
+            return failed(e);
+        }
+        int first = -1;
+        for (Chan ch : chans) {
+            if (ch.channel.isReleased()) {
+                first = ch.index;
+                break;
+            }
+        }
+        if (first < 0) {
+            return unperformable("the tracker's resume loop met a released channel, but none is released");
+        }
+        for (int i = first + 1; i < chans.length; i++) {
+            if (chans[i].channel.isReleased()) {
+                continue;
+            }
+            try {
+                gate.resumeConsumption(chans[i].channel.getChannelInfo());
+            } catch (Exception e) {
+                return failed(e);
+            }
+        }
+        return null;
     }
 
     /** `SingleInputGate.readBufferFromInputChannel` without the tiered-storage branch. */
@@ -840,12 +936,38 @@ public final class FlinkSystem {
 
     public Obs onAddCredit(int c) {
         Chan ch = ch(c);
-        Integer credit = ch.addCreditInFlight.poll();
-        if (credit == null || ch.reader == null) {
-            return unperformable("no AddCredit in flight or no reader");
+        Integer credit = ch.addCreditInFlight.peek();
+        if (credit == null || credit == RESUME_CONSUMPTION || ch.reader == null) {
+            return unperformable("no AddCredit at the head of the client-to-server wire, or no reader");
         }
+        ch.addCreditInFlight.poll();
         ch.reader.addCredit(credit);
         return done();
+    }
+
+    /**
+     * The server's `PartitionRequestQueue.addCreditOrResumeConsumption(receiverId,
+     * NetworkSequenceViewReader::resumeConsumption)` for the `ResumeConsumption` at the head of
+     * the wire: the real `CreditBasedSequenceNumberingViewReader.resumeConsumption()` (credit to
+     * 0 when the initial credit is 0; the view's `resumeConsumption`, which unblocks the
+     * `PipelinedSubpartition` or throws "Should be blocked by checkpoint."). The
+     * `enqueueAvailableReader` that follows only registers the reader and writes what is
+     * available, which the driver does in `sendBuffer` steps; its `announceBacklog` branch needs
+     * a reader with initial credit 0, which the presets replayed here do not have.
+     */
+    public Obs onResumeConsumption(int c) {
+        Chan ch = ch(c);
+        Integer head = ch.addCreditInFlight.peek();
+        if (head == null || head != RESUME_CONSUMPTION || ch.reader == null) {
+            return unperformable("no ResumeConsumption at the head of the client-to-server wire, or no reader");
+        }
+        ch.addCreditInFlight.poll();
+        try {
+            ch.reader.resumeConsumption();
+            return done();
+        } catch (Exception e) {
+            return failed(e);
+        }
     }
 
     // --- Netty client ------------------------------------------------------------------------
@@ -857,6 +979,14 @@ public final class FlinkSystem {
      * backlog -1 makes `onBuffer` skip its final `onSenderBacklog(backlog)` call (2.3.0:
      * `if (backlog >= 0) onSenderBacklog(backlog)`), which the driver makes in the model's
      * separate `onSenderBacklog` step with the backlog the response carried.
+     *
+     * <p>A `RECOVERY_COMPLETION` buffer (`EndOfOutputChannelStateEvent`): 2.3.0's `onBuffer`
+     * (lines 600-602) first calls `onBlockingUpstream()` and checks `backlog == 0`, which the
+     * backlog -1 would fail. The driver makes those two calls itself, with the backlog the
+     * response carried, and hands `onBuffer` the buffer typed `EVENT_BUFFER`, restoring
+     * `RECOVERY_COMPLETION` once it is queued: the rest of `onBuffer` reads the type only for
+     * `hasPriority` and `requiresAnnouncement`, false for both types. Same code, same thread,
+     * same order.
      */
     public Obs onBuffer(int c) {
         Chan ch = ch(c);
@@ -885,10 +1015,22 @@ public final class FlinkSystem {
             target = Items.heapCopy(w.buffer);
         }
         w.buffer.recycleBuffer();
+        Buffer.DataType type = target.getDataType();
+        boolean blocking = type.isBlockingUpstream();
         try {
+            if (blocking && w.seq == (int) EXPECTED_SEQUENCE_NUMBER.get(remote)) {
+                ON_BLOCKING_UPSTREAM.invoke(remote);
+                if (w.backlog != 0) {
+                    target.recycleBuffer();
+                    return error("illegal-state");
+                }
+                target.setDataType(Buffer.DataType.EVENT_BUFFER);
+            }
             remote.onBuffer(target, w.seq, -1, 0);
         } catch (Exception e) {
             return failed(e);
+        } finally {
+            target.setDataType(type);
         }
         if (!remote.isReleased()) {
             ch.pendingBacklog = w.backlog;
@@ -932,6 +1074,36 @@ public final class FlinkSystem {
             ch.addCreditInFlight.add(credit);
         }
         return new Obs("credit-sent", "credit", sent ? credit : null);
+    }
+
+    /**
+     * The client's write of the `ResumeConsumptionMessage` the channel's `resumeConsumption`
+     * queued (`CreditBasedPartitionRequestClientHandler.writeAndFlushNextMessageIfPossible`:
+     * written unless the channel is released by then, 2.3.0 line 484), behind the `AddCredit`s
+     * written before it.
+     */
+    public Obs sendResumeConsumption(int c) {
+        Chan ch = ch(c);
+        if (!(ch.channel instanceof RemoteInputChannel)) {
+            return unperformable("not a remote channel");
+        }
+        if (client.resumeNotifications[c] <= ch.resumeWrites) {
+            return unperformable("no ResumeConsumption queued on the Netty client for channel " + c);
+        }
+        ch.resumeWrites = client.resumeNotifications[c];
+        if (!ch.channel.isReleased()) {
+            ch.addCreditInFlight.add(RESUME_CONSUMPTION);
+        }
+        return done();
+    }
+
+    /**
+     * The checkpoint coordinator's `abortPendingCheckpoint(cp)`: it lets the coordinator trigger
+     * the next checkpoint (the model's upstreams may then emit its barrier); nothing of the
+     * task's channels changes, and the task is not told here.
+     */
+    public Obs abortPendingCheckpoint(int cp) {
+        return done();
     }
 
     /** The announcement a thread stopped before: `notifyBufferAvailable(n)` of the channel. */

@@ -21,10 +21,20 @@ import java.nio.charset.StandardCharsets;
  * buffer it creates (`<channel>/<name>` as the bytes of a data buffer, or the tag of a
  * {@link ModelEvent}), and reads it back from whatever buffer Flink hands out: the names are
  * attached to the contents, not to Java objects, so a copy (Netty's decode) keeps its name.
- * Barriers and Flink's own sentinel are named by their type.
+ * Barriers, Flink's own sentinel and `EndOfOutputChannelStateEvent` are named by their type.
  */
 final class Items {
     private Items() {}
+
+    /**
+     * Where the model puts `end-of-output-channel-state` in a channel's upstream: first, and only
+     * there (its configuration check). Flink's `EndOfOutputChannelStateEvent` is a singleton with
+     * nothing to carry a name, so its name is its position: `eoo0`.
+     */
+    static final int END_OF_OUTPUT_INDEX = 0;
+
+    /** The model's name of `EndOfOutputChannelStateEvent`. */
+    static final String END_OF_OUTPUT_NAME = "eoo" + END_OF_OUTPUT_INDEX;
 
     static String tag(int channel, String name) {
         return channel + "/" + name;
@@ -90,6 +100,10 @@ final class Items {
         }
         if (event instanceof CheckpointBarrier) {
             return "barrier" + ((CheckpointBarrier) event).getId();
+        }
+        if (event instanceof EndOfOutputChannelStateEvent) {
+            // The upstream's RECOVERY_COMPLETION, element 0 of every channel's upstream.
+            return END_OF_OUTPUT_NAME;
         }
         if (event instanceof EndOfInputChannelStateEvent) {
             // The flag-off path's sentinel of the recovered stream; the model calls it EOR.

@@ -52,6 +52,8 @@ final class Projection {
     private static final Field RECOVERED_SEQ;
     private static final Field RECOVERED_BM;
     private static final Field SUB_BUFFERS;
+    private static final Field SUB_BLOCKED;
+    private static final Field UNRESTORED;
     private static final Field LOCAL_POOL_SEGMENTS;
     private static final Field GLOBAL_SEGMENTS;
 
@@ -77,6 +79,10 @@ final class Projection {
             RECOVERED_SEQ = field(RecoveredInputChannel.class, "sequenceNumber");
             RECOVERED_BM = field(RecoveredInputChannel.class, "bufferManager");
             SUB_BUFFERS = field(PipelinedSubpartition.class, "buffers");
+            SUB_BLOCKED = field(PipelinedSubpartition.class, "isBlocked");
+            UNRESTORED = field(
+                    Class.forName("org.apache.flink.streaming.runtime.io.checkpointing.UpstreamRecoveryTrackerImpl"),
+                    "numUnrestoredChannels");
             LOCAL_POOL_SEGMENTS = field(LocalBufferPool.class, "availableMemorySegments");
             GLOBAL_SEGMENTS = field(NetworkBufferPool.class, "availableMemorySegments");
         } catch (ReflectiveOperationException e) {
@@ -141,6 +147,9 @@ final class Projection {
             gate.put("priority", queue.getNumPriorityElements());
         }
         gate.put("state_consumed", sys.gate.getStateConsumedFuture().isDone());
+        // The task's UpstreamRecoveryTrackerImpl: channels whose EndOfOutputChannelStateEvent
+        // it has not handled.
+        gate.put("unrestored_channels", (int) get(UNRESTORED, sys.upstreamRecovery));
         snap.set("task", pending(null));
         ObjectNode client = pending(null);
         for (FlinkSystem.Chan ch : sys.channels()) {
@@ -258,6 +267,7 @@ final class Projection {
         ArrayNode delivered = v.putArray("delivered");
         ch.delivered.forEach(delivered::add);
         v.set("subpartition", subpartition(ch));
+        v.put("subpartition_blocked", subpartitionBlocked(ch));
         if (ch.remote) {
             v.set("credit", credit(sys, ch, released));
         }
@@ -312,6 +322,14 @@ final class Projection {
         return a;
     }
 
+    /** `PipelinedSubpartition.isBlocked`, read under the subpartition's lock (`buffers`). */
+    private static boolean subpartitionBlocked(FlinkSystem.Chan ch) {
+        Object buffers = get(SUB_BUFFERS, ch.subpartition);
+        synchronized (buffers) {
+            return (boolean) get(SUB_BLOCKED, ch.subpartition);
+        }
+    }
+
     @SuppressWarnings("unchecked")
     private static ObjectNode credit(FlinkSystem sys, FlinkSystem.Chan ch, boolean released) {
         ObjectNode cr = JSON.objectNode();
@@ -346,6 +364,8 @@ final class Projection {
         }
         long notifications = sys.client.creditNotifications[c];
         cr.put("add_credit_queued", notifications > ch.creditWrites && !released);
+        // resumeConsumption queued a ResumeConsumption on the client stand-in, not yet written.
+        cr.put("resume_queued", sys.client.resumeNotifications[c] > ch.resumeWrites);
         ArrayNode inFlight = cr.putArray("add_credit_in_flight");
         ch.addCreditInFlight.forEach(inFlight::add);
         if (ch.reader != null) {

@@ -38,16 +38,22 @@ final class Stubs {
      * The consumer's Netty client. `notifyCreditAvailable` is where
      * `RemoteInputChannel.notifyCreditAvailable` queues an `AddCredit` write (the handler's
      * `userEventTriggered`); the driver counts those per channel and serves them in its
-     * `sendAddCredit` step.
+     * `sendAddCredit` step. `resumeConsumption` is where `RemoteInputChannel.resumeConsumption`
+     * queues a `ResumeConsumption` write (NettyPartitionRequestClient's `sendToChannel` of a
+     * `ResumeConsumptionMessage`); the driver counts those too and writes them in its
+     * `sendResumeConsumption` step, onto the same client-to-server wire as the `AddCredit`s.
      */
     static final class Client implements PartitionRequestClient, ConnectionManager {
         private final PartitionRequests server;
         /** `notifyCreditAvailable` calls per channel index. */
         final long[] creditNotifications;
+        /** `resumeConsumption` calls per channel index. */
+        final long[] resumeNotifications;
 
         Client(PartitionRequests server, int channels) {
             this.server = server;
             this.creditNotifications = new long[channels];
+            this.resumeNotifications = new long[channels];
         }
 
         // --- ConnectionManager ---
@@ -95,7 +101,9 @@ final class Stubs {
         public void notifyRequiredSegmentId(RemoteInputChannel inputChannel, int subpartitionId, int segmentId) {}
 
         @Override
-        public void resumeConsumption(RemoteInputChannel inputChannel) {}
+        public void resumeConsumption(RemoteInputChannel inputChannel) {
+            resumeNotifications[inputChannel.getChannelIndex()]++;
+        }
 
         @Override
         public void acknowledgeAllRecordsProcessed(RemoteInputChannel inputChannel) {}
