@@ -64,6 +64,13 @@ impl PropertyResult {
         }
     }
 
+    /// Whether the verdict is one a correct model may get: the expected one, or for a
+    /// property a finding may violate in this configuration (`violated_by_config` is keyed on
+    /// what the finding needs, not on whether this configuration reaches it), holds.
+    pub fn as_expected(&self) -> bool {
+        self.status == self.expected() || (self.violated_by_design && self.status == Status::Holds)
+    }
+
     /// Whether this verdict makes the check fail.
     pub fn fails(&self) -> bool {
         (self.status == Status::Violated && !self.violated_by_design)

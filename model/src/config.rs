@@ -360,13 +360,24 @@ impl ModelConfig {
             // A lost update of hasPendingPriorityEvent.
             found.push(PropertyId::PriorityHonoured);
         }
-        let zero_exclusive = |c: &ChannelConfig| c.kind == ChannelKind::Remote && c.exclusive == 0;
-        let floating = |c: &ChannelConfig| c.floating > 0 || (self.shared_pool && self.channels.iter().any(|o| o.floating > 0));
-        if self.delivery == Delivery::Drainer && self.channels.iter().any(|c| zero_exclusive(c) && c.recovered > 0) {
+        // Both need a remote channel without exclusive buffers that the drainer fills from the
+        // pool: the wake-up is missed once the pool ran dry; the late credit is for a drained
+        // buffer recycled to a manager that a barrier's backlog made wait for one.
+        let drained = |c: &ChannelConfig| {
+            c.kind == ChannelKind::Remote && c.exclusive == 0 && c.recovered > 0 && self.delivery == Delivery::Drainer
+        };
+        let pool = |c: &ChannelConfig| {
+            if self.shared_pool {
+                self.channels.iter().map(|o| o.floating).sum()
+            } else {
+                c.floating
+            }
+        };
+        if self.channels.iter().any(|c| drained(c) && c.recovered > pool(c)) {
             found.extend(DRAINER_MISSES_WAKEUP);
         }
         let data = |c: &ChannelConfig| c.upstream.contains(&Upstream::Data);
-        if self.checkpoints > 0 && self.channels.iter().any(|c| zero_exclusive(c) && floating(c) && data(c)) {
+        if self.checkpoints > 0 && self.channels.iter().any(|c| drained(c) && pool(c) > 0 && data(c)) {
             for p in LATE_FLOATING_CREDIT {
                 if !found.contains(p) {
                     found.push(*p);
@@ -817,7 +828,7 @@ pub const PRESETS: &[Preset] = &[
     },
     Preset {
         name: "stash-order",
-        summary: "one remote channel whose upstream sends two events during recovery: both stashed, replayed in order",
+        summary: "remote(1; eoo e d): the event behind EndOfOutputChannelStateEvent waits in the blocked subpartition until recovery ends, so the stash holds the recovery-completion event alone",
         config: || ModelConfig {
             channels: vec![remote(1, &[O, E, D], 1, 0)],
             checkpoints: 1,

@@ -165,10 +165,7 @@ pub fn on_recovered_state_consumed(ch: &mut Channel, variant: Variant) -> Result
     ch.in_recovery = false;
     let notify = ch.queue.is_empty() && !ch.stash.is_empty();
     ch.ghost_replayed += ch.stash.len() as u8;
-    let mut stash: Vec<Entry> = ch.stash.drain(..).collect();
-    if variant == Variant::StashReplayedReversed {
-        stash.reverse();
-    }
+    let stash: Vec<Entry> = ch.stash.drain(..).collect();
     if variant == Variant::StashReplayedAtHead {
         for (k, e) in stash.into_iter().enumerate() {
             ch.queue.insert(k, e);

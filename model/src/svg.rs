@@ -408,7 +408,8 @@ fn upstream_row(cv: &mut Canvas, ch: &Channel, remote: bool) {
     let y = cv.y;
     if remote {
         cv.label("upstream");
-        cv.text(CHIPS_X, y, "cdr-dim", "subpartition");
+        let title = if ch.producer.blocked { "blocked" } else { "subpartition" };
+        cv.text(CHIPS_X, y, "cdr-dim", title);
         let x = cv.chips(
             CHIPS_X + 100.0,
             y,
@@ -430,8 +431,15 @@ fn upstream_row(cv: &mut Canvas, ch: &Channel, remote: bool) {
             &payload_chips(ch.producer.subpartition.iter().copied()),
             "(empty)",
         );
+        let mut notes = Vec::new();
+        if ch.producer.blocked {
+            notes.push("blocked");
+        }
         if ch.pending_priority {
-            cv.text(x + 6.0, y, "", "hasPendingPriorityEvent");
+            notes.push("hasPendingPriorityEvent");
+        }
+        if !notes.is_empty() {
+            cv.text(x + 6.0, y, "", &notes.join("  "));
         }
     }
 }
@@ -630,8 +638,10 @@ mod tests {
         let s2 = m.next_state(&s1, a).unwrap();
         let path = stateright::Path::from_actions(&m, s0.clone(), [&request, &a]).expect("a path");
         let svg = m.as_svg(path).unwrap();
-        assert!(svg.contains("last step: netty-server remote#1 sendBuffer(e0)"), "{svg}");
-        assert!(svg.contains("wire +e0"), "{svg}");
+        assert!(svg.contains("last step: netty-server remote#1 sendBuffer(eoo0)"), "{svg}");
+        assert!(svg.contains("wire +eoo0"), "{svg}");
+        assert!(svg.contains("subpartition blocked false -&gt; true"), "{svg}");
+        assert!(svg.contains(">blocked</text>"), "{svg}");
         // remote#1's card changed, local#0's did not: one blue frame.
         assert_eq!(
             svg.matches(r##"stroke="#1c7ed6" stroke-width="2.5""##).count(),

@@ -28,8 +28,6 @@ pub enum Variant {
     NoEventStash,
     /// The stash is replayed in front of the queued elements instead of at the tail.
     StashReplayedAtHead,
-    /// The stash is replayed at the tail, but last event first.
-    StashReplayedReversed,
     /// Recovery sequence numbers start at 0 and collide with live ones.
     RecoverySequenceFromZero,
     /// A checkpoint without its `RecoveryCheckpointBarrier` persists what it found.
@@ -135,13 +133,6 @@ pub const VARIANTS: &[VariantInfo] = &[
         bug: "the stash is replayed at the head of receivedBuffers, in front of queued priority events",
         property: PropertyId::PriorityEventsFirst,
         preset: "tiny",
-    },
-    VariantInfo {
-        variant: Variant::StashReplayedReversed,
-        name: "stash-replayed-reversed",
-        bug: "the stash is replayed at the tail of receivedBuffers, last stashed event first",
-        property: PropertyId::ExactlyOnceDelivery,
-        preset: "stash-order",
     },
     VariantInfo {
         variant: Variant::RecoverySequenceFromZero,

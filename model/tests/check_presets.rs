@@ -21,7 +21,7 @@ fn satisfies_every_property(name: &str) -> usize {
     assert_eq!(report.acyclic_by, Some(AcyclicBy::Ranking), "{name}");
     for r in &report.properties {
         // A defect of the modelled Flink version (violated by design) must be found again.
-        assert_eq!(r.status, r.expected(), "{name}: {}: {:#?}", r.name, r.trace);
+        assert!(r.as_expected(), "{name}: {} is {:?}: {:#?}", r.name, r.status, r.trace);
     }
     report.unique_states
 }
@@ -29,12 +29,12 @@ fn satisfies_every_property(name: &str) -> usize {
 #[test]
 fn tiny_preset_satisfies_every_property() {
     // A change detector: a model change that alters the reachable graph shows up here.
-    assert_eq!(satisfies_every_property("tiny"), 44524);
+    assert_eq!(satisfies_every_property("tiny"), 77395);
 }
 
 #[test]
 fn the_flag_off_path_satisfies_every_property() {
-    assert_eq!(satisfies_every_property("legacy"), 48408);
+    assert_eq!(satisfies_every_property("legacy"), 63568);
 }
 
 #[test]
@@ -42,7 +42,7 @@ fn the_migration_path_of_flink_2_3_0_persists_a_migrated_buffer_twice() {
     // Flag on in 2.3.0: everything holds but the two halves of S9, which 2.3.0's
     // LocalInputChannel breaks (FLINK-40016: a migrated buffer is written by checkpointStarted
     // and again by maybePersist when polled).
-    assert_eq!(satisfies_every_property("migration"), 163720);
+    assert_eq!(satisfies_every_property("migration"), 128400);
     let p = find_preset("migration").unwrap();
     assert_eq!(
         (p.config)().violated_by_config(),
@@ -54,116 +54,123 @@ fn the_migration_path_of_flink_2_3_0_persists_a_migrated_buffer_twice() {
 fn upstream_failures_satisfy_every_property_and_fail_the_task() {
     // The task fails (sometimes) on a connection error and on a subpartition released under
     // its reader; safety holds throughout.
-    assert_eq!(satisfies_every_property("faults"), 174893);
+    assert_eq!(satisfies_every_property("faults"), 359587);
 }
 
 #[test]
 fn a_local_channel_lending_its_exclusive_buffer_to_recovery_satisfies_every_property() {
-    assert_eq!(satisfies_every_property("local-buffers"), 1540);
+    assert_eq!(satisfies_every_property("local-buffers"), 3469);
 }
 
 #[test]
 fn upstream_written_during_the_run_satisfies_every_property() {
-    assert_eq!(satisfies_every_property("late"), 110993);
+    assert_eq!(satisfies_every_property("late"), 176148);
 }
 
 #[test]
 fn two_checkpoints_without_recovery_satisfy_every_property() {
-    assert_eq!(satisfies_every_property("subsume"), 19845);
+    assert_eq!(satisfies_every_property("subsume"), 109232);
 }
 
 #[test]
-fn the_alignment_timer_fails_the_task_when_the_announced_barrier_is_in_the_recovery_event_stash() {
-    use recovery_model::Action;
-    use recovery_model::state::{Failure, Payload, TaskPc};
-    use stateright::Model;
-    // Every other verdict holds, the lookup's failure is found (violated by design), and an
-    // announced barrier is converted once recovery ended (its sometimes twin).
-    assert_eq!(satisfies_every_property("aligned-timeout"), 788);
+fn the_alignment_timer_finds_the_announced_barrier_behind_the_blocking_end_of_output_event() {
+    use recovery_model::check::shortest_path;
+    use recovery_model::state::{Payload, State};
+    // The upstream's EndOfOutputChannelStateEvent blocks its subpartition: the aligned barrier
+    // behind it (not a priority element) waits until every channel's recovery ended and the
+    // task resumed consumption, so it never reaches the recovery stash, and the timer's
+    // convertToPriorityEvent finds it (the sometimes twin shows the conversion).
+    assert_eq!(satisfies_every_property("aligned-timeout"), 315);
     let p = find_preset("aligned-timeout").unwrap();
-    assert_eq!((p.config)().violated_by_config(), [PropertyId::AnnouncedBarrierFound]);
+    assert!((p.config)().violated_by_config().is_empty());
     let m = RecoveryModel::new((p.config)(), Variant::Fixed);
-    let path = recovery_model::check::shortest_counterexample(&m, PropertyId::AnnouncedBarrierFound).unwrap();
+    let stashed = |s: &State| s.ch(0).stash.iter().any(|e| e.payload == Payload::AlignedBarrier(1));
+    assert!(shortest_path(&m, stashed).is_none());
+    // As an ordinary event it would not block, and the barrier follows it into the stash: the
+    // modelling error behind the withdrawn finding (docs/findings.md).
+    let unblocked = RecoveryModel::new((p.config)(), Variant::RecoveryCompletionNotBlocking);
+    assert!(shortest_path(&unblocked, stashed).is_some());
+    let path = recovery_model::check::shortest_counterexample(&unblocked, PropertyId::AnnouncedBarrierFound).unwrap();
     assert_eq!(path.len(), 9, "{path:?}");
-    assert_eq!(path.last(), Some(&Action::AlignedCheckpointTimeout { cp: 1 }));
-    let mut s = m.init_states().remove(0);
-    for a in &path[..path.len() - 1] {
-        s = m.next_state(&s, *a).unwrap();
-    }
-    // Before the timer fires: in recovery, the barrier in the stash, its announcement polled.
-    let ch = s.ch(0);
-    assert!(ch.in_recovery);
-    assert!(ch.stash.iter().any(|e| e.payload == Payload::AlignedBarrier(1)));
-    assert_eq!(s.alignment.as_ref().map(|a| a.announced.len()), Some(1));
-    let s = m.next_state(&s, *path.last().unwrap()).unwrap();
-    assert!(matches!(
-        s.task,
-        TaskPc::Failed {
-            cause: Failure::AnnouncedBarrierNotFound,
-            ..
-        }
-    ));
 }
 
 #[test]
 fn a_shared_pool_hands_a_recycled_floating_buffer_to_another_channel_and_satisfies_every_property() {
     // The sometimes property only a shared pool reaches is found (it is not in the preset's
     // unreachable list), and every other verdict holds.
-    assert_eq!(satisfies_every_property("shared-pool"), 8813);
+    assert_eq!(satisfies_every_property("shared-pool"), 3392);
     let p = find_preset("shared-pool").unwrap();
     assert!(!p.unreachable.contains(&PropertyId::LentAcross));
     assert!((p.config)().violated_by_config().is_empty());
 }
 
 #[test]
-fn a_channel_in_recovery_holds_the_shared_pool_s_buffer_while_the_drainer_waits_for_it() {
+fn a_channel_in_recovery_takes_no_floating_buffer_for_a_backlog_its_blocked_upstream_cannot_have() {
+    use recovery_model::check::shortest_path;
+    use recovery_model::state::State;
+    // Two remote channels without exclusive buffers share the gate's one floating buffer.
+    // Each upstream's first element, EndOfOutputChannelStateEvent, blocks its subpartition
+    // with a backlog of 0, so no channel in recovery requests a floating buffer for a backlog,
+    // and the drainer gets the pool's buffer: every property holds.
+    assert_eq!(satisfies_every_property("pool-starvation"), 346);
+    let p = find_preset("pool-starvation").unwrap();
+    let m = RecoveryModel::new((p.config)(), Variant::Fixed);
+    let hoards = |s: &State| s.channels.iter().any(|ch| ch.in_recovery && !ch.bm.floating.is_empty());
+    assert!(shortest_path(&m, hoards).is_none());
+    // Without the blocking, channel 1's backlog takes the buffer while in recovery.
+    let unblocked = RecoveryModel::new((p.config)(), Variant::RecoveryCompletionNotBlocking);
+    assert!(shortest_path(&unblocked, hoards).is_some());
+}
+
+#[test]
+fn the_drainer_parked_for_a_channel_without_exclusive_buffers_misses_its_wake_up() {
     use recovery_model::Action;
-    use recovery_model::config::POOL_STARVATION;
+    use recovery_model::config::DRAINER_MISSES_WAKEUP;
     use recovery_model::state::NetBuf;
     use stateright::Model;
-    assert_eq!(satisfies_every_property("pool-starvation"), 928);
-    let p = find_preset("pool-starvation").unwrap();
-    assert_eq!((p.config)().violated_by_config(), POOL_STARVATION);
+    assert_eq!(satisfies_every_property("drain-wakeup"), 106);
+    let p = find_preset("drain-wakeup").unwrap();
+    assert_eq!((p.config)().violated_by_config(), DRAINER_MISSES_WAKEUP);
     let m = RecoveryModel::new((p.config)(), Variant::Fixed);
-    let path = recovery_model::check::shortest_counterexample(&m, POOL_STARVATION[0]).unwrap();
-    // Channel 1's server also announces its backlog (its initial credit is 0): the path ends
-    // once that announcement is handled too.
-    assert_eq!(path.len(), 10, "{path:?}");
-    assert!(path.contains(&Action::AnnounceBacklog { channel: 1 }), "{path:?}");
-    assert_eq!(path.last(), Some(&Action::OnSenderBacklog { channel: 1 }));
+    let path = recovery_model::check::shortest_counterexample(&m, PropertyId::RecoveryCompletes).unwrap();
+    assert_eq!(path.len(), 8, "{path:?}");
+    assert!(path.contains(&Action::RequestBufferBlocking { channel: 0 }), "{path:?}");
     let mut s = m.init_states().remove(0);
     for a in &path {
         s = m.next_state(&s, *a).unwrap();
     }
-    // The drainer waits on channel 0, which has nothing to lend; channel 1, still in recovery,
-    // holds the pool's one buffer unannounced; nothing else can happen.
+    // Nothing can happen: the drainer waits in bufferQueue.wait(), its manager is no longer
+    // the pool's listener and needs no buffer, and the pool holds the free buffer.
     assert!(m.is_terminal(&s));
-    assert_eq!(s.ch(1).bm.floating, [NetBuf::Floating(0)]);
-    assert!(s.ch(1).in_recovery && !s.ch(1).bm.notify_available);
-    assert_eq!(s.ch(0).bm.available(), 0);
-    assert!(s.pools[0].available.is_empty());
-    assert_eq!(s.ch(0).ghost_pushed, 0);
-    // With a pool per channel the same channels recover and deliver everything.
-    let own_pools = recovery_model::ModelConfig {
-        shared_pool: false,
-        overlapping_checkpoints: false,
-        channels: vec![
-            recovery_model::config::remote(1, &[recovery_model::Upstream::Event], 0, 1),
-            recovery_model::config::remote(
-                0,
-                &[recovery_model::Upstream::Event, recovery_model::Upstream::Data],
-                0,
-                1,
-            ),
-        ],
-        ..(p.config)()
-    };
-    own_pools.validate().unwrap();
-    assert!(own_pools.violated_by_config().is_empty());
-    let report = check(RecoveryModel::new(own_pools, Variant::Fixed), "own pools", &[], 1, true);
-    for r in report.properties.iter().filter(|r| r.expectation != "sometimes") {
-        assert_eq!(r.status, r.expected(), "own pools: {}", r.name);
+    assert!(s.io_waiting);
+    assert!(!s.ch(0).bm.waiting_for_floating && s.ch(0).bm.required == 0);
+    assert_eq!(s.pools[0].available, [NetBuf::Floating(0)]);
+    assert_eq!(s.ch(0).ghost_pushed, 1);
+}
+
+#[test]
+fn a_floating_credit_announced_after_the_resume_exceeds_the_buffers_of_a_channel_without_exclusive_ones() {
+    use recovery_model::Action;
+    use recovery_model::config::LATE_FLOATING_CREDIT;
+    use recovery_model::state::Violation;
+    use stateright::Model;
+    assert_eq!(satisfies_every_property("late-floating-credit"), 1389);
+    let p = find_preset("late-floating-credit").unwrap();
+    assert_eq!((p.config)().violated_by_config(), LATE_FLOATING_CREDIT);
+    let m = RecoveryModel::new((p.config)(), Variant::Fixed);
+    let path = recovery_model::check::shortest_counterexample(&m, PropertyId::NoProtocolViolation).unwrap();
+    assert_eq!(path.len(), 26, "{path:?}");
+    // The recycler's announcement comes after the server's resumeConsumption reset the credit.
+    let resumed = path.iter().position(|a| *a == Action::OnResumeConsumption { channel: 0 });
+    let announced = path
+        .iter()
+        .position(|a| matches!(a, Action::NotifyBufferAvailable { channel: 0, .. }));
+    assert!(resumed.is_some() && resumed < announced, "{path:?}");
+    let mut s = m.init_states().remove(0);
+    for a in &path {
+        s = m.next_state(&s, *a).unwrap();
     }
+    assert_eq!(s.violation, Some((0, Violation::NoBufferForData)));
 }
 
 /// Every state of preset `name`, breadth-first, with the actions that leave it.
@@ -208,8 +215,8 @@ fn delivers_inside_the_release_window(name: &str) -> bool {
 
 #[test]
 fn the_split_release_satisfies_every_property_and_its_window_delivers() {
-    assert_eq!(satisfies_every_property("release-window-local"), 588);
-    assert_eq!(satisfies_every_property("release-window-remote"), 9823);
+    assert_eq!(satisfies_every_property("release-window-local"), 680);
+    assert_eq!(satisfies_every_property("release-window-remote"), 17429);
     assert!(delivers_inside_the_release_window("release-window-local"));
     assert!(delivers_inside_the_release_window("release-window-remote"));
 }
@@ -256,6 +263,8 @@ fn a_converted_local_channel_still_in_recovery_loses_the_priority_flag_as_the_dr
     assert_eq!(cfg.violated_by_config(), [PropertyId::PriorityHonoured]);
     let m = RecoveryModel::new(cfg, Variant::Fixed);
     let path = recovery_model::check::shortest_counterexample(&m, PropertyId::PriorityHonoured).unwrap();
-    assert_eq!(path.len(), 7, "{path:?}");
+    // Barrier 2 follows barrier 1 only once the coordinator aborted checkpoint 1.
+    assert_eq!(path.len(), 8, "{path:?}");
+    assert!(path.contains(&Action::AbortPendingCheckpoint { cp: 1 }), "{path:?}");
     assert_eq!(path[0], Action::ConvertRecoveredInputChannels);
 }
