@@ -331,7 +331,14 @@ impl RecoveryModel {
                 {
                     out.push(Action::ConvertRecoveredInputChannels);
                 }
-                if !s.partitions_requested && !s.closed && !self.is_recovered_channel(s) {
+                // SingleInputGate.close() releases every channel under requestLock, and
+                // requestPartitions after it throws "Already released.": once a channel is
+                // released (close under way) the mail does not run.
+                if !s.partitions_requested
+                    && !s.closed
+                    && !self.is_recovered_channel(s)
+                    && s.channels.iter().all(|ch| !ch.released)
+                {
                     out.push(Action::RequestPartitions);
                 }
                 // The alignment timer's mail (a closed gate's task runs no more mails).

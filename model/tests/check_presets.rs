@@ -59,7 +59,7 @@ fn upstream_failures_satisfy_every_property_and_fail_the_task() {
 
 #[test]
 fn a_local_channel_lending_its_exclusive_buffer_to_recovery_satisfies_every_property() {
-    assert_eq!(satisfies_every_property("local-buffers"), 3469);
+    assert_eq!(satisfies_every_property("local-buffers"), 3453);
 }
 
 #[test]
@@ -215,8 +215,8 @@ fn delivers_inside_the_release_window(name: &str) -> bool {
 
 #[test]
 fn the_split_release_satisfies_every_property_and_its_window_delivers() {
-    assert_eq!(satisfies_every_property("release-window-local"), 680);
-    assert_eq!(satisfies_every_property("release-window-remote"), 17429);
+    assert_eq!(satisfies_every_property("release-window-local"), 638);
+    assert_eq!(satisfies_every_property("release-window-remote"), 17415);
     assert!(delivers_inside_the_release_window("release-window-local"));
     assert!(delivers_inside_the_release_window("release-window-remote"));
 }
