@@ -9,6 +9,7 @@ use std::fmt::Write;
 
 /// Lifelines, left to right in the direction data flows.
 const LIFELINES: &[(Thread, &str, &str)] = &[
+    (Thread::Coordinator, "Coordinator", "checkpoint coordinator"),
     (Thread::Producer, "Producer", "producer task"),
     (Thread::NettyServer, "Server", "netty server"),
     (Thread::NettyClient, "Client", "netty client"),
@@ -31,7 +32,10 @@ fn recipient(m: &RecoveryModel, a: &Action) -> Option<Thread> {
         Action::OnRecoveredStateBuffer { .. } | Action::FinishRecoveredBufferDelivery { .. } => Thread::Task,
         Action::SendBuffer { .. } | Action::NotifyBufferAvailable { .. } => Thread::NettyClient,
         Action::OnBuffer { .. } => Thread::Task,
-        Action::SendAddCredit { .. } | Action::RequestPartitions => Thread::NettyServer,
+        Action::SendAddCredit { .. } | Action::SendResumeConsumption { .. } | Action::RequestPartitions => {
+            Thread::NettyServer
+        }
+        Action::AbortPendingCheckpoint { .. } => Thread::Producer,
         Action::EmitCheckpointBarrier { channel, .. } => match m.cfg.channels[*channel as usize].kind {
             ChannelKind::Remote => Thread::NettyServer,
             ChannelKind::Local => Thread::Task,
