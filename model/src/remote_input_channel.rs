@@ -293,11 +293,15 @@ impl RecoveryModel {
     }
 
     /// The client writes the channel's `ResumeConsumption`, behind the `AddCredit`s written
-    /// before it.
+    /// before it, unless the channel was released meanwhile
+    /// (`CreditBasedPartitionRequestClientHandler.writeAndFlushNextMessageIfPossible` drops a
+    /// released channel's messages).
     pub(crate) fn send_resume_consumption(&self, s: &mut State, c: u8) {
         let ch = s.ch_mut(c);
         ch.resume_queued = false;
-        ch.add_credit_in_flight.push(RESUME_CONSUMPTION);
+        if !ch.released {
+            ch.add_credit_in_flight.push(RESUME_CONSUMPTION);
+        }
     }
 
     /// `RemoteInputChannel.resumeConsumption()`: `checkState(!isReleased)` (the model does not
