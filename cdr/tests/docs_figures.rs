@@ -445,3 +445,47 @@ fn the_growth_table_is_consistent_and_its_small_rows_are_current() {
 fn every_checked_row_of_the_growth_table_is_current() {
     check_growth_rows(&growth_table());
 }
+
+/// docs/model.md's comparison of each preset as Flink has it and with the end-of-recovery event
+/// ordinary and checkpoints overlapping: the rows under `limit` unique states.
+fn check_end_of_recovery_rows(limit: usize) {
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/model.md")).unwrap();
+    let rows = table_rows(
+        &doc,
+        "| preset | unique states, as Flink has it | with the event ordinary and checkpoints overlapping |",
+    );
+    assert!(rows.len() >= 20, "docs/model.md lacks the end-of-recovery table");
+    let number = |s: &str| s.replace(',', "").parse::<usize>().unwrap();
+    for row in rows.iter().filter(|r| number(&r[1]) < limit) {
+        let name = row[0].trim_matches('`');
+        let cfg = preset(name).unwrap();
+        let flink = check(RecoveryModel::new(cfg.clone(), Variant::Fixed), name, &[], 2, false);
+        let ordinary = recovery_model::ModelConfig {
+            overlapping_checkpoints: true,
+            ..cfg
+        };
+        let ordinary = check(
+            RecoveryModel::new(ordinary, Variant::RecoveryCompletionNotBlocking),
+            name,
+            &[],
+            2,
+            false,
+        );
+        assert_eq!(
+            (grouped(flink.unique_states), grouped(ordinary.unique_states)),
+            (row[1].clone(), row[2].clone()),
+            "docs/model.md's end-of-recovery row for `{name}`"
+        );
+    }
+}
+
+#[test]
+fn the_small_rows_of_model_md_s_end_of_recovery_table_are_current() {
+    check_end_of_recovery_rows(50_000);
+}
+
+#[test]
+#[ignore = "minutes in release: the full CI tier runs it"]
+fn every_row_of_model_md_s_end_of_recovery_table_is_current() {
+    check_end_of_recovery_rows(usize::MAX);
+}
