@@ -14,6 +14,9 @@ use stateright::{Checker, Expectation, Model};
 
 /// Presets compared in the `--ignored` run only: over 50,000 unique states each.
 const LARGE: &[&str] = &[
+    "tiny",
+    "legacy",
+    "subsume",
     "no-recovery",
     "late",
     "borrow",
