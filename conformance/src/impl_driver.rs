@@ -31,6 +31,7 @@ use recovery_impl::credit_based_sequence_numbering_view_reader::{
     BufferResponse, CreditBasedSequenceNumberingViewReader,
 };
 use recovery_impl::local_input_channel::LocalInputChannel;
+use recovery_impl::netty_message::ResumeConsumption;
 use recovery_impl::pause_point::{PausePoint, set_thread_hook, set_thread_wait_hook};
 use recovery_impl::recoverable_input_channel::{ChannelContext, ChannelSnapshot, InputChannelInfo};
 use recovery_impl::recovered_input_channel::{RecoveredChannelKind, RecoveredInputChannel};
@@ -38,6 +39,7 @@ use recovery_impl::remote_input_channel::RemoteInputChannel;
 use recovery_impl::result_subpartition::ResultSubpartition;
 use recovery_impl::single_checkpoint_barrier_handler::{CheckpointableInput, SingleCheckpointBarrierHandler};
 use recovery_impl::single_input_gate::{ChannelPoll, InputChannelHandle, SingleInputGate};
+use recovery_impl::upstream_recovery_tracker::ResumableInputGate;
 use recovery_impl::{BufferId, BufferKind, ChannelError, DeclineReason, NetworkBuffer, RecoverableInputChannel};
 use recovery_model::config::{ChannelKind, Delivery, ModelConfig, Upstream};
 use recovery_model::state::{NetBuf, Payload};
@@ -53,6 +55,13 @@ use std::time::Duration;
 enum ServerMessage {
     Response(BufferResponse),
     BacklogAnnouncement { backlog: i32 },
+}
+
+/// What the Netty client wrote to a channel's connection: `NettyMessage.AddCredit`, or
+/// `NettyMessage.ResumeConsumption` as its frame.
+enum ClientMessage {
+    AddCredit(i32),
+    ResumeConsumption(Vec<u8>),
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -284,8 +293,8 @@ struct Chan {
     // Netty server: the view reader and what it wrote.
     reader: Option<CreditBasedSequenceNumberingViewReader>,
     wire: VecDeque<ServerMessage>,
-    // Netty client: AddCredit messages written, and notifications served.
-    add_credit_in_flight: VecDeque<i32>,
+    // Netty client: AddCredit and ResumeConsumption messages written, and notifications served.
+    add_credit_in_flight: VecDeque<ClientMessage>,
     credit_writes: u64,
     // Task / recycler: buffers the consumer holds.
     held: Vec<NetworkBuffer>,
@@ -325,7 +334,10 @@ fn element_buffer(c: u8, kind: Upstream, i: u8) -> NetworkBuffer {
     let (kind, item) = match kind {
         Upstream::Data => (BufferKind::Data, Item::Known(Payload::Data(i))),
         Upstream::Event => (BufferKind::Event, Item::Known(Payload::Event(i))),
-        Upstream::EndOfOutputChannelState => (BufferKind::Event, Item::Known(Payload::EndOfOutput(i))),
+        Upstream::EndOfOutputChannelState => (
+            BufferKind::EndOfOutputChannelState,
+            Item::Known(Payload::EndOfOutput(i)),
+        ),
     };
     NetworkBuffer::unpooled(BufferId(50_000 + 100 * c as u32 + i as u32), kind, payload_of(c, &item))
 }
@@ -450,12 +462,34 @@ impl System {
     }
 }
 
+/// The gate as the driver's `UpstreamRecoveryTracker` resumes it: a released channel is
+/// skipped, as the model skips it (its `checkState(!isReleased)` would throw, and the task is
+/// being cancelled then).
+struct Resuming<'a>(&'a SingleInputGate);
+
+impl ResumableInputGate for Resuming<'_> {
+    fn get_channel_infos(&self) -> Vec<InputChannelInfo> {
+        self.0.get_channel_infos()
+    }
+
+    fn resume_consumption(&self, channel_info: &InputChannelInfo) -> recovery_impl::Result<()> {
+        let released = (self.0.channel(channel_info.input_channel_idx as usize))
+            .and_then(|h| h.as_recoverable())
+            .is_some_and(|r| r.is_released());
+        match released {
+            true => Ok(()),
+            false => self.0.resume_consumption(channel_info),
+        }
+    }
+}
+
 /// The observation's name of a `Buffer.DataType`.
 fn data_type(t: recovery_impl::DataType) -> DataType {
     match t {
         recovery_impl::DataType::None => DataType::None,
         recovery_impl::DataType::DataBuffer => DataType::DataBuffer,
-        recovery_impl::DataType::EventBuffer => DataType::EventBuffer,
+        // RECOVERY_COMPLETION is an event without priority to every caller here.
+        recovery_impl::DataType::EventBuffer | recovery_impl::DataType::RecoveryCompletion => DataType::EventBuffer,
         recovery_impl::DataType::PriorityEventBuffer => DataType::PriorityEventBuffer,
     }
 }
@@ -593,29 +627,74 @@ impl ImplDriver {
 
     fn on_recovered_state_buffer(&mut self, c: u8) -> Observation {
         let timeout = self.watchdog;
+        // The drainer parked by `requestBufferBlocking`: woken, it takes its buffer and pushes.
+        match self.workers.io.state {
+            WorkerState::Blocked { .. } if self.workers.io.channel == c => {
+                self.workers.io.wait(timeout);
+            }
+            WorkerState::Idle => {}
+            _ if self.workers.io.channel != c => {
+                return unperformable(format!("the drainer is busy with channel {}", self.workers.io.channel));
+            }
+            _ => {}
+        }
+        match self.workers.io.state {
+            WorkerState::Paused {
+                point: PausePoint::OnRecoveredStateBuffer,
+                ..
+            } => return self.workers.io.resume(timeout),
+            WorkerState::Idle => {}
+            // Parked again, or elsewhere: what the model's wake-up did not.
+            WorkerState::Blocked { .. } => return Observation::Blocked,
+            state => return unperformable(format!("the drainer is not woken: {state:?}")),
+        }
+        let ch = self.ch(c);
+        // Flag off, and a local channel without exclusive buffers: heap memory, nothing to wait
+        // for.
+        let heap_memory = matches!(ch.handle, InputChannelHandle::Recovered(_))
+            || (ch.kind == ChannelKind::Local && ch.ids.exclusive == 0);
+        if !heap_memory {
+            return self.drain_one(c);
+        }
+        let i = ch.pushed;
+        ch.pushed += 1;
+        let payload = payload_of(c, &Item::Known(Payload::Recovered(i)));
+        let heap = NetworkBuffer::unpooled(BufferId(60_000 + 100 * c as u32 + i as u32), BufferKind::Data, payload);
+        match &ch.handle {
+            // Flag off: the IO thread reads into the RecoveredInputChannel (heap memory).
+            InputChannelHandle::Recovered(recovered) => outcome(recovered.on_recovered_state_buffer(heap)),
+            handle => {
+                let channel = handle.as_recoverable().expect("a physical channel");
+                outcome(channel.on_recovered_state_buffer(heap))
+            }
+        }
+    }
+
+    /// `requestBufferBlocking()` that finds no buffer: the drainer's job starts and parks in
+    /// `bufferQueue.wait()`; its `onRecoveredStateBuffer` takes the buffer once it is woken.
+    fn request_buffer_blocking(&mut self, c: u8) -> Observation {
+        if self.workers.io.state != WorkerState::Idle {
+            return unperformable(format!("the drainer is busy: {:?}", self.workers.io.state));
+        }
+        self.drain_one(c)
+    }
+
+    /// The drainer's next recovered buffer of channel `c` in a buffer its manager lends:
+    /// `requestRecoveryBufferBlocking`, then `onRecoveredStateBuffer`, on the IO worker.
+    fn drain_one(&mut self, c: u8) -> Observation {
+        let timeout = self.watchdog;
         let ch = self.ch(c);
         let i = ch.pushed;
         ch.pushed += 1;
         let payload = payload_of(c, &Item::Known(Payload::Recovered(i)));
-        let heap = || NetworkBuffer::unpooled(BufferId(60_000 + 100 * c as u32 + i as u32), BufferKind::Data, payload);
-        // Flag off: the IO thread reads into the RecoveredInputChannel (heap memory).
-        if let InputChannelHandle::Recovered(recovered) = &ch.handle {
-            return outcome(recovered.on_recovered_state_buffer(heap()));
-        }
         let channel = ch.handle.as_recoverable().expect("a physical channel");
-        match ch.kind {
-            // A local channel without exclusive buffers gets heap memory: nothing to wait for.
-            ChannelKind::Local if ch.ids.exclusive == 0 => outcome(channel.on_recovered_state_buffer(heap())),
-            _ => {
-                let job: Job = Box::new(move || match channel.request_recovery_buffer_blocking() {
-                    Ok(buffer) => outcome(channel.on_recovered_state_buffer(buffer.fill(BufferKind::Data, payload))),
-                    // The drainer of a released channel stops quietly (CancelTaskException).
-                    Err(ChannelError::Released(_)) if channel.is_released() => Observation::Done,
-                    Err(e) => Observation::Error { error: error_kind(&e) },
-                });
-                self.workers.io.start(c, job, timeout)
-            }
-        }
+        let job: Job = Box::new(move || match channel.request_recovery_buffer_blocking() {
+            Ok(buffer) => outcome(channel.on_recovered_state_buffer(buffer.fill(BufferKind::Data, payload))),
+            // The drainer of a released channel stops quietly (CancelTaskException).
+            Err(ChannelError::Released(_)) if channel.is_released() => Observation::Done,
+            Err(e) => Observation::Error { error: error_kind(&e) },
+        });
+        self.workers.io.start(c, job, timeout)
     }
 
     fn finish_recovered_buffer_delivery(&mut self, c: u8) -> Observation {
@@ -769,6 +848,15 @@ impl ImplDriver {
             Item::Known(Payload::Barrier(cp)) => self.sys.on_barrier(c, cp),
             Item::Known(Payload::Announcement(cp)) => self.sys.process_barrier_announcement(c, cp, seq),
             Item::Known(Payload::AlignedBarrier(cp)) => self.sys.process_aligned_barrier(c, cp),
+            // `CheckpointedInputGate.handleEvent`: the tracker notes the channel and, for the
+            // last one, resumes every channel in this turn.
+            Item::Known(Payload::EndOfOutput(_)) => {
+                let tracker = self.sys.gate.upstream_recovery_tracker();
+                let info = self.ch(c).info;
+                if let Err(e) = tracker.handle_end_of_recovery(info, &Resuming(&self.sys.gate)) {
+                    return Observation::Error { error: error_kind(&e) };
+                }
+            }
             _ => {}
         }
         Observation::Polled {
@@ -919,11 +1007,27 @@ impl ImplDriver {
     fn on_add_credit(&mut self, c: u8) -> Observation {
         let ch = self.ch(c);
         match (ch.add_credit_in_flight.pop_front(), ch.reader.as_mut()) {
-            (Some(credit), Some(reader)) => {
+            (Some(ClientMessage::AddCredit(credit)), Some(reader)) => {
                 reader.add_credit(credit);
                 Observation::Done
             }
-            _ => unperformable("no AddCredit in flight or no reader"),
+            _ => unperformable("no AddCredit next on the wire or no reader"),
+        }
+    }
+
+    /// `PartitionRequestQueue.resumeConsumption` of the `ResumeConsumption` next on the wire:
+    /// the receiver's view reader resumes (`enqueueAvailableReader` is the next `sendBuffer`).
+    fn on_resume_consumption(&mut self, c: u8) -> Observation {
+        let ch = self.ch(c);
+        let (Some(ClientMessage::ResumeConsumption(frame)), Some(reader)) =
+            (ch.add_credit_in_flight.pop_front(), ch.reader.as_mut())
+        else {
+            return unperformable("no ResumeConsumption next on the wire or no reader");
+        };
+        match ResumeConsumption::decode(&frame) {
+            Ok(message) if message.receiver == ch.info => outcome(reader.resume_consumption()),
+            Ok(message) => unperformable(format!("a ResumeConsumption for {:?}", message.receiver)),
+            Err(e) => unperformable(format!("an undecodable ResumeConsumption: {e}")),
         }
     }
 
@@ -974,7 +1078,17 @@ impl ImplDriver {
             };
             outcome(remote.on_buffer(buffer, response.sequence_number, response.backlog))
         });
-        self.workers.netty_client.start(c, job, timeout)
+        let mut observation = self.workers.netty_client.start(c, job, timeout);
+        // `onBlockingUpstream` of a channel without exclusive buffers gives its floating
+        // buffers back: a waiting listener that takes one announces in the same model step.
+        while let WorkerState::Paused {
+            point: PausePoint::Announce { .. },
+            ..
+        } = self.workers.netty_client.state
+        {
+            observation = self.workers.netty_client.resume(timeout);
+        }
+        observation
     }
 
     /// Writes `AddCredit(getAndResetUnannouncedCredit())` unless nothing is to announce or the
@@ -988,11 +1102,28 @@ impl ImplDriver {
         let credit = remote.get_and_reset_unannounced_credit();
         let sent = credit > 0 && !remote.is_released();
         if sent {
-            ch.add_credit_in_flight.push_back(credit);
+            ch.add_credit_in_flight.push_back(ClientMessage::AddCredit(credit));
         }
         Observation::CreditSent {
             credit: sent.then_some(credit),
         }
+    }
+
+    /// Writes the `ResumeConsumption` the channel's `resumeConsumption()` queued, behind the
+    /// `AddCredit`s written before it (none for a released channel).
+    fn send_resume_consumption(&mut self, c: u8) -> Observation {
+        let ch = self.ch(c);
+        let Some(remote) = ch.handle.as_remote().cloned() else {
+            return unperformable("not a remote channel");
+        };
+        if !remote.resume_consumption_queued() {
+            return unperformable("no ResumeConsumption is queued");
+        }
+        if let Some(message) = remote.take_resume_consumption() {
+            ch.add_credit_in_flight
+                .push_back(ClientMessage::ResumeConsumption(message.encode()));
+        }
+        Observation::Done
     }
 
     // --- recycler and canceler ---------------------------------------------------------------
@@ -1116,12 +1247,11 @@ impl ImplDriver {
             }
             EmitTimeoutableCheckpointBarrier { channel, cp } => self.emit_timeoutable_checkpoint_barrier(channel, cp),
             AlignedCheckpointTimeout { cp } => self.aligned_checkpoint_timeout(cp),
-            OnResumeConsumption { .. }
-            | SendResumeConsumption { .. }
-            | AbortPendingCheckpoint { .. }
-            | RequestBufferBlocking { .. } => {
-                unperformable("not yet in impl/")
-            }
+            OnResumeConsumption { channel } => self.on_resume_consumption(channel),
+            SendResumeConsumption { channel } => self.send_resume_consumption(channel),
+            // The JobManager's: nothing of the task changes (the next barrier subsumes it).
+            AbortPendingCheckpoint { .. } => Observation::Done,
+            RequestBufferBlocking { channel } => self.request_buffer_blocking(channel),
         }
     }
 
@@ -1150,7 +1280,13 @@ impl ImplDriver {
                             },
                         })
                         .collect(),
-                    add_credit_in_flight: ch.add_credit_in_flight.iter().copied().collect(),
+                    add_credit_in_flight: (ch.add_credit_in_flight.iter())
+                        .map(|m| match m {
+                            ClientMessage::AddCredit(credit) => *credit,
+                            // The model's `RESUME_CONSUMPTION`.
+                            ClientMessage::ResumeConsumption(_) => 0,
+                        })
+                        .collect(),
                     add_credit_queued: r.credit_notifications > ch.credit_writes,
                 }),
                 _ => None,
@@ -1176,6 +1312,7 @@ impl ImplDriver {
             queue: queued.channels.iter().map(|c| *c as u8).collect(),
             priority: queued.num_priority,
             state_consumed: self.sys.gate.all_state_consumed(),
+            unrestored_channels: self.sys.gate.upstream_recovery_tracker().num_unrestored_channels() as i32,
         };
         Snapshot {
             channels,

@@ -5,7 +5,7 @@
 //! [`crate::projection::model_observation`] and [`crate::projection::model_snapshot`]), the
 //! implementation driver reads them from `recovery-impl` ([`crate::projection::impl_channel`]),
 //! and one comparison prints the difference. Elements and buffers are written in the model's
-//! short names (`r0`, `d1`, `e0`, `barrier1`, `RCB1`, `EOR`, `x0`, `f0`) so that a diff reads
+//! short names (`r0`, `d1`, `e0`, `eoo0`, `barrier1`, `RCB1`, `EOR`, `x0`, `f0`) so that a diff reads
 //! like the model's counterexamples.
 
 use recovery_model::ChannelKind;
@@ -19,7 +19,7 @@ use std::str::FromStr;
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(try_from = "String", into = "String")]
 pub enum Item {
-    /// An element the model names, written as the model writes it (`r0`, `d1`, `e0`,
+    /// An element the model names, written as the model writes it (`r0`, `d1`, `e0`, `eoo0`,
     /// `barrier1`, `RCB1`, `EOR`, `aligned1`, `announce1`, `backlog`).
     Known(Payload),
     /// Something the model has no name for (an implementation-only buffer), described
@@ -352,7 +352,11 @@ pub struct Credit {
     pub unannounced: i32,
     /// An `AddCredit` write is queued on the Netty client (not shown once released).
     pub add_credit_queued: bool,
-    /// `AddCredit` messages on the wire to the producer.
+    /// A `ResumeConsumption` write is queued on the Netty client (`resumeConsumption()` of the
+    /// channel, not yet written).
+    pub resume_queued: bool,
+    /// Client-to-server messages on the wire to the producer, in order: `AddCredit(k)` as `k`,
+    /// and `ResumeConsumption` as 0 (an `AddCredit` never carries 0).
     pub add_credit_in_flight: Vec<i32>,
     /// The view reader's `numCreditsAvailable` (None before the partition request).
     pub reader_credit: Option<i32>,
@@ -404,6 +408,9 @@ pub struct ChannelView {
     pub delivered: Vec<Item>,
     /// The producer's subpartition, head first.
     pub subpartition: Vec<Item>,
+    /// `PipelinedSubpartition.isBlocked`: it handed out its `EndOfOutputChannelStateEvent` and
+    /// waits for `resumeConsumption`.
+    pub subpartition_blocked: bool,
     /// Remote only: credit, wire and buffers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub credit: Option<Credit>,
@@ -419,6 +426,9 @@ pub struct GateView {
     pub priority: usize,
     /// `getStateConsumedFuture()` is done: every channel's future is.
     pub state_consumed: bool,
+    /// `UpstreamRecoveryTrackerImpl.numUnrestoredChannels`: the channels whose
+    /// `EndOfOutputChannelStateEvent` the task has not handled (0 once every one was).
+    pub unrestored_channels: i32,
 }
 
 /// The abstract state after a step: every channel, the gate, and the threads inside a call.
@@ -540,6 +550,7 @@ mod tests {
             Item::Known(Payload::Recovered(0)),
             Item::Known(Payload::Data(3)),
             Item::Known(Payload::Event(1)),
+            Item::Known(Payload::EndOfOutput(0)),
             Item::Known(Payload::Barrier(2)),
             Item::Known(Payload::RecoveryBarrier(1)),
             Item::Known(Payload::EndOfRecovery),

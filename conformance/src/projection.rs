@@ -29,6 +29,12 @@
 //!   bookkeeping and the barrier handler's announcements and alignment timer (the driver's).
 //! - An `EventAnnouncement` goes to the barrier handler, not the operator: neither side counts
 //!   it as delivered, and the model's poll of it is read from the queue it left. The gate's channel queue is compared (`gate.queue`).
+//! - An `EndOfOutputChannelStateEvent` (`eoo0`) goes to the `UpstreamRecoveryTracker` and on to
+//!   the network input, which ignores it: both sides count it as delivered. The tracker's count
+//!   is the gate's `unrestored_channels`; the model's is its channels less those in
+//!   `upstream_recovered`.
+//! - A `ResumeConsumption` on the client-to-server wire is a 0 among the `AddCredit`s, as the
+//!   model writes it (`RESUME_CONSUMPTION`).
 
 use crate::observation::*;
 use recovery_impl::BufferId;
@@ -125,7 +131,8 @@ pub fn payload_of(c: u8, item: &Item) -> u64 {
     match item {
         Item::Known(Payload::Recovered(i)) => base + RECOVERED + *i as u64,
         Item::Known(Payload::Data(i)) => base + DATA + *i as u64,
-        Item::Known(Payload::Event(i)) => base + EVENT + *i as u64,
+        // An event's kind tells `e0` from `eoo0`: they share the numbers.
+        Item::Known(Payload::Event(i) | Payload::EndOfOutput(i)) => base + EVENT + *i as u64,
         _ => 0,
     }
 }
@@ -147,6 +154,9 @@ pub fn item_of(c: u8, b: &BufferSnapshot) -> Item {
             _ => unknown(),
         },
         BufferKind::Event => index(EVENT).map_or_else(unknown, |i| Item::Known(Payload::Event(i))),
+        BufferKind::EndOfOutputChannelState => {
+            index(EVENT).map_or_else(unknown, |i| Item::Known(Payload::EndOfOutput(i)))
+        }
         BufferKind::CheckpointBarrier(cp) => Item::Known(Payload::Barrier(cp as u8)),
         BufferKind::RecoveryCheckpointBarrier(cp) => Item::Known(Payload::RecoveryBarrier(cp as u8)),
         BufferKind::EndOfFetchedChannelState => Item::Known(Payload::EndOfRecovery),
@@ -199,6 +209,7 @@ fn model_channel(m: &RecoveryModel, s: &State, c: u8) -> ChannelView {
         required: ch.bm.required as i32,
         unannounced: ch.unannounced_credit as i32,
         add_credit_queued: ch.add_credit_queued && !ch.released,
+        resume_queued: ch.resume_queued,
         add_credit_in_flight: ch.add_credit_in_flight.iter().map(|k| *k as i32).collect(),
         reader_credit: ch.producer.reader_credit.map(i32::from),
         wire: ch
@@ -237,6 +248,7 @@ fn model_channel(m: &RecoveryModel, s: &State, c: u8) -> ChannelView {
         persisted,
         delivered: ch.ghost_delivered.iter().map(|d| d.payload.into()).collect(),
         subpartition: ch.producer.subpartition.iter().map(|p| (*p).into()).collect(),
+        subpartition_blocked: ch.producer.blocked,
         credit,
     }
 }
@@ -281,6 +293,7 @@ pub fn model_snapshot(m: &RecoveryModel, s: &State) -> Snapshot {
         queue: s.gate.channels.to_vec(),
         priority: s.gate.num_priority as usize,
         state_consumed: channels.iter().all(|ch| ch.state_consumed),
+        unrestored_channels: channels.len() as i32 - s.upstream_recovered.count_ones() as i32,
     };
     Snapshot {
         channels,
@@ -300,9 +313,7 @@ pub fn violation_kind(v: Violation) -> ErrorKind {
         Violation::PushAfterRecovery
         | Violation::RecoveryAlreadyFinished
         | Violation::ExpectedPriorityEvent
-        | Violation::NotBlocked => {
-            ErrorKind::IllegalState
-        }
+        | Violation::NotBlocked => ErrorKind::IllegalState,
     }
 }
 
@@ -320,6 +331,13 @@ pub fn failure_kind(f: Failure) -> ErrorKind {
 /// `nextDataType` of a `getNextBuffer` of channel `c` that returned `polled`, from the state
 /// after it (the model decides the gate's re-queue on it, see `RecoveryModel::next_after_poll`).
 fn next_after_poll(m: &RecoveryModel, post: &State, c: u8, polled: Payload) -> DataType {
+    // The poll of an `EndOfOutputChannelStateEvent` saw the subpartition that handed it out
+    // blocked; the tracker's resume, in the same model step, came after it.
+    if polled.is_blocking_upstream() && !post.ch(c).producer.blocked {
+        let mut at_poll = post.clone();
+        at_poll.ch_mut(c).producer.blocked = true;
+        return DataType::of_head(m.next_after_poll(&at_poll, c, polled));
+    }
     DataType::of_head(m.next_after_poll(post, c, polled))
 }
 
@@ -446,8 +464,9 @@ pub fn model_observation(m: &RecoveryModel, pre: &State, action: &Action, post: 
         Action::SendBuffer { channel: c } => match post.ch(c).producer.wire.last() {
             Some(w) if post.ch(c).producer.wire.len() > pre.ch(c).producer.wire.len() => {
                 let producer = &post.ch(c).producer;
-                // A data buffer without credit is not available to the reader.
-                let next = match DataType::of_head(producer.subpartition.first().copied()) {
+                // A data buffer without credit is not available to the reader, nor anything
+                // but a priority element of a blocked subpartition.
+                let next = match DataType::of_head(producer.head_available()) {
                     DataType::DataBuffer if producer.reader_credit == Some(0) => DataType::None,
                     next => next,
                 };
@@ -462,6 +481,8 @@ pub fn model_observation(m: &RecoveryModel, pre: &State, action: &Action, post: 
             }
             _ => Observation::NothingSent,
         },
+        // The drainer parks in `bufferQueue.wait()`.
+        Action::RequestBufferBlocking { .. } => Observation::Blocked,
         Action::SendAddCredit { channel: c } => {
             let (before, after) = (&pre.ch(c).add_credit_in_flight, &post.ch(c).add_credit_in_flight);
             let credit = (after.len() > before.len()).then(|| *after.last().expect("grew") as i32);
@@ -532,6 +553,7 @@ fn impl_credit(p: &ImplParts<'_>, bm: &BufferManagerSnapshot, unannounced: i32, 
         required: bm.num_required_buffers,
         unannounced,
         add_credit_queued: netty.add_credit_queued && !released,
+        resume_queued: false,
         add_credit_in_flight: netty.add_credit_in_flight,
         reader_credit: netty.reader_credit,
         wire: netty.wire,
@@ -560,6 +582,7 @@ pub fn impl_channel(p: &ImplParts<'_>) -> ChannelView {
         }
     }
     let subpartition = p.subpartition.buffers.iter().map(|b| item_of(c, b)).collect();
+    let subpartition_blocked = p.subpartition.is_blocked;
     let done = |f: &FutureStatus| *f != FutureStatus::Pending;
     // A queue element that carries no sequence number (numbered when consumed, or not yet).
     let unnumbered = |b: &BufferSnapshot| Element {
@@ -592,6 +615,7 @@ pub fn impl_channel(p: &ImplParts<'_>) -> ChannelView {
             persisted,
             delivered: p.delivered.to_vec(),
             subpartition,
+            subpartition_blocked,
             // The recovery manager, when it has exclusive buffers to lend (a channel created
             // without recovery has none).
             credit: match &l.buffer_manager {
@@ -623,7 +647,11 @@ pub fn impl_channel(p: &ImplParts<'_>) -> ChannelView {
                 persisted,
                 delivered: p.delivered.to_vec(),
                 subpartition,
-                credit: Some(impl_credit(p, &r.buffer_manager, r.unannounced_credit, r.released)),
+                subpartition_blocked,
+                credit: Some(Credit {
+                    resume_queued: r.resume_consumption_queued > 0,
+                    ..impl_credit(p, &r.buffer_manager, r.unannounced_credit, r.released)
+                }),
             }
         }
         // Not converted yet (conversion delivery). The model creates every channel set up, its
@@ -650,6 +678,7 @@ pub fn impl_channel(p: &ImplParts<'_>) -> ChannelView {
             persisted,
             delivered: p.delivered.to_vec(),
             subpartition,
+            subpartition_blocked,
             credit: (p.kind == ChannelKind::Remote).then(|| {
                 let mut credit = impl_credit(p, &r.buffer_manager, 0, r.released);
                 // A recovered channel announces no credit whatever its manager's flag says
@@ -692,6 +721,10 @@ pub fn impl_pending(c: u8, ids: IdMap, point: PausePoint) -> Pending {
         // The canceler is not part of a snapshot; its release shows in the channel's state.
         PausePoint::ReleaseQueuedBuffers => Pending::Elsewhere {
             what: format!("releasing channel {c}"),
+        },
+        // The IO thread is not part of a snapshot.
+        PausePoint::OnRecoveredStateBuffer => Pending::Elsewhere {
+            what: format!("the drainer woken in requestBufferBlocking on channel {c}"),
         },
         PausePoint::ReadInputData { gate } | PausePoint::FinishReadRecoveredState { gate } => Pending::Elsewhere {
             what: format!("channel-IO thread at gate {gate}"),

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use stateright::{Model, Path};
 
 /// The version this crate writes and reads.
-pub const FORMAT_VERSION: u32 = 4;
+pub const FORMAT_VERSION: u32 = 5;
 
 /// The model every trace is of.
 pub const MODEL_NAME: &str = "channel-recovery";

@@ -23,9 +23,14 @@
 //!
 //! Compound steps. Some model actions are one step where the implementation takes several
 //! critical sections, with other threads free to run between them:
-//! - `onBuffer`: `requestBuffer()` (data only) under `bufferQueue`, then the `onBuffer`
-//!   decision under `receivedBuffers` (`onSenderBacklog`'s `requestFloatingBuffers` after it
-//!   is a model step of its own);
+//! - `onBuffer`: `requestBuffer()` (data only) or `onBlockingUpstream`'s
+//!   `releaseFloatingBuffers()` (a blocking event on a channel without exclusive buffers, with
+//!   the recycles of the floating buffers and the announcement of a listener that takes one)
+//!   under `bufferQueue`, then the `onBuffer` decision under `receivedBuffers`
+//!   (`onSenderBacklog`'s `requestFloatingBuffers` after it is a model step of its own);
+//! - the task's `getNextBuffer` of the last channel's `EndOfOutputChannelStateEvent`: the poll,
+//!   then the `UpstreamRecoveryTracker`'s `resumeConsumption` of every channel (a local one's
+//!   subpartition, a remote one's credit reset and queued message);
 //! - a remote `onRecoveredStateBuffer`: the drainer's `requestBufferBlocking()` under
 //!   `bufferQueue`, then the append under `receivedBuffers`;
 //! - `recycle` / `recycleFloatingBuffer` of a floating buffer: `LocalBufferPool.recycle`, then
@@ -369,6 +374,77 @@ impl Builder<'_> {
                             Action::OnRecoveredStateBuffer { channel: c },
                             Observation::Error { error: error_kind(e) },
                         ),
+                        Open::Done,
+                    ),
+                }
+            }
+            // The drainer parks: the model's `requestBufferBlocking`; its wake-up and push is
+            // the `onRecoveredStateBuffer` that `RequestBufferBlocking` starts later.
+            Event::RequestBufferBlockingWait { channel } => self.start(
+                k,
+                new(
+                    Action::RequestBufferBlocking { channel: at(*channel) },
+                    Observation::Blocked,
+                ),
+                Open::Done,
+            ),
+            // `onBlockingUpstream`, before `onBuffer`'s lock: the first part of the model's
+            // `onBuffer` (the floating buffers it gives back, and a listener's announcement of
+            // one it takes, are parts too).
+            Event::ReleaseFloatingBuffers { channel, .. } => {
+                let c = at(*channel);
+                self.start(
+                    k,
+                    new(Action::OnBuffer { channel: c }, Observation::Done),
+                    Open::Response(c),
+                );
+            }
+            Event::NotifyBufferAvailable { .. } if matches!(open, Open::Response(_)) => {
+                self.continue_step(k, thread, open)?;
+            }
+            // Part of the task's poll of the last `EndOfOutputChannelStateEvent`: the gate's
+            // tracker resumes every channel in the same model step.
+            Event::ResumeConsumption { channel } => {
+                let step = self.continue_step(k, thread, open)?;
+                if !matches!(step.action, Action::GetNextBuffer { .. }) {
+                    return Err(format!(
+                        "channel {} resumed after {}, not in the poll of an end-of-output event",
+                        at(*channel),
+                        step.action.method()
+                    ));
+                }
+            }
+            Event::SendResumeConsumption { channel, .. } => self.start(
+                k,
+                new(
+                    Action::SendResumeConsumption { channel: at(*channel) },
+                    Observation::Done,
+                ),
+                Open::Done,
+            ),
+            // A local channel's view resumes in the task's poll; a remote channel's view reader on
+            // the Netty server, from the `ResumeConsumption` message (a model step).
+            Event::SubpartitionResumeConsumption {
+                subpartition,
+                outcome: o,
+            } => {
+                let c = self.of_subpartition(*subpartition)?;
+                match self.kind(c)? {
+                    ChannelKind::Local => {
+                        let step = self.continue_step(k, thread, open)?;
+                        if !matches!(step.action, Action::GetNextBuffer { .. }) {
+                            return Err(format!(
+                                "channel {c}'s subpartition resumed after {}, not in the poll of an end-of-output event",
+                                step.action.method()
+                            ));
+                        }
+                        if let Err(e) = o {
+                            step.observation = Observation::Error { error: error_kind(e) };
+                        }
+                    }
+                    ChannelKind::Remote => self.start(
+                        k,
+                        new(Action::OnResumeConsumption { channel: c }, outcome(o)),
                         Open::Done,
                     ),
                 }

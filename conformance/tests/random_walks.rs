@@ -104,8 +104,10 @@ prop_state_machine! {
 
 #[test]
 fn a_failing_random_walk_shrinks_to_a_minimal_trace() {
+    // The broken driver shows only where a barrier is queued when the stash is replayed (live
+    // data comes after the resume, when the stash is long gone): a few walks in a thousand.
     let config = Config {
-        cases: 200,
+        cases: 1000,
         failure_persistence: None,
         ..Config::default()
     };

@@ -190,74 +190,77 @@ fn every_edge_of_the_aligned_timeout_preset_replays_on_the_implementation_withou
     assert!(r.kinds_missed.is_empty(), "{:?}", r.kinds_missed);
 }
 
-/// docs/findings.md, "The alignment timeout fails the task when the announced barrier is in the
-/// recovery event stash": the trace file replays on impl/ step by step, and impl/'s
-/// `convert_to_priority_event` fails the task at the last step as the model predicts.
+/// The shortest counterexample of `property` on preset `name`, as a trace the model records.
+fn finding(name: &str, property: PropertyId) -> (RecoveryModel, conformance::trace::Trace) {
+    let m = model(name, Variant::Fixed);
+    let actions = shortest_counterexample(&m, property).expect("the finding is found");
+    let trace = conformance::trace::Trace::record(&m, Some(name), &actions).unwrap();
+    (m, trace)
+}
+
+/// docs/findings.md, the drainer's missed wake-up: the counterexample replays on impl/ step by
+/// step; then the model has no step left, and impl/'s drainer stays parked in
+/// `request_buffer_blocking`: the manager turned the recycled floating buffer down (a zero
+/// backlog reset its requirement), so nothing wakes it.
 #[test]
-fn the_aligned_timeout_finding_replays_on_the_implementation_and_fails_the_task_at_its_last_step() {
-    use conformance::observation::ErrorKind;
+fn the_drain_wakeup_finding_replays_on_the_implementation_and_its_drainer_stays_parked() {
+    use conformance::driver::DriverError;
     use conformance::replay::replay;
-    use conformance::trace::Trace;
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../docs/findings/aligned-timeout.trace.json"
-    );
-    let trace = Trace::read(std::path::Path::new(path)).unwrap();
-    let last = trace.steps.last().unwrap();
-    assert!(matches!(last.action, Action::AlignedCheckpointTimeout { .. }));
-    assert_eq!(
-        last.observation,
-        Observation::Error {
-            error: ErrorKind::NoSuchElement
-        }
-    );
-    let mut driver = ImplDriver::new(&trace.model().unwrap().cfg);
+    use recovery_model::config::DRAINER_MISSES_WAKEUP;
+    use stateright::Model;
+    let (m, trace) = finding("drain-wakeup", DRAINER_MISSES_WAKEUP[0]);
+    assert!(matches!(
+        trace.steps[trace.steps.len() - 3].action,
+        Action::RequestBufferBlocking { .. }
+    ));
+    let mut driver = ImplDriver::new(&m.cfg).with_watchdog(std::time::Duration::from_millis(500));
     match replay(&trace, &mut driver) {
         Ok(steps) => assert_eq!(steps, trace.steps.len()),
         Err(e) => panic!("{e}"),
+    }
+    let mut s = m.init_states().remove(0);
+    for step in &trace.steps {
+        s = m.next_state(&s, step.action).unwrap();
+    }
+    assert!(m.is_terminal(&s), "the model has no step left");
+    let json = serde_json::to_value(driver.snapshot().unwrap()).unwrap();
+    let credit = &json["channels"][0]["credit"];
+    assert_eq!(credit["buffers"]["pool"], serde_json::json!(["f0"]), "{json}");
+    assert_eq!(
+        (&credit["waiting_for_floating"], &credit["required"]),
+        (&serde_json::json!(false), &serde_json::json!(0)),
+        "{json}"
+    );
+    // The parked drainer's push: it is never woken, and the watchdog names where it waits.
+    match driver.apply(&Action::OnRecoveredStateBuffer { channel: 0 }) {
+        Err(DriverError::Harness { message }) => {
+            assert!(message.contains("neither returned nor parked"), "{message}");
+        }
+        other => panic!("the drainer was woken: {other:?}"),
     }
 }
 
-/// docs/findings.md, "Recovery hangs when a channel in recovery holds the gate's floating
-/// buffers": the trace replays on impl/ with one pool for the gate, and then impl/'s drainer,
-/// asked for channel 0's recovered buffer, blocks in `request_buffer_blocking` (the model has no
-/// step left); channel 1's manager holds the pool's buffer meanwhile.
+/// docs/findings.md, a floating credit announced after `resumeConsumption`: the counterexample
+/// replays on impl/ step by step, the server ends up holding a credit the consumer has no
+/// buffer for, and impl/'s `onBuffer` of the next data buffer fails as the model predicts.
 #[test]
-fn the_pool_starvation_finding_replays_on_the_implementation_and_its_drainer_blocks_after_it() {
+fn the_late_floating_credit_finding_replays_on_the_implementation_and_fails_the_next_data_buffer() {
+    use conformance::observation::ErrorKind;
     use conformance::replay::replay;
-    use conformance::trace::Trace;
-    use stateright::Model;
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../docs/findings/pool-starvation.trace.json"
+    let (m, trace) = finding("late-floating-credit", PropertyId::NoProtocolViolation);
+    let last = trace.steps.last().unwrap();
+    assert!(matches!(last.action, Action::OnBuffer { .. }), "{:?}", last.action);
+    assert_eq!(
+        last.observation,
+        Observation::Error {
+            error: ErrorKind::NoBufferForData
+        }
     );
-    let trace = Trace::read(std::path::Path::new(path)).unwrap();
-    let model = trace.model().unwrap();
-    assert!(model.cfg.shared_pool);
-    let mut driver = ImplDriver::new(&model.cfg);
+    let mut driver = ImplDriver::new(&m.cfg);
     match replay(&trace, &mut driver) {
         Ok(steps) => assert_eq!(steps, trace.steps.len()),
         Err(e) => panic!("{e}"),
     }
-    let mut s = model.init_states().remove(0);
-    for step in &trace.steps {
-        s = model.next_state(&s, step.action).unwrap();
-    }
-    assert!(model.is_terminal(&s), "the model has no step left");
-    let snapshot = driver.snapshot().unwrap();
-    let json = serde_json::to_value(&snapshot).unwrap();
-    assert_eq!(
-        json["channels"][1]["credit"]["buffers"]["floating"],
-        serde_json::json!(["f0"]),
-        "{json}"
-    );
-    assert_eq!(
-        json["channels"][0]["credit"]["buffers"]["pool"],
-        serde_json::json!([]),
-        "{json}"
-    );
-    let push = Action::OnRecoveredStateBuffer { channel: 0 };
-    assert_eq!(driver.apply(&push).unwrap(), Observation::Blocked);
 }
 
 #[test]
@@ -291,8 +294,9 @@ fn random_walks_with_releases_floating_buffers_and_two_checkpoints_agree_with_th
         }
     }
     // Every kind but the conversion, the faults, the late writes, the second part of a split
-    // release (`release-window-*`), the model-only steps, the aligned checkpoints and the
-    // backlog announcement (every channel here has exclusive buffers).
+    // release (`release-window-*`), the model-only steps, the aligned checkpoints, the
+    // backlog announcement (every channel here has exclusive buffers) and the drainer's wait
+    // (its buffers are lent before it needs them; `local-buffers` waits).
     let missed: std::collections::BTreeSet<&str> = (Action::KINDS.iter())
         .filter(|k| !kinds.contains(*k) && !Action::MODEL_ONLY_KINDS.contains(*k))
         .copied()
@@ -308,6 +312,7 @@ fn random_walks_with_releases_floating_buffers_and_two_checkpoints_agree_with_th
             "processTimeoutableCheckpointBarrier",
             "alignedCheckpointTimeout",
             "announceBacklog",
+            "requestBufferBlocking",
         ]),
         "{kinds:?}"
     );
@@ -370,8 +375,8 @@ fn broken_driver_replaying_the_stash_at_the_head_is_reported_with_step_and_diff(
     assert!(report.contains(&format!("at step {}", d.step)), "{report}");
     assert!(report.contains("--- model\n+++ impl"), "{report}");
     // The replayed event moved: behind the queued barrier in the model, ahead of it here.
-    assert!(report.contains("+          \"item\": \"e0\""), "{report}");
-    assert!(report.contains("-          \"item\": \"e0\""), "{report}");
+    assert!(report.contains("+          \"item\": \"eoo0\""), "{report}");
+    assert!(report.contains("-          \"item\": \"eoo0\""), "{report}");
 }
 
 #[test]

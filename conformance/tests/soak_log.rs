@@ -26,7 +26,7 @@ use recovery_model::state::Payload;
 use recovery_model::{RecoveryModel, Variant};
 use soak_harness::{ChannelSpec, Checkpoints, Class, Delivery, Kind, Naming, Pools, Release, Rng, SoakConfig, Up};
 
-use Upstream::{Data as D, Event as E};
+use Upstream::{Data as D, EndOfOutputChannelState as O, Event as E};
 
 /// Two local and two remote channels (one with a floating buffer), two checkpoints; with the
 /// drainer, releases at random points.
@@ -41,10 +41,10 @@ fn config(delivery: ModelDelivery) -> ModelConfig {
     };
     ModelConfig {
         channels: vec![
-            local(2, &[D, E, D]),
-            remote(2, &[E, D, D], 1, 1),
-            local(1, &[D]),
-            remote(1, &[E, D], 1, 0),
+            local(2, &[O, D, E, D]),
+            remote(2, &[O, E, D, D], 1, 1),
+            local(1, &[O, D]),
+            remote(1, &[O, E, D], 1, 0),
         ],
         checkpoints: 2,
         delivery,
@@ -73,7 +73,7 @@ fn model_decode(c: u8, b: &BufferSnapshot) -> Option<(Class, u64)> {
     match item_of(c, b) {
         Item::Known(Payload::Recovered(i)) => Some((Class::Recovered, i as u64)),
         Item::Known(Payload::Data(i)) => Some((Class::Data, i as u64)),
-        Item::Known(Payload::Event(i)) => Some((Class::Event, i as u64)),
+        Item::Known(Payload::Event(i) | Payload::EndOfOutput(i)) => Some((Class::Event, i as u64)),
         _ => None,
     }
 }
@@ -93,7 +93,11 @@ fn soak_round(cfg: &ModelConfig, seed: u64, recorder: Arc<dyn Recorder>) -> Soak
             },
             recovered: cc.recovered as u64,
             upstream: (cc.upstream.iter())
-                .map(|u| if *u == D { Up::Data } else { Up::Event })
+                .map(|u| match u {
+                    Upstream::Data => Up::Data,
+                    Upstream::Event => Up::Event,
+                    Upstream::EndOfOutputChannelState => Up::EndOfOutputChannelState,
+                })
                 .collect(),
             exclusive: cc.exclusive as usize,
             floating: cc.floating as usize,

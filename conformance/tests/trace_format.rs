@@ -165,12 +165,12 @@ fn a_path_that_leaves_the_model_is_reported_not_panicked() {
 #[test]
 fn the_trace_files_of_the_findings_are_current() {
     use recovery_model::check::shortest_counterexample;
-    use recovery_model::config::POOL_STARVATION;
+    use recovery_model::config::{DRAINER_MISSES_WAKEUP, LATE_FLOATING_CREDIT};
     use recovery_model::properties::PropertyId;
     for (name, property) in [
         ("priority-race", PropertyId::PriorityHonoured),
-        ("aligned-timeout", PropertyId::AnnouncedBarrierFound),
-        ("pool-starvation", POOL_STARVATION[0]),
+        ("drain-wakeup", DRAINER_MISSES_WAKEUP[0]),
+        ("late-floating-credit", LATE_FLOATING_CREDIT[0]),
     ] {
         let path = format!("{}/../docs/findings/{name}.trace.json", env!("CARGO_MANIFEST_DIR"));
         let stored = Trace::read(std::path::Path::new(&path)).unwrap();

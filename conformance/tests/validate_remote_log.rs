@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::runs::{jitter, upstream_buffer};
+use common::runs::{handle_end_of_output, jitter, upstream_buffer};
 use conformance::generate::SplitMix64;
 use conformance::observation::{DataType, Item, Observation};
 use conformance::projection::{IdMap, item_of, payload_of};
@@ -21,6 +21,7 @@ use recovery_impl::credit_based_sequence_numbering_view_reader::{
 };
 use recovery_impl::event_log::{Event, EventLog, Recorded, Recorder, set_thread_recorder};
 use recovery_impl::local_input_channel::LocalInputChannel;
+use recovery_impl::netty_message::ResumeConsumption;
 use recovery_impl::recoverable_input_channel::{ChannelContext, InputChannelInfo};
 use recovery_impl::recovered_input_channel::{RecoveredChannelKind, RecoveredInputChannel};
 use recovery_impl::remote_input_channel::RemoteInputChannel;
@@ -32,19 +33,19 @@ use recovery_model::state::Payload;
 use recovery_model::{Action, RecoveryModel, Variant};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::channel;
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
-use Upstream::{Data as D, Event as E};
+use Upstream::{Data as D, EndOfOutputChannelState as O};
 
 /// The drainer's path (preset `tiny` with release): a local channel, and a remote channel with
 /// one exclusive buffer and no floating one (see `a_drainer_with_a_floating_buffer`), released
 /// at a random point in half of the runs.
 fn drainer() -> ModelConfig {
     ModelConfig {
-        channels: vec![local(1, &[D]), remote(1, &[E, D], 1, 0)],
+        channels: vec![local(1, &[O, D]), remote(1, &[O, D], 1, 0)],
         checkpoints: 1,
         delivery: Delivery::Drainer,
         insert_recovery_barriers: true,
@@ -58,12 +59,22 @@ fn drainer() -> ModelConfig {
     }
 }
 
+/// The drainer waiting for its buffer: a remote channel with two recovered buffers and one
+/// exclusive buffer, so that the drainer parks in `requestBufferBlocking` until the consumer
+/// recycles the first (with releases, as `drainer`).
+fn drainer_waits() -> ModelConfig {
+    ModelConfig {
+        channels: vec![local(1, &[O, D]), remote(2, &[O, D], 1, 0)],
+        ..drainer()
+    }
+}
+
 /// PR3's conversion (preset `conversion` with a second data buffer upstream of the remote
 /// channel): the floating buffer's listener, its announcement, and an exclusive recycle handing
 /// it back.
 fn conversion() -> ModelConfig {
     ModelConfig {
-        channels: vec![local(1, &[D]), remote(1, &[E, D, D], 1, 1)],
+        channels: vec![local(1, &[O, D]), remote(1, &[O, D, D], 1, 1)],
         checkpoints: 1,
         delivery: Delivery::Conversion,
         insert_recovery_barriers: true,
@@ -74,6 +85,12 @@ fn conversion() -> ModelConfig {
         shared_pool: false,
         overlapping_checkpoints: false,
     }
+}
+
+/// What the Netty client wrote to the server: `AddCredit`, or a `ResumeConsumption` frame.
+enum ClientMessage {
+    AddCredit(i32),
+    ResumeConsumption(Vec<u8>),
 }
 
 struct Run {
@@ -224,7 +241,7 @@ fn run(cfg: &ModelConfig, seed: u64) -> Run {
 
     // The Netty wire in both directions.
     let (responses, wire) = channel::<(usize, BufferResponse)>();
-    let (credits, add_credits) = channel::<(usize, i32)>();
+    let (credits, add_credits) = channel::<(usize, ClientMessage)>();
 
     // Netty server: a view reader per partition request; sends what credit allows.
     let (server_gate, server_partitions, server_stop) = (Arc::clone(&gate), partitions.clone(), Arc::clone(&stop));
@@ -242,7 +259,7 @@ fn run(cfg: &ModelConfig, seed: u64) -> Run {
                     *reader = Some(CreditBasedSequenceNumberingViewReader::new(&request, subpartition).unwrap());
                 }
             }
-            while let Ok((c, credit)) = add_credits.try_recv() {
+            while let Ok((c, message)) = add_credits.try_recv() {
                 // Netty delivers a connection's messages in order: a credit sent after the
                 // partition request finds its reader, even if the request was made since the
                 // loop above looked.
@@ -253,7 +270,15 @@ fn run(cfg: &ModelConfig, seed: u64) -> Run {
                     let subpartition = Arc::clone(&server_partitions[c]);
                     readers[c] = Some(CreditBasedSequenceNumberingViewReader::new(&request, subpartition).unwrap());
                 }
-                readers[c].as_mut().expect("a reader").add_credit(credit);
+                let reader = readers[c].as_mut().expect("a reader");
+                match message {
+                    ClientMessage::AddCredit(credit) => reader.add_credit(credit),
+                    // PartitionRequestQueue.resumeConsumption.
+                    ClientMessage::ResumeConsumption(frame) => {
+                        ResumeConsumption::decode(&frame).expect("a ResumeConsumption frame");
+                        reader.resume_consumption().expect("a blocked subpartition resumes");
+                    }
+                }
             }
             for (c, reader) in readers.iter_mut().enumerate() {
                 if let Some(reader) = reader
@@ -297,13 +322,20 @@ fn run(cfg: &ModelConfig, seed: u64) -> Run {
                 let _ = remote.on_buffer(buffer, response.sequence_number, response.backlog);
             }
             for c in 0..channels {
+                // The ResumeConsumption the channel queued (dropped once it is released).
+                if let Some(remote) = remote_of(&client_gate, c)
+                    && remote.resume_consumption_queued()
+                    && let Some(message) = remote.take_resume_consumption()
+                {
+                    let _ = credits.send((c, ClientMessage::ResumeConsumption(message.encode())));
+                }
                 if let Some(remote) = remote_of(&client_gate, c)
                     && !remote.is_released()
                     && remote.unannounced_credit() > 0
                 {
                     let credit = remote.get_and_reset_unannounced_credit();
                     if credit > 0 && !remote.is_released() {
-                        let _ = credits.send((c, credit));
+                        let _ = credits.send((c, ClientMessage::AddCredit(credit)));
                     }
                 }
             }
@@ -322,16 +354,19 @@ fn run(cfg: &ModelConfig, seed: u64) -> Run {
 
     // Canceler: in about half of the runs of a configuration with release, releases the remote
     // channel, the local one, or both (local first) at a random point.
-    // A local channel is released only once the partitions were requested: Flink's gate stops
-    // requesting at a released channel (`checkState(!isReleased)`), where the model skips it.
+    // A channel is released only once the partitions were requested: Flink's gate stops
+    // requesting at a released local channel (`checkState(!isReleased)`), and the model runs
+    // no `requestPartitions` mail once a channel is released (the task is being cancelled).
     let partitions_requested = Arc::new(AtomicBool::new(false));
+    // Channels whose release returned: they deliver nothing more.
+    let released_done = Arc::new(AtomicU64::new(0));
     let mut rng = SplitMix64::new(seed ^ 0x70);
     if cfg.release && rng.below(2) == 0 {
         let requested = Arc::clone(&partitions_requested);
+        let done = Arc::clone(&released_done);
         let delay = Duration::from_micros(rng.below(3_000) as u64);
         let canceler_gate = Arc::clone(&gate);
         let of_kind = |kind| cfg.channels.iter().position(|cc| cc.kind == kind).unwrap();
-        let of_local = of_kind(ChannelKind::Local);
         let targets = match rng.below(3) {
             0 => vec![of_kind(ChannelKind::Remote)],
             1 => vec![of_kind(ChannelKind::Local)],
@@ -339,13 +374,13 @@ fn run(cfg: &ModelConfig, seed: u64) -> Run {
         };
         threads.push(spawn("canceler", &log, move || {
             thread::sleep(delay);
-            let local = of_local;
             for c in targets {
-                while c == local && !requested.load(Ordering::SeqCst) {
+                while !requested.load(Ordering::SeqCst) {
                     thread::sleep(Duration::from_micros(50));
                 }
                 let channel = physical_of(&canceler_gate, c).expect("a physical channel");
                 channel.release_all_resources().unwrap();
+                done.fetch_or(1 << c, Ordering::SeqCst);
             }
         }));
     }
@@ -361,6 +396,8 @@ fn run(cfg: &ModelConfig, seed: u64) -> Run {
         .collect();
     let (task_gate, conversion) = (Arc::clone(&gate), cfg.delivery == Delivery::Conversion);
     let task_requested = Arc::clone(&partitions_requested);
+    let task_released_done = Arc::clone(&released_done);
+    let checkpoints = cfg.checkpoints as usize;
     let task = spawn("task", &log, move || {
         let mut rng = SplitMix64::new(seed ^ 0x30);
         let request_after = if conversion { 0 } else { rng.below(4) };
@@ -371,10 +408,23 @@ fn run(cfg: &ModelConfig, seed: u64) -> Run {
         let deadline = Instant::now() + Duration::from_secs(10);
         let released = |gate: &SingleInputGate, c: usize| physical_of(gate, c).is_some_and(|r| r.is_released());
         let any_released = |gate: &SingleInputGate| (0..channels).any(|c| released(gate, c));
-        let done =
-            |gate: &SingleInputGate, live: &[usize]| (0..channels).all(|c| live[c] >= expected[c] || released(gate, c));
-        while !done(&task_gate, &live) || !io_done.load(Ordering::SeqCst) {
+        // A released channel that never delivered its end-of-output event leaves the tracker
+        // waiting for good: every other channel is done once its own event and its barriers are
+        // in (its upstream stays blocked behind them).
+        let (mut eoo, mut stuck) = (vec![false; channels], false);
+        let stuck_expected = 1 + checkpoints;
+        let done = |gate: &SingleInputGate, live: &[usize], eoo: &[bool], stuck: bool| {
+            (0..channels)
+                .all(|c| live[c] >= expected[c] || released(gate, c) || (stuck && eoo[c] && live[c] >= stuck_expected))
+        };
+        while !done(&task_gate, &live, &eoo, stuck) || !io_done.load(Ordering::SeqCst) {
             assert!(Instant::now() < deadline, "the run did not finish");
+            let released_done = task_released_done.load(Ordering::SeqCst);
+            if !task_gate.upstream_recovery_tracker().all_channels_recovered()
+                && (0..channels).any(|c| released_done & (1 << c) != 0 && !eoo[c])
+            {
+                stuck = true;
+            }
             if !requested && polls >= request_after {
                 // A released channel makes the request fail (the model skips it).
                 let _ = task_gate.request_partitions(true);
@@ -391,6 +441,7 @@ fn run(cfg: &ModelConfig, seed: u64) -> Run {
                 Err(e) => panic!("pollNext: {e}"),
             };
             let c = next.channel_info.input_channel_idx as usize;
+            let next_channel = next.channel_info;
             let item = item_of(c as u8, &next.buffer.snapshot());
             if next.buffer.is_pooled() {
                 let _ = held.send(next.buffer);
@@ -399,9 +450,13 @@ fn run(cfg: &ModelConfig, seed: u64) -> Run {
             }
             if matches!(
                 item,
-                Item::Known(Payload::Data(_)) | Item::Known(Payload::Event(_)) | Item::Known(Payload::Barrier(_))
+                Item::Known(Payload::Data(_) | Payload::Event(_) | Payload::EndOfOutput(_) | Payload::Barrier(_))
             ) {
                 live[c] += 1;
+            }
+            if let Item::Known(Payload::EndOfOutput(_)) = item {
+                eoo[c] = true;
+                handle_end_of_output(&task_gate, next_channel);
             }
             if let Item::Known(Payload::Barrier(cp)) = item {
                 seen[c] = true;
@@ -505,6 +560,14 @@ fn logs_of_remote_runs_with_the_drainer_and_releases_are_accepted_by_the_model()
 }
 
 #[test]
+fn logs_of_remote_runs_whose_drainer_waits_for_its_buffer_are_accepted_by_the_model() {
+    let kinds = accept_runs(drainer_waits(), rounds());
+    for kind in ["requestBufferBlocking", "onRecoveredStateBuffer", "recycle"] {
+        assert!(kinds.contains_key(kind), "{kind} missing: {kinds:?}");
+    }
+}
+
+#[test]
 fn logs_of_remote_runs_with_the_conversion_are_accepted_by_the_model() {
     let kinds = accept_runs(conversion(), rounds());
     for kind in [
@@ -516,20 +579,22 @@ fn logs_of_remote_runs_with_the_conversion_are_accepted_by_the_model() {
     }
 }
 
-/// The accepted logs of the two configurations contain every action kind of the model but
+/// The accepted logs of the three configurations contain every action kind of the model but
 /// the gate's `close`, the upstream failures and writes during the run: the runs release
 /// channels one by one and do not close the gate, and their upstreams write everything before
 /// the run and do not fail, nor take aligned checkpoints (these are replayed against the
-/// implementation, not validated from its logs).
+/// implementation, not validated from its logs); and the coordinator's abort, which is the
+/// JobManager's and takes one checkpoint more than the runs do.
 #[test]
 fn the_accepted_remote_logs_cover_every_action_kind() {
     let mut all = BTreeSet::new();
-    for cfg in [drainer(), conversion()] {
+    for cfg in [drainer(), drainer_waits(), conversion()] {
         all.extend(accept_runs(cfg, rounds()).into_keys());
     }
     let missing: Vec<_> = (Action::KINDS.iter())
         .filter(|k| !all.contains(*k) && !["close", "add", "onError", "releasePartition"].contains(*k))
         .filter(|k| !["processTimeoutableCheckpointBarrier", "alignedCheckpointTimeout"].contains(*k))
+        .filter(|k| **k != "abortPendingCheckpoint")
         // Every logged channel has exclusive buffers: no reader announces its backlog.
         .filter(|k| **k != "announceBacklog")
         .filter(|k| !Action::MODEL_ONLY_KINDS.contains(*k))
@@ -677,7 +742,7 @@ fn a_log_with_a_dropped_credit_announcement_is_rejected_at_the_next_step_of_that
 #[test]
 fn a_push_split_around_a_recovery_barrier_is_placed_at_its_append() {
     let cfg = ModelConfig {
-        channels: vec![remote(1, &[E, D], 1, 0)],
+        channels: vec![remote(1, &[O, D], 1, 0)],
         checkpoints: 1,
         delivery: Delivery::Drainer,
         insert_recovery_barriers: true,
@@ -839,7 +904,7 @@ fn a_log_with_an_element_in_the_wrong_buffer_is_rejected_where_it_was_handed_out
 #[test]
 fn logs_of_a_drainer_with_a_floating_buffer_are_accepted() {
     let cfg = ModelConfig {
-        channels: vec![local(1, &[D]), remote(1, &[E, D], 1, 1)],
+        channels: vec![local(1, &[O, D]), remote(1, &[O, D], 1, 1)],
         checkpoints: 1,
         delivery: Delivery::Drainer,
         insert_recovery_barriers: true,

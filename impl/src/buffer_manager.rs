@@ -180,7 +180,9 @@ impl BufferManager {
 
     /// `requestBufferBlocking()`: waits on the `bufferQueue` monitor until a buffer is queued,
     /// registering as floating-buffer listener meanwhile; `Released` once the channel or the
-    /// local pool is released.
+    /// local pool is released. Woken with a buffer queued (or released), it releases the lock at
+    /// [`PausePoint::OnRecoveredStateBuffer`] before taking it: the model's wake-up is the next
+    /// step of the drainer, and until then the buffer stays the manager's.
     pub fn request_buffer_blocking(&self) -> Result<NetworkBuffer> {
         let mut queue = self.buffer_queue.lock();
         let record = |outcome: std::result::Result<&NetworkBuffer, &ChannelError>| {
@@ -189,6 +191,7 @@ impl BufferManager {
                 outcome: outcome.map(NetworkBuffer::id).map_err(Clone::clone),
             })
         };
+        let mut waited = false;
         loop {
             if let Some(buffer) = self.take_buffer(&mut queue) {
                 record(Ok(&buffer));
@@ -216,7 +219,16 @@ impl BufferManager {
                     continue;
                 }
             }
+            if !waited {
+                self.record(|channel| Event::RequestBufferBlockingWait { channel });
+                waited = true;
+            }
             queue = self.buffers_available.wait(queue);
+            if queue.available_buffer_size() > 0 || self.channel.is_released() {
+                drop(queue);
+                pause_point::reached(PausePoint::OnRecoveredStateBuffer);
+                queue = self.buffer_queue.lock();
+            }
         }
     }
 
@@ -384,13 +396,18 @@ impl BufferManager {
     // Buffer release
     // ------------------------------------------------------------------------
 
-    /// `releaseFloatingBuffers()`: drops the requirement and recycles the queued floating
-    /// buffers outside the lock.
+    /// `releaseFloatingBuffers()` (`onBlockingUpstream` of a channel without exclusive buffers):
+    /// drops the requirement and recycles the queued floating buffers outside the lock.
     pub fn release_floating_buffers(&self) -> Result<()> {
         let floating: Vec<NetworkBuffer> = {
             let mut queue = self.buffer_queue.lock();
             queue.num_required_buffers = 0;
-            queue.floating.drain(..).collect()
+            let floating: Vec<NetworkBuffer> = queue.floating.drain(..).collect();
+            self.record(|channel| Event::ReleaseFloatingBuffers {
+                channel,
+                floating: floating.iter().map(NetworkBuffer::id).collect(),
+            });
+            floating
         };
         // Recycle outside the lock to avoid a dead lock with the pool's listener callback.
         floating.into_iter().try_for_each(NetworkBuffer::recycle_buffer)

@@ -89,12 +89,24 @@ impl CreditBasedSequenceNumberingViewReader {
         });
     }
 
+    /// `resumeConsumption()` (`PartitionRequestQueue.resumeConsumption` of a `ResumeConsumption`
+    /// message): a reader whose initial credit is 0 drops its credit (the consumer released its
+    /// floating buffers when the subpartition blocked), then the subpartition unblocks. The
+    /// queue's `enqueueAvailableReader` that follows is the caller's next `get_next_buffer`.
+    pub fn resume_consumption(&mut self) -> Result<()> {
+        if self.initial_credit == 0 {
+            self.num_credits_available = 0;
+        }
+        self.subpartition.resume_consumption()
+    }
+
     /// `getNumCreditsAvailable()`.
     pub fn num_credits_available(&self) -> i32 {
         self.num_credits_available
     }
 
-    /// `getAvailabilityAndBacklog()`: with zero credit only an event makes the reader available.
+    /// `getAvailabilityAndBacklog()`: with zero credit only an event makes the reader available;
+    /// a blocked subpartition only a priority one.
     pub fn get_availability_and_backlog(&self) -> (bool, i32) {
         self.subpartition
             .get_availability_and_backlog(self.num_credits_available > 0)
@@ -106,7 +118,8 @@ impl CreditBasedSequenceNumberingViewReader {
         self.initial_credit == 0 && self.num_credits_available == 0
     }
 
-    /// `getNextBuffer()`: the next element if available; a data buffer consumes one credit.
+    /// `getNextBuffer()`: the next element if available; a data buffer consumes one credit. A
+    /// priority element goes out of a blocked subpartition whatever the credit (FLINK-40519).
     pub fn get_next_buffer(&mut self) -> Result<Option<BufferResponse>> {
         if !self.get_availability_and_backlog().0 {
             return Ok(None);

@@ -24,6 +24,7 @@
 //!   live and priority elements are [`Event::PollBuffer`]s of its subpartition.
 //! - [`Event::OnBuffer`]: a remote channel's `onBuffer` under `receivedBuffers`.
 //! - [`Event::RequestBuffer`], [`Event::RequestBufferBlocking`],
+//!   [`Event::RequestBufferBlockingWait`], [`Event::ReleaseFloatingBuffers`],
 //!   [`Event::RequestFloatingBuffers`], [`Event::EnableNotify`], [`Event::Recycle`],
 //!   [`Event::BufferListenerNotifyBufferAvailable`], [`Event::ReleaseAllBuffers`]: a remote
 //!   channel's `BufferManager`, under `bufferQueue`, with the credit it decided to announce or
@@ -33,10 +34,13 @@
 //! - [`Event::NotifyBufferAvailable`], [`Event::GetAndResetUnannouncedCredit`],
 //!   [`Event::ReleaseAllResources`]: the atomics of a remote channel (`unannouncedCredit`,
 //!   `isReleased`); `ReleaseAllResources` of a local channel too.
+//! - [`Event::ResumeConsumption`], [`Event::SendResumeConsumption`]: a remote channel's
+//!   `resumeConsumption` and the Netty client's write of the message it queued (atomics).
 //! - [`Event::AddCredit`]: the Netty server's view reader (thread-confined, no lock).
-//! - [`Event::Add`], [`Event::PollBuffer`]: `ResultSubpartition.add` (producer) and
-//!   `pollBuffer` (a local channel's view, or a remote channel's view reader on the Netty
-//!   server), under the subpartition's lock.
+//! - [`Event::Add`], [`Event::PollBuffer`], [`Event::SubpartitionResumeConsumption`]:
+//!   `ResultSubpartition.add` (producer), `pollBuffer` and `resumeConsumption` (a local
+//!   channel's view, or a remote channel's view reader on the Netty server), under the
+//!   subpartition's lock.
 //! - [`Event::NotifyPriorityEvent`], [`Event::ClearPendingPriorityEvent`]: a local channel's
 //!   `hasPendingPriorityEvent` set by the producer's notification and cleared by the task's
 //!   pull in recovery, each with the store inside the recorder's order (atomics, as above).
@@ -192,6 +196,23 @@ pub enum Event {
         /// The buffer taken, or why none.
         outcome: Result<BufferId, ChannelError>,
     },
+    /// `BufferManager.requestBufferBlocking()` found nothing queued and nothing in the pool (or
+    /// the manager already waiting for floating buffers): registered as the pool's listener
+    /// unless it was one, and about to park in `bufferQueue.wait()` (the first wait of the call
+    /// only).
+    RequestBufferBlockingWait {
+        /// The channel.
+        channel: InputChannelInfo,
+    },
+    /// `BufferManager.releaseFloatingBuffers()` of `onBlockingUpstream` (a channel without
+    /// exclusive buffers got a blocking event): `numRequiredBuffers = 0`, the floating buffers
+    /// out of the queue, recycled to the pool after the lock.
+    ReleaseFloatingBuffers {
+        /// The channel.
+        channel: InputChannelInfo,
+        /// The floating buffers taken out of the queue.
+        floating: Vec<BufferId>,
+    },
     /// `BufferManager.requestFloatingBuffers(numRequired)` of `onSenderBacklog`.
     RequestFloatingBuffers {
         /// The channel.
@@ -224,6 +245,27 @@ pub enum Event {
         credit: i32,
         /// Whether the channel was released then (its messages are dropped).
         released: bool,
+    },
+    /// `RemoteInputChannel.resumeConsumption()`: the unannounced credit dropped (initial credit
+    /// 0) and a `ResumeConsumption` queued on the Netty client, in one atomic step.
+    ResumeConsumption {
+        /// The channel.
+        channel: InputChannelInfo,
+    },
+    /// The Netty client took the channel's queued `ResumeConsumption` to write it.
+    SendResumeConsumption {
+        /// The channel.
+        channel: InputChannelInfo,
+        /// Whether it was written (a released channel's is dropped).
+        sent: bool,
+    },
+    /// `PipelinedSubpartition.resumeConsumption()`, under its lock: a local consumer's (task
+    /// thread) or a remote one's view reader (Netty server, `PartitionRequestQueue`).
+    SubpartitionResumeConsumption {
+        /// Which subpartition.
+        subpartition: usize,
+        /// `Ok`: unblocked; or the `checkState` that failed (it was not blocked).
+        outcome: Result<(), ChannelError>,
     },
     /// `CreditBasedSequenceNumberingViewReader.addCredit(creditDeltas)` (Netty server).
     AddCredit {

@@ -93,9 +93,19 @@ impl IndexedInputGate for SingleInputGate {
         CompletableFuture::all_of(&self.state_consumed_futures())
     }
 
+    /// `CheckpointedInputGate.pollNext()`: an `EndOfOutputChannelStateEvent` goes to the
+    /// gate's `UpstreamRecoveryTracker` (`handleEvent`), and the network input ignores it.
     fn poll_next(&self) -> Result<Option<InputElement>> {
-        let Some(next) = SingleInputGate::poll_next(self)? else {
-            return Ok(None);
+        let next = loop {
+            let Some(next) = SingleInputGate::poll_next(self)? else {
+                return Ok(None);
+            };
+            if next.buffer.kind() != BufferKind::EndOfOutputChannelState {
+                break next;
+            }
+            next.buffer.recycle_buffer()?;
+            self.upstream_recovery_tracker()
+                .handle_end_of_recovery(next.channel_info, self)?;
         };
         let kind = match next.buffer.kind() {
             // Recovered buffers keep their recovery sequence numbers, from `Integer.MIN_VALUE`.

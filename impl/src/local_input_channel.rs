@@ -743,6 +743,24 @@ impl RecoverableInputChannel for LocalInputChannel {
         outcome
     }
 
+    /// `resumeConsumption()` (task thread): `checkState(!isReleased)`, the view's
+    /// `resumeConsumption()` (`checkState(isBlocked)`), then `notifyChannelNonEmpty()` if the
+    /// view has something to hand out now (`getAvailabilityAndBacklog(true)`): while it was
+    /// blocked, `add` told nobody.
+    fn resume_consumption(&self) -> Result<()> {
+        if self.shared.released.load(Ordering::SeqCst) {
+            return Err(ChannelError::illegal_state("Channel released."));
+        }
+        let view = self
+            .subpartition_view()
+            .ok_or_else(|| ChannelError::illegal_state("No subpartition view to resume."))?;
+        view.resume_consumption()?;
+        if view.get_availability_and_backlog(true).0 {
+            self.notify_channel_non_empty();
+        }
+        Ok(())
+    }
+
     fn is_released(&self) -> bool {
         self.shared.released.load(Ordering::SeqCst)
     }

@@ -1,5 +1,7 @@
-//! Flink's `NettyMessage` framing and its `PartitionRequest`, with the `needsRecovery` byte
-//! FLINK-38544 adds, and `EventSerializer`'s refusal to serialise the two recovery sentinels.
+//! Flink's `NettyMessage` framing, its `PartitionRequest` with the `needsRecovery` byte
+//! FLINK-38544 adds, its `ResumeConsumption` (the consumer's answer to a blocking
+//! `EndOfOutputChannelStateEvent`), and `EventSerializer`'s refusal to serialise the two
+//! recovery sentinels.
 //!
 //! The frame is Flink's: a 4-byte big-endian frame length (header included), the magic number
 //! `0xBADC0FFE`, a 1-byte message id (`PartitionRequest` is 2), then the body. The body keeps
@@ -19,6 +21,10 @@ pub const MAGIC_NUMBER: u32 = 0xBADC_0FFE;
 pub const FRAME_HEADER_LENGTH: usize = 4 + 4 + 1;
 /// `PartitionRequest.ID`.
 pub const PARTITION_REQUEST_ID: u8 = 2;
+/// `ResumeConsumption.ID`.
+pub const RESUME_CONSUMPTION_ID: u8 = 7;
+/// The `ResumeConsumption` body: the receiver (4 + 4), standing for its `InputChannelID`.
+pub const RESUME_CONSUMPTION_BODY_LENGTH: usize = 8;
 /// The `PartitionRequest` body: partition (8), index set (4 + 4), receiver (4 + 4), credit (4),
 /// `needsRecovery` (1).
 pub const PARTITION_REQUEST_BODY_LENGTH: usize = 8 + 8 + 8 + 4 + 1;
@@ -91,34 +97,12 @@ impl PartitionRequestMessage {
 
     /// `NettyMessageDecoder` then `PartitionRequest.readFrom`: one whole frame.
     pub fn decode(frame: &[u8]) -> Result<Self, WireError> {
-        let mut r = Reader { bytes: frame, at: 0 };
-        let declared = r.u32()? as usize;
-        let magic = r.u32()?;
-        if magic != MAGIC_NUMBER {
-            return Err(WireError::BadMagic(magic));
-        }
-        let id = r.u8()?;
-        if id != PARTITION_REQUEST_ID {
-            return Err(WireError::UnknownMessageId(id));
-        }
-        if frame.len() < declared {
-            return Err(WireError::Truncated {
-                needed: declared,
-                available: frame.len(),
-            });
-        }
-        if frame.len() > declared {
-            return Err(WireError::LengthMismatch {
-                declared,
-                actual: frame.len(),
-            });
-        }
-        if declared != FRAME_HEADER_LENGTH + PARTITION_REQUEST_BODY_LENGTH {
-            return Err(WireError::Malformed {
-                field: "frame length",
-                reason: format!("{declared} is not a PartitionRequest's"),
-            });
-        }
+        let mut r = read_header(
+            frame,
+            PARTITION_REQUEST_ID,
+            PARTITION_REQUEST_BODY_LENGTH,
+            "PartitionRequest",
+        )?;
         let partition = r.u64()?;
         let subpartitions = (r.i32()?, r.i32()?);
         if subpartitions.0 < 0 || subpartitions.0 > subpartitions.1 {
@@ -149,6 +133,78 @@ impl PartitionRequestMessage {
                 needs_recovery,
             },
         })
+    }
+}
+
+/// Reads a frame's header: the declared length (checked against the bytes), the magic number
+/// and the message id (checked against `id`).
+fn read_header<'a>(frame: &'a [u8], id: u8, body_length: usize, name: &str) -> Result<Reader<'a>, WireError> {
+    let mut r = Reader { bytes: frame, at: 0 };
+    let declared = r.u32()? as usize;
+    let magic = r.u32()?;
+    if magic != MAGIC_NUMBER {
+        return Err(WireError::BadMagic(magic));
+    }
+    let actual = r.u8()?;
+    if actual != id {
+        return Err(WireError::UnknownMessageId(actual));
+    }
+    if frame.len() < declared {
+        return Err(WireError::Truncated {
+            needed: declared,
+            available: frame.len(),
+        });
+    }
+    if frame.len() > declared {
+        return Err(WireError::LengthMismatch {
+            declared,
+            actual: frame.len(),
+        });
+    }
+    if declared != FRAME_HEADER_LENGTH + body_length {
+        return Err(WireError::Malformed {
+            field: "frame length",
+            reason: format!("{declared} is not a {name}'s"),
+        });
+    }
+    Ok(r)
+}
+
+/// `NettyMessage.ResumeConsumption`: the consumer's `RemoteInputChannel.resumeConsumption()`,
+/// written by the Netty client; the server's `PartitionRequestQueue` unblocks the receiver's
+/// view reader.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ResumeConsumption {
+    /// `receiverId`.
+    pub receiver: InputChannelInfo,
+}
+
+impl ResumeConsumption {
+    /// `ResumeConsumption.write`: the whole frame.
+    pub fn encode(&self) -> Vec<u8> {
+        let len = FRAME_HEADER_LENGTH + RESUME_CONSUMPTION_BODY_LENGTH;
+        let mut out = Vec::with_capacity(len);
+        out.extend_from_slice(&(len as u32).to_be_bytes());
+        out.extend_from_slice(&MAGIC_NUMBER.to_be_bytes());
+        out.push(RESUME_CONSUMPTION_ID);
+        out.extend_from_slice(&self.receiver.gate_idx.to_be_bytes());
+        out.extend_from_slice(&self.receiver.input_channel_idx.to_be_bytes());
+        out
+    }
+
+    /// `NettyMessageDecoder` then `ResumeConsumption.readFrom`: one whole frame.
+    pub fn decode(frame: &[u8]) -> Result<Self, WireError> {
+        let mut r = read_header(
+            frame,
+            RESUME_CONSUMPTION_ID,
+            RESUME_CONSUMPTION_BODY_LENGTH,
+            "ResumeConsumption",
+        )?;
+        let receiver = InputChannelInfo {
+            gate_idx: r.u32()?,
+            input_channel_idx: r.u32()?,
+        };
+        Ok(ResumeConsumption { receiver })
     }
 }
 

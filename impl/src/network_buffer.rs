@@ -37,8 +37,12 @@ impl BufferId {
 pub enum BufferKind {
     /// A data buffer (`DataType.DATA_BUFFER`, `isBuffer() == true`).
     Data,
-    /// An ordinary event (`DataType.EVENT_BUFFER`), e.g. `EndOfOutputChannelStateEvent`.
+    /// An ordinary event (`DataType.EVENT_BUFFER`).
     Event,
+    /// `EndOfOutputChannelStateEvent`, which the upstream task writes first into every
+    /// subpartition when it starts (`DataType.RECOVERY_COMPLETION`): an event without priority
+    /// that blocks the subpartition handing it out until the consumer's `resumeConsumption`.
+    EndOfOutputChannelState,
     /// An unaligned `CheckpointBarrier`: the priority event (`PRIORITIZED_EVENT_BUFFER`).
     CheckpointBarrier(CheckpointId),
     /// `RecoveryCheckpointBarrier(checkpointId)`: a non-priority sentinel in the recovery queue.
@@ -73,6 +77,11 @@ impl BufferKind {
         )
     }
 
+    /// `Buffer.DataType.isBlockingUpstream()`.
+    pub fn is_blocking_upstream(self) -> bool {
+        matches!(self, BufferKind::EndOfOutputChannelState)
+    }
+
     /// `Buffer.DataType.requiresAnnouncement()`.
     pub fn requires_announcement(self) -> bool {
         matches!(self, BufferKind::TimeoutableAlignedCheckpointBarrier(_))
@@ -83,6 +92,7 @@ impl BufferKind {
         match self {
             BufferKind::Data => DataType::DataBuffer,
             BufferKind::CheckpointBarrier(_) | BufferKind::EventAnnouncement(_) => DataType::PriorityEventBuffer,
+            BufferKind::EndOfOutputChannelState => DataType::RecoveryCompletion,
             // `TIMEOUTABLE_ALIGNED_CHECKPOINT_BARRIER` is an event without priority: the same
             // `nextDataType` as `EVENT_BUFFER` for every caller here.
             _ => DataType::EventBuffer,
@@ -101,12 +111,24 @@ pub enum DataType {
     EventBuffer,
     /// `PRIORITIZED_EVENT_BUFFER`.
     PriorityEventBuffer,
+    /// `RECOVERY_COMPLETION`: an event that blocks the upstream once handed out.
+    RecoveryCompletion,
 }
 
 impl DataType {
     /// `DataType.hasPriority()`.
     pub fn has_priority(self) -> bool {
         self == DataType::PriorityEventBuffer
+    }
+
+    /// `DataType.isEvent()`.
+    pub fn is_event(self) -> bool {
+        !matches!(self, DataType::None | DataType::DataBuffer)
+    }
+
+    /// `DataType.isBlockingUpstream()`.
+    pub fn is_blocking_upstream(self) -> bool {
+        self == DataType::RecoveryCompletion
     }
 
     /// `nextDataType != NONE`, i.e. `BufferAndAvailability.moreAvailable()`.

@@ -1,7 +1,8 @@
 //! Pause points: the places where a call has released a lock and is about to make the call
 //! Flink makes after it (a credit announcement, handing a floating buffer back, `enableNotify`
 //! after the unstash, `onSenderBacklog` after `onBuffer`'s enqueue, the drain after
-//! `releaseAllResources` set `isReleased`). Flink's threads can be
+//! `releaseAllResources` set `isReleased`, the drainer's take after `requestBufferBlocking`
+//! was woken). Flink's threads can be
 //! preempted exactly there.
 //!
 //! A thread may install a hook that is told when it reaches one; without a hook (the default)
@@ -38,6 +39,10 @@ pub enum PausePoint {
     /// `RemoteInputChannel.onRecoveredStateConsumed` left recovery and unstashed; about to call
     /// `bufferManager.enableNotify()`.
     EnableNotify,
+    /// `requestBufferBlocking()` was woken in `bufferQueue.wait()` with a buffer queued (or the
+    /// channel released) and released the lock; about to take it and push the recovered buffer
+    /// (the drainer's next `onRecoveredStateBuffer`). Until then the buffer stays queued.
+    OnRecoveredStateBuffer,
     /// `releaseAllResources` set `isReleased`; about to release the view, the queue and the
     /// buffers. Other threads read the flag meanwhile while the queues are intact.
     ReleaseQueuedBuffers,

@@ -116,6 +116,10 @@ pub trait RecoverableInputChannel: Send + Sync {
     /// `InputChannel.requestSubpartitions()`: creates the view or sends the partition request.
     fn request_subpartitions(&self) -> Result<()>;
 
+    /// `InputChannel.resumeConsumption()` (task thread): the upstream blocked after handing out
+    /// an `EndOfOutputChannelStateEvent` goes on.
+    fn resume_consumption(&self) -> Result<()>;
+
     /// `InputChannel.releaseAllResources()`: idempotent.
     fn release_all_resources(&self) -> Result<()>;
 

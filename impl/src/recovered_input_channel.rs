@@ -318,6 +318,13 @@ impl RecoveredInputChannel {
         Ok((handle, in_use))
     }
 
+    /// `resumeConsumption()`: a recovered channel is never blocked (`UnsupportedOperationException`).
+    pub fn resume_consumption(&self) -> Result<()> {
+        Err(ChannelError::illegal_state(
+            "RecoveredInputChannel should never be blocked.",
+        ))
+    }
+
     /// `releaseAllResources()`: drains the queue; exclusive segments go back to the global
     /// pool, also those recycled later by the physical channel's consumer.
     pub fn release_all_resources(&self) -> Result<()> {

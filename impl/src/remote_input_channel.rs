@@ -27,6 +27,7 @@ use crate::channel_state_persister::{ChannelStatePersister, ChannelStatePersiste
 use crate::credit_based_sequence_numbering_view_reader::PartitionRequest;
 use crate::error::{ChannelError, Result};
 use crate::event_log::{self, Event};
+use crate::netty_message::ResumeConsumption;
 use crate::network_buffer::{BufferKind, BufferSnapshot, CheckpointId, DataType, NetworkBuffer};
 use crate::pause_point::{self, PausePoint};
 use crate::prioritized_deque::PrioritizedDeque;
@@ -35,7 +36,7 @@ use crate::recoverable_input_channel::{
     RecoverableInputChannel, RecoveryQueue, StateConsumedFuture, collect_pre_recovery_barrier,
 };
 use crate::single_input_gate::InputChannelsWithData;
-use crate::sync::{Arc, AtomicBool, AtomicI32, AtomicU64, Latch, Mutex, Ordering};
+use crate::sync::{Arc, AtomicBool, AtomicI32, AtomicU32, AtomicU64, Latch, Mutex, Ordering};
 
 /// Flink's `NONE` subpartition id of recovered elements.
 pub const NONE_SUBPARTITION_ID: i32 = -1;
@@ -98,6 +99,9 @@ pub struct RemoteInputChannelSnapshot {
     pub unannounced_credit: i32,
     /// How often `notifyCreditAvailable()` fired (an `AddCredit` was scheduled).
     pub credit_notifications: u64,
+    /// `ResumeConsumption` messages `resumeConsumption()` queued on the Netty client that it has
+    /// not written yet.
+    pub resume_consumption_queued: u32,
     /// Whether the partition request was sent.
     pub partition_requested: bool,
     /// `upstreamReady.getCount() == 0`.
@@ -121,6 +125,9 @@ struct RemoteChannelShared {
     released: AtomicBool,
     unannounced_credit: AtomicI32,
     credit_notifications: AtomicU64,
+    /// The Netty client's queued `ResumeConsumption` writes of this channel
+    /// (`partitionRequestClient.resumeConsumption(this)`).
+    resume_consumption_queued: AtomicU32,
     error: Cause,
 }
 
@@ -329,6 +336,7 @@ impl RemoteInputChannel {
             released: AtomicBool::new(false),
             unannounced_credit: AtomicI32::new(0),
             credit_notifications: AtomicU64::new(0),
+            resume_consumption_queued: AtomicU32::new(0),
             error: Cause::new(),
         });
         let channel: Arc<dyn BufferManagerChannel> = Arc::clone(&shared) as Arc<dyn BufferManagerChannel>;
@@ -450,12 +458,37 @@ impl RemoteInputChannel {
         self.shared.set_error(cause);
     }
 
+    /// `onBlockingUpstream()`: the upstream blocked behind the event this channel is receiving
+    /// and announces no backlog until `resumeConsumption`; a channel without exclusive buffers
+    /// gives its floating buffers back meanwhile.
+    fn on_blocking_upstream(&self) -> Result<()> {
+        if self.initial_credit == 0 {
+            self.buffer_manager.release_floating_buffers()?;
+        }
+        Ok(())
+    }
+
     /// `onBuffer(buffer, sequenceNumber, backlog, subpartitionId)`: enqueues an upstream
-    /// element. During recovery priority events go to the head, ordinary events to the stash,
-    /// and data is a protocol violation. Opens `upstreamReady`.
+    /// element. During recovery priority events go to the head, ordinary events (the blocking
+    /// `EndOfOutputChannelStateEvent` among them) to the stash, and data is a protocol
+    /// violation. Opens `upstreamReady`. A blocking event first calls `onBlockingUpstream`,
+    /// before `receivedBuffers` (Flink: after the sequence check, which this channel makes under
+    /// the lock; a reordered blocking event fails the channel either way).
     pub fn on_buffer(&self, buffer: NetworkBuffer, sequence_number: i32, backlog: i32) -> Result<()> {
         let kind = buffer.kind();
         let snapshot = buffer.snapshot();
+        if kind.is_blocking_upstream() {
+            if let Err(error) = self.on_blocking_upstream() {
+                buffer.recycle_buffer()?;
+                return Err(error);
+            }
+            if backlog != 0 {
+                buffer.recycle_buffer()?;
+                return Err(ChannelError::illegal_state(&format!(
+                    "Illegal number of backlog: {backlog}, should be 0."
+                )));
+            }
+        }
         let record = |outcome: std::result::Result<bool, &ChannelError>| {
             event_log::record(|| Event::OnBuffer {
                 channel: self.context.channel_info,
@@ -559,6 +592,68 @@ impl RemoteInputChannel {
         Ok(())
     }
 
+    /// `resumeConsumption()` (task thread, the gate's `UpstreamRecoveryTracker` once every
+    /// channel's `EndOfOutputChannelStateEvent` was handled): `checkState(!isReleased)`, the
+    /// partition request sent, then in one atomic step the unannounced credit dropped if the
+    /// initial credit is 0 (the server's reader drops its credit too) and a `ResumeConsumption`
+    /// queued on the Netty client (`partitionRequestClient.resumeConsumption(this)`).
+    pub fn resume_consumption(&self) -> Result<()> {
+        if self.shared.released.load(Ordering::SeqCst) {
+            return Err(ChannelError::illegal_state("Channel released."));
+        }
+        if !self.partition_requested.load(Ordering::SeqCst) {
+            return Err(ChannelError::illegal_state(
+                "Bug: partitionRequestClient is not initialized before processing data.",
+            ));
+        }
+        event_log::record_atomic(
+            || {
+                if self.initial_credit == 0 {
+                    self.shared.unannounced_credit.store(0, Ordering::SeqCst);
+                }
+                self.shared.resume_consumption_queued.fetch_add(1, Ordering::SeqCst);
+            },
+            |()| {
+                Some(Event::ResumeConsumption {
+                    channel: self.context.channel_info,
+                })
+            },
+        );
+        Ok(())
+    }
+
+    /// The Netty client takes this channel's oldest queued `ResumeConsumption` to write it
+    /// (`ResumeConsumptionMessage.buildMessage()` in the client handler's
+    /// `writeAndFlushNextMessageIfPossible`): `None` if none is queued, or if the channel is
+    /// released (the handler drops a released channel's messages).
+    pub fn take_resume_consumption(&self) -> Option<ResumeConsumption> {
+        event_log::record_atomic(
+            || {
+                let taken = self
+                    .shared
+                    .resume_consumption_queued
+                    .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+                    .is_ok();
+                (taken, taken && !self.shared.released.load(Ordering::SeqCst))
+            },
+            |&(taken, sent)| {
+                taken.then_some(Event::SendResumeConsumption {
+                    channel: self.context.channel_info,
+                    sent,
+                })
+            },
+        )
+        .1
+        .then_some(ResumeConsumption {
+            receiver: self.context.channel_info,
+        })
+    }
+
+    /// Whether a `ResumeConsumption` is queued on the Netty client.
+    pub fn resume_consumption_queued(&self) -> bool {
+        self.shared.resume_consumption_queued.load(Ordering::SeqCst) > 0
+    }
+
     /// `convertToPriorityEvent(sequenceNumber)` (task thread, the alignment timer's mail): moves
     /// the announced barrier to the priority head so that the checkpoint goes on unaligned.
     /// Under `receivedBuffers`, as Flink's master does: `getAndRemove` by sequence number, which
@@ -649,6 +744,7 @@ impl RemoteInputChannel {
             initial_credit: self.initial_credit,
             unannounced_credit: self.shared.unannounced_credit.load(Ordering::SeqCst),
             credit_notifications: self.shared.credit_notifications.load(Ordering::SeqCst),
+            resume_consumption_queued: self.shared.resume_consumption_queued.load(Ordering::SeqCst),
             partition_requested: self.partition_requested.load(Ordering::SeqCst),
             upstream_ready: self.upstream_ready.is_open(),
             released: self.shared.released.load(Ordering::SeqCst),
@@ -953,6 +1049,10 @@ impl RecoverableInputChannel for RemoteInputChannel {
         self.upstream_ready.count_down();
         self.state_consumed.complete_exceptionally();
         outcome
+    }
+
+    fn resume_consumption(&self) -> Result<()> {
+        RemoteInputChannel::resume_consumption(self)
     }
 
     fn is_released(&self) -> bool {

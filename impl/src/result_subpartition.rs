@@ -1,9 +1,12 @@
 //! Mirrors Flink's `PipelinedSubpartition` (the producer side of one channel) together with its
 //! read view: a FIFO of buffers and events with priority events at the head, sequence numbers
-//! assigned at poll time from 0, and a `BufferAvailabilityListener`.
+//! assigned at poll time from 0, and a `BufferAvailabilityListener`. Handing out an
+//! `EndOfOutputChannelStateEvent` (`RECOVERY_COMPLETION`) blocks the subpartition (`isBlocked`)
+//! until the consumer's `resumeConsumption`: meanwhile only priority elements go out, the
+//! backlog is 0 and `add` tells the listener nothing.
 //!
-//! Locking contract: one lock, Flink's `buffers` monitor, guards the queue, the sequence number
-//! and the listener. The listener (`notifyDataAvailable`, `notifyPriorityEvent`) is called after
+//! Locking contract: one lock, Flink's `buffers` monitor, guards the queue, the sequence number,
+//! `isBlocked` and the listener. The listener (`notifyDataAvailable`, `notifyPriorityEvent`) is called after
 //! the lock is released, because a local consumer's listener takes the gate's lock.
 
 use std::fmt;
@@ -50,6 +53,8 @@ pub struct ResultSubpartitionSnapshot {
     pub has_read_view: bool,
     /// `isReleased`.
     pub released: bool,
+    /// `isBlocked`: a `RECOVERY_COMPLETION` was handed out and the consumer has not resumed.
+    pub is_blocked: bool,
 }
 
 struct SubpartitionBuffers {
@@ -58,6 +63,25 @@ struct SubpartitionBuffers {
     has_read_view: bool,
     listener: Option<Arc<dyn BufferAvailabilityListener>>,
     released: bool,
+    is_blocked: bool,
+}
+
+impl SubpartitionBuffers {
+    /// The head if `pollBuffer` hands it out now: while blocked, a priority element only
+    /// (FLINK-40519: an unaligned barrier overtakes the block).
+    fn available_head(&self) -> Option<&NetworkBuffer> {
+        self.buffers
+            .peek()
+            .filter(|head| !self.is_blocked || head.kind().has_priority())
+    }
+
+    /// `getBuffersInBacklogUnsafe()`: data buffers queued, 0 while blocked.
+    fn backlog(&self) -> i32 {
+        if self.is_blocked {
+            return 0;
+        }
+        self.buffers.iter().filter(|b| b.is_buffer()).count() as i32
+    }
 }
 
 /// Mirrors Flink's `PipelinedSubpartition` and its `PipelinedSubpartitionView`.
@@ -88,6 +112,7 @@ impl ResultSubpartition {
             has_read_view: false,
             listener: None,
             released: false,
+            is_blocked: false,
         };
         Arc::new(Self {
             buffers: Mutex::new(buffers),
@@ -96,7 +121,8 @@ impl ResultSubpartition {
 
     /// `add(bufferConsumer)` (producer thread): priority events go to the head, everything else,
     /// a timeoutable aligned barrier included (no priority), to the tail; the listener is told
-    /// after unlocking. A released subpartition recycles the buffer.
+    /// after unlocking, of data only when the subpartition was empty and is not blocked
+    /// (`shouldNotifyDataAvailable`). A released subpartition recycles the buffer.
     pub fn add(&self, buffer: NetworkBuffer) -> Result<()> {
         let notification = {
             let mut state = self.buffers.lock();
@@ -124,7 +150,9 @@ impl ResultSubpartition {
             } else {
                 state.buffers.add(buffer);
                 match &state.listener {
-                    Some(listener) if was_empty => Notification::DataAvailable(Arc::clone(listener)),
+                    Some(listener) if was_empty && !state.is_blocked => {
+                        Notification::DataAvailable(Arc::clone(listener))
+                    }
                     _ => Notification::None,
                 }
             }
@@ -161,15 +189,21 @@ impl ResultSubpartition {
     }
 
     /// `pollBuffer()` / `view.getNextBuffer()`: the head, with the backlog and the next type.
+    /// A blocked subpartition hands out priority elements only; handing out a
+    /// `RECOVERY_COMPLETION` blocks it, in the same critical section.
     pub fn poll_buffer(&self) -> Option<BufferAndBacklog> {
         let mut state = self.buffers.lock();
+        state.available_head()?;
         let buffer = state.buffers.poll()?;
+        if buffer.kind().is_blocking_upstream() {
+            state.is_blocked = true;
+        }
         let sequence_number = state.sequence_number;
         state.sequence_number += 1;
         let polled = BufferAndBacklog {
             buffer,
-            buffers_in_backlog: Self::backlog(&state),
-            next_data_type: state.buffers.peek().map_or(DataType::None, NetworkBuffer::data_type),
+            buffers_in_backlog: state.backlog(),
+            next_data_type: state.available_head().map_or(DataType::None, NetworkBuffer::data_type),
             sequence_number,
         };
         event_log::record(|| Event::PollBuffer {
@@ -181,27 +215,50 @@ impl ResultSubpartition {
         Some(polled)
     }
 
+    /// `resumeConsumption()` (the view's, from a local consumer or the Netty server's reader):
+    /// `checkState(isBlocked, "Should be blocked by checkpoint.")`, then unblocked. It tells
+    /// nobody: the caller looks for what became available.
+    pub fn resume_consumption(&self) -> Result<()> {
+        let mut state = self.buffers.lock();
+        let outcome = match state.is_blocked {
+            true => Ok(()),
+            false => Err(ChannelError::illegal_state("Should be blocked by checkpoint.")),
+        };
+        event_log::record(|| Event::SubpartitionResumeConsumption {
+            subpartition: self.event_id(),
+            outcome: outcome.clone(),
+        });
+        state.is_blocked = false;
+        outcome
+    }
+
+    /// `isBlocked`.
+    pub fn is_blocked(&self) -> bool {
+        self.buffers.lock().is_blocked
+    }
+
     /// This subpartition's name in an [`event_log`]: its address, stable while it lives.
     pub fn event_id(&self) -> usize {
         self as *const Self as usize
     }
 
-    fn backlog(state: &SubpartitionBuffers) -> i32 {
-        state.buffers.iter().filter(|b| b.is_buffer()).count() as i32
-    }
-
     /// `view.getAvailabilityAndBacklog(isCreditAvailable)`: without credit only a next event
-    /// makes the view available.
+    /// makes the view available; while blocked only a priority one.
     pub fn get_availability_and_backlog(&self, is_credit_available: bool) -> (bool, i32) {
         let state = self.buffers.lock();
-        let available = match state.buffers.peek() {
+        let available = match state.available_head() {
             None => false,
             Some(head) => is_credit_available || !head.is_buffer(),
         };
-        (available, Self::backlog(&state))
+        (available, state.backlog())
     }
 
-    /// The data type of the head, without polling.
+    /// `getNumberOfQueuedBuffers()`: everything queued, blocked or not.
+    pub fn get_number_of_queued_buffers(&self) -> usize {
+        self.buffers.lock().buffers.len()
+    }
+
+    /// The data type of the head, without polling (blocked or not).
     pub fn peek_next_data_type(&self) -> DataType {
         self.buffers
             .lock()
@@ -235,6 +292,7 @@ impl ResultSubpartition {
             sequence_number: state.sequence_number,
             has_read_view: state.has_read_view,
             released: state.released,
+            is_blocked: state.is_blocked,
         }
     }
 }

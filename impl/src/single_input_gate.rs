@@ -1,7 +1,9 @@
 //! Mirrors Flink's `SingleInputGate` (with the sentinel handling that Flink's
 //! `CheckpointedInputGate` adds on top): polls the channels with data, consumes the
 //! `EndOfFetchedChannelStateEvent` sentinel by calling `on_recovered_state_consumed` and never
-//! hands it to the caller; converts recovered channels in `request_partitions(needs_recovery)`.
+//! hands it to the caller; converts recovered channels in `request_partitions(needs_recovery)`;
+//! resumes a channel whose upstream blocked (`resumeConsumption`), and keeps the
+//! `CheckpointedInputGate`'s `UpstreamRecoveryTracker` that decides when.
 //!
 //! Locking contract:
 //! - `inputChannelsWithData` ([`InputChannelsWithData`]) has its own lock and condition
@@ -36,6 +38,7 @@ use crate::recoverable_input_channel::{
 use crate::recovered_input_channel::RecoveredInputChannel;
 use crate::remote_input_channel::RemoteInputChannel;
 use crate::sync::{Arc, Condvar, Mutex};
+use crate::upstream_recovery_tracker::{ResumableInputGate, UpstreamRecoveryTracker};
 
 /// Snapshot of [`InputChannelsWithData`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -324,6 +327,15 @@ impl InputChannelHandle {
         }
     }
 
+    /// `InputChannel.resumeConsumption()`.
+    pub fn resume_consumption(&self) -> Result<()> {
+        match self {
+            InputChannelHandle::Recovered(channel) => channel.resume_consumption(),
+            InputChannelHandle::Local(channel) => channel.resume_consumption(),
+            InputChannelHandle::Remote(channel) => RecoverableInputChannel::resume_consumption(channel.as_ref()),
+        }
+    }
+
     /// `InputChannel.releaseAllResources()`.
     pub fn release_all_resources(&self) -> Result<()> {
         match self {
@@ -407,6 +419,9 @@ pub struct SingleInputGate {
     /// Channels whose `EndOfPartitionEvent` was polled (`channelsWithEndOfPartitionEvents`); a
     /// leaf lock, taken by the task thread only.
     channels_with_end_of_partition: Mutex<BTreeSet<usize>>,
+    /// The `UpstreamRecoveryTracker` of the `CheckpointedInputGate` over this gate, made for its
+    /// channels by `set_input_channels`; a leaf lock.
+    upstream_recovery_tracker: Mutex<Arc<UpstreamRecoveryTracker>>,
 }
 
 impl fmt::Debug for SingleInputGate {
@@ -427,6 +442,7 @@ impl SingleInputGate {
             request_lock: Mutex::new(GateRequestState::default()),
             channels: Mutex::new(Vec::new()),
             channels_with_end_of_partition: Mutex::new(BTreeSet::new()),
+            upstream_recovery_tracker: Mutex::new(Arc::new(UpstreamRecoveryTracker::for_input_gate(0))),
         })
     }
 
@@ -451,9 +467,19 @@ impl SingleInputGate {
         }
     }
 
-    /// `setInputChannels(channels)`: index `i` must be channel `i`.
+    /// `setInputChannels(channels)`: index `i` must be channel `i`. The gate's
+    /// `UpstreamRecoveryTracker` starts with every channel unrestored.
     pub fn set_input_channels(&self, channels: Vec<InputChannelHandle>) {
+        let tracker = UpstreamRecoveryTracker::for_input_gate(channels.len());
         *self.channels.lock() = channels;
+        *self.upstream_recovery_tracker.lock() = Arc::new(tracker);
+    }
+
+    /// The `UpstreamRecoveryTracker` of the `CheckpointedInputGate` over this gate
+    /// (`UpstreamRecoveryTracker.forInputGate`): the task hands it each
+    /// `EndOfOutputChannelStateEvent` it polls.
+    pub fn upstream_recovery_tracker(&self) -> Arc<UpstreamRecoveryTracker> {
+        Arc::clone(&self.upstream_recovery_tracker.lock())
     }
 
     /// `getGateIndex()`.
@@ -624,6 +650,28 @@ impl SingleInputGate {
         self.channels_with_end_of_partition.lock().len() == channels
     }
 
+    /// `resumeConsumption(channelInfo)` (task thread): `checkState(!isFinished())`, then the
+    /// channel's `resumeConsumption()`.
+    pub fn resume_consumption(&self, channel_info: &InputChannelInfo) -> Result<()> {
+        if self.is_finished() {
+            return Err(ChannelError::illegal_state("InputGate already finished."));
+        }
+        let channel = self
+            .channel(channel_info.input_channel_idx as usize)
+            .ok_or_else(|| ChannelError::illegal_state("No such channel."))?;
+        channel.resume_consumption()
+    }
+
+    /// `getChannelInfos()`: every channel's, by index.
+    pub fn get_channel_infos(&self) -> Vec<InputChannelInfo> {
+        (0..self.channels.lock().len() as u32)
+            .map(|input_channel_idx| InputChannelInfo {
+                gate_idx: self.gate_index,
+                input_channel_idx,
+            })
+            .collect()
+    }
+
     /// `getNext()` (task thread): blocks until an element is available; `None` once closed.
     pub fn get_next(&self) -> Result<Option<BufferOrEvent>> {
         loop {
@@ -663,6 +711,16 @@ impl SingleInputGate {
             closed: gate.closed,
             channels: channels.iter().map(InputChannelHandle::snapshot).collect(),
         }
+    }
+}
+
+impl ResumableInputGate for SingleInputGate {
+    fn get_channel_infos(&self) -> Vec<InputChannelInfo> {
+        SingleInputGate::get_channel_infos(self)
+    }
+
+    fn resume_consumption(&self, channel_info: &InputChannelInfo) -> Result<()> {
+        SingleInputGate::resume_consumption(self, channel_info)
     }
 }
 

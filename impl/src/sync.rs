@@ -10,12 +10,12 @@
 pub(crate) use std::sync::Arc;
 
 #[cfg(not(loom))]
-pub(crate) use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
+pub(crate) use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, Ordering};
 #[cfg(not(loom))]
 use std::sync::{Condvar as CondvarImpl, Mutex as MutexImpl, MutexGuard};
 
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
+pub(crate) use loom::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, Ordering};
 #[cfg(loom)]
 use loom::sync::{Condvar as CondvarImpl, Mutex as MutexImpl, MutexGuard};
 

@@ -26,7 +26,8 @@ fn env(name: &str, default: u64) -> u64 {
 }
 
 /// Channel `c` of `per_channel` elements: a fifth recovered (at most 2,000 with the conversion,
-/// which holds them in memory), the rest upstream, an event first and every 16th.
+/// which holds them in memory), the rest upstream: `EndOfOutputChannelStateEvent` first, as
+/// every upstream task writes it, then an event every 16th.
 fn channel(c: usize, per_channel: u64, delivery: Delivery) -> ChannelSpec {
     let kind = if c.is_multiple_of(2) { Kind::Local } else { Kind::Remote };
     let mut recovered = per_channel / 5;
@@ -34,7 +35,11 @@ fn channel(c: usize, per_channel: u64, delivery: Delivery) -> ChannelSpec {
         recovered = recovered.min(2_000);
     }
     let upstream: Vec<Up> = (0..per_channel - recovered)
-        .map(|i| if i % 16 == 0 { Up::Event } else { Up::Data })
+        .map(|i| match i {
+            0 => Up::EndOfOutputChannelState,
+            i if i % 16 == 0 => Up::Event,
+            _ => Up::Data,
+        })
         .collect();
     let late = upstream.len().saturating_sub(4);
     ChannelSpec {

@@ -3,7 +3,9 @@
 use conformance::generate::SplitMix64;
 use conformance::observation::Item;
 use conformance::projection::payload_of;
-use recovery_impl::{BufferId, BufferKind, NetworkBuffer};
+use recovery_impl::single_input_gate::SingleInputGate;
+use recovery_impl::upstream_recovery_tracker::ResumableInputGate;
+use recovery_impl::{BufferId, BufferKind, ChannelError, InputChannelInfo, NetworkBuffer};
 use recovery_model::config::Upstream;
 use recovery_model::state::Payload;
 use std::thread::{self, JoinHandle};
@@ -24,6 +26,10 @@ pub fn upstream_buffer(c: u8, i: u8, u: Upstream) -> NetworkBuffer {
     let (kind, item) = match u {
         Upstream::Data => (BufferKind::Data, Item::Known(Payload::Data(i))),
         Upstream::Event => (BufferKind::Event, Item::Known(Payload::Event(i))),
+        Upstream::EndOfOutputChannelState => (
+            BufferKind::EndOfOutputChannelState,
+            Item::Known(Payload::EndOfOutput(i)),
+        ),
     };
     NetworkBuffer::unpooled(BufferId(50_000 + 100 * c as u32 + i as u32), kind, payload_of(c, &item))
 }
@@ -43,4 +49,39 @@ pub fn join_all_by(threads: Vec<(&str, JoinHandle<()>)>, deadline: Instant) {
             .join()
             .unwrap_or_else(|_| panic!("thread {name} of the run panicked"));
     }
+}
+
+/// The gate as the task's `UpstreamRecoveryTracker` resumes it: a released channel is skipped,
+/// as the model skips it (its `checkState(!isReleased)` would fail the task being cancelled).
+struct SkipReleased<'a>(&'a SingleInputGate);
+
+impl ResumableInputGate for SkipReleased<'_> {
+    fn get_channel_infos(&self) -> Vec<InputChannelInfo> {
+        self.0.get_channel_infos()
+    }
+
+    fn resume_consumption(&self, channel_info: &InputChannelInfo) -> recovery_impl::Result<()> {
+        let released = || {
+            (self.0.channel(channel_info.input_channel_idx as usize))
+                .and_then(|h| h.as_recoverable())
+                .is_some_and(|r| r.is_released())
+        };
+        if released() {
+            return Ok(());
+        }
+        match self.0.resume_consumption(channel_info) {
+            // Released meanwhile.
+            Err(ChannelError::IllegalState(_)) if released() => Ok(()),
+            outcome => outcome,
+        }
+    }
+}
+
+/// `CheckpointedInputGate.handleEvent` of an `EndOfOutputChannelStateEvent` polled from
+/// `channel`: the gate's `UpstreamRecoveryTracker`, which resumes every channel after the last
+/// one's.
+pub fn handle_end_of_output(gate: &SingleInputGate, channel: InputChannelInfo) {
+    gate.upstream_recovery_tracker()
+        .handle_end_of_recovery(channel, &SkipReleased(gate))
+        .unwrap();
 }

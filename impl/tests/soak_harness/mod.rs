@@ -7,18 +7,23 @@
 //!   channel. Conversion delivery: fills each `RecoveredInputChannel` and
 //!   `finishReadRecoveredState`; the task converts afterwards.
 //! - `producer`: `ResultSubpartition.add` of each channel's upstream (data and events, the first
-//!   element of a remote channel an event, as `EndOfOutputChannelStateEvent` is), with a bounded
-//!   backlog standing in for the producer's buffer pool, and every checkpoint's priority barrier.
+//!   element `EndOfOutputChannelStateEvent`, which blocks the subpartition once handed out),
+//!   with a bounded queue standing in for the producer's buffer pool, and every checkpoint's
+//!   priority barrier.
 //! - `checkpoint-coordinator` (long runs): triggers the next checkpoint each time the task has
-//!   consumed a given number of elements, until the producers are done.
+//!   consumed a given number of elements and the last one ended, until the producers are done.
+//!   With a fixed number of checkpoints, the producers take checkpoint `n + 1` only once the
+//!   task completed or declined `n`, as Flink's coordinator triggers them.
 //! - `netty-server`: a `CreditBasedSequenceNumberingViewReader` per remote channel; sends what
-//!   credit allows, takes `AddCredit`.
+//!   credit allows, takes `AddCredit` and `ResumeConsumption`.
 //! - `netty-client`: `requestBuffer` + `onBuffer` for each `BufferResponse`, `AddCredit` with
-//!   `getAndResetUnannouncedCredit`.
+//!   `getAndResetUnannouncedCredit`, the `ResumeConsumption` a channel queued.
 //! - `task`: requests the partitions (converting in conversion delivery) at a random point, polls
 //!   the gate, triggers checkpoints as `SingleCheckpointBarrierHandler` does (the first barrier of
 //!   a checkpoint inserts `RecoveryCheckpointBarrier`s on every channel, then `checkpointStarted`
-//!   on each until one declines; completes once every live channel delivered its barrier).
+//!   on each until one declines; completes once every live channel delivered its barrier), and
+//!   hands each `EndOfOutputChannelStateEvent` to the gate's `UpstreamRecoveryTracker`, which
+//!   resumes every channel after the last one's.
 //! - `recycler`: recycles the network buffers the task consumed.
 //! - `canceler` (some runs): once the task consumed a random number of elements, releases some
 //!   channels or closes the gate.
@@ -48,12 +53,14 @@ use recovery_impl::credit_based_sequence_numbering_view_reader::{
 };
 use recovery_impl::event_log::{Recorder, set_thread_recorder};
 use recovery_impl::local_input_channel::LocalInputChannel;
+use recovery_impl::netty_message::ResumeConsumption;
 use recovery_impl::pause_point::set_thread_wait_hook;
 use recovery_impl::recoverable_input_channel::{ChannelContext, InputChannelInfo};
 use recovery_impl::recovered_input_channel::{RecoveredChannelKind, RecoveredInputChannel};
 use recovery_impl::remote_input_channel::RemoteInputChannel;
 use recovery_impl::result_subpartition::ResultSubpartition;
 use recovery_impl::single_input_gate::{InputChannelHandle, SingleInputGate};
+use recovery_impl::upstream_recovery_tracker::ResumableInputGate;
 use recovery_impl::{BufferId, BufferKind, BufferSnapshot, ChannelError, NetworkBuffer, RecoverableInputChannel};
 
 /// Local or remote.
@@ -72,6 +79,21 @@ pub enum Up {
     Data,
     /// An ordinary event.
     Event,
+    /// `EndOfOutputChannelStateEvent`, which an upstream task writes first: it blocks the
+    /// subpartition until the task's `UpstreamRecoveryTracker` resumes every channel. Named
+    /// as an event ([`Class::Event`]).
+    EndOfOutputChannelState,
+}
+
+impl Up {
+    /// The buffer kind and the naming class of the element.
+    fn kind(self) -> (BufferKind, Class) {
+        match self {
+            Up::Data => (BufferKind::Data, Class::Data),
+            Up::Event => (BufferKind::Event, Class::Event),
+            Up::EndOfOutputChannelState => (BufferKind::EndOfOutputChannelState, Class::Event),
+        }
+    }
 }
 
 /// How recovered buffers reach the physical channels.
@@ -90,7 +112,7 @@ pub enum Class {
     Recovered,
     /// Upstream element `i`, a data buffer.
     Data,
-    /// Upstream element `i`, an event.
+    /// Upstream element `i`, an event (`EndOfOutputChannelStateEvent` included).
     Event,
 }
 
@@ -212,7 +234,8 @@ pub struct SoakConfig {
     pub recorder: Option<Arc<dyn Recorder>>,
     /// No progress for this long fails the run.
     pub stall: Duration,
-    /// Data buffers a producer lets queue in a subpartition before it waits.
+    /// Buffers a producer lets queue in a subpartition before it waits (all of them: a blocked
+    /// subpartition has no backlog).
     pub backlog_cap: i32,
     /// Every thread pauses at random (a yield or a sleep) before most steps; otherwise rarely.
     pub heavy_jitter: bool,
@@ -419,8 +442,17 @@ struct Run {
     requested: AtomicBool,
     /// Checkpoints triggered upstream so far, and whether that number is final.
     triggered: AtomicU64,
+    /// The latest checkpoint the task completed or declined: the coordinator triggers one
+    /// unaligned checkpoint at a time, so an upstream takes the next one only after that.
+    ended: AtomicU64,
     triggered_final: AtomicBool,
     producers_done: AtomicUsize,
+    /// Channels whose release (or the gate's close) has returned: they deliver nothing more.
+    released_done: AtomicU64,
+    /// Set by the task: a released channel never delivered its `EndOfOutputChannelStateEvent`,
+    /// so the tracker never resumes, and every other upstream stays blocked behind its own
+    /// (the producers stop writing; the channels are done once theirs and the barriers are in).
+    stuck: AtomicBool,
     /// Per channel, per checkpoint: upstream elements written before its barrier.
     barrier_at: Vec<Mutex<Vec<u64>>>,
 }
@@ -443,10 +475,7 @@ impl Run {
     }
 
     fn upstream_buffer(&self, c: usize, i: usize) -> NetworkBuffer {
-        let (kind, class) = match self.specs[c].upstream[i] {
-            Up::Data => (BufferKind::Data, Class::Data),
-            Up::Event => (BufferKind::Event, Class::Event),
-        };
+        let (kind, class) = self.specs[c].upstream[i].kind();
         let id = BufferId(50_000 + 100 * c as u32 + i.min(99) as u32);
         NetworkBuffer::unpooled(id, kind, (self.naming.payload)(c as u8, class, i as u64))
     }
@@ -562,10 +591,7 @@ pub fn run(cfg: SoakConfig) -> Report {
     // What the upstream wrote before the consumer started.
     for (c, s) in cfg.channels.iter().enumerate() {
         for i in 0..s.upstream.len() - s.late {
-            let (kind, class) = match s.upstream[i] {
-                Up::Data => (BufferKind::Data, Class::Data),
-                Up::Event => (BufferKind::Event, Class::Event),
-            };
+            let (kind, class) = s.upstream[i].kind();
             let id = BufferId(50_000 + 100 * c as u32 + i.min(99) as u32);
             let payload = (cfg.naming.payload)(c as u8, class, i as u64);
             partitions[c].add(NetworkBuffer::unpooled(id, kind, payload)).unwrap();
@@ -585,8 +611,11 @@ pub fn run(cfg: SoakConfig) -> Report {
         io_done: AtomicBool::new(false),
         requested: AtomicBool::new(false),
         triggered: AtomicU64::new(triggered),
+        ended: AtomicU64::new(0),
         triggered_final: AtomicBool::new(triggered_final),
         producers_done: AtomicUsize::new(0),
+        released_done: AtomicU64::new(0),
+        stuck: AtomicBool::new(false),
         barrier_at: (0..n).map(|_| Mutex::new(Vec::new())).collect(),
     });
     let board = Board {
@@ -629,7 +658,8 @@ pub fn run(cfg: SoakConfig) -> Report {
                     break;
                 }
                 let delivered = run.delivered.load(SeqCst);
-                if delivered >= last + every {
+                // One unaligned checkpoint at a time: the next once the last one ended.
+                if delivered >= last + every && run.ended.load(SeqCst) >= run.triggered.load(SeqCst) {
                     slot.doing("trigger a checkpoint");
                     run.triggered.fetch_add(1, SeqCst);
                     slot.progressed();
@@ -642,7 +672,7 @@ pub fn run(cfg: SoakConfig) -> Report {
 
     // The Netty wire, both directions.
     let (responses, wire) = mpsc::channel::<(usize, BufferResponse)>();
-    let (credits, add_credits) = mpsc::channel::<(usize, i32)>();
+    let (credits, add_credits) = mpsc::channel::<(usize, ClientMessage)>();
     {
         let (run, mut j) = (Arc::clone(&run), jitter(heavy));
         threads.push(board.spawn("netty-server", move |slot| {
@@ -886,7 +916,8 @@ fn producer_thread(run: &Run, mine: &[usize], cap: i32, j: &mut Jitter, slot: &S
         let target = run.triggered.load(SeqCst);
         let mut worked = false;
         for (k, &c) in mine.iter().enumerate() {
-            while barriers[k] < target {
+            // Barrier `n + 1` once checkpoint `n` ended.
+            while barriers[k] < target && barriers[k] <= run.ended.load(SeqCst) {
                 j.pause();
                 barriers[k] += 1;
                 run.barrier_at[c].lock().unwrap().push(added[k] as u64);
@@ -897,11 +928,12 @@ fn producer_thread(run: &Run, mine: &[usize], cap: i32, j: &mut Jitter, slot: &S
                 worked = true;
             }
             let upstream = run.specs[c].upstream.len();
-            // A cancelled consumer: the upstream stops writing to it.
-            if added[k] < upstream && run.released(c) {
+            // A cancelled consumer, or one that is never resumed: the upstream stops writing.
+            if added[k] < upstream && (run.released(c) || run.stuck.load(SeqCst)) {
                 added[k] = upstream;
             }
-            if added[k] < upstream && run.partitions[c].get_availability_and_backlog(true).1 < cap {
+            // Everything queued counts: a blocked subpartition has no backlog.
+            if added[k] < upstream && run.partitions[c].get_number_of_queued_buffers() < cap as usize {
                 j.pause();
                 slot.doing("add");
                 run.partitions[c].add(run.upstream_buffer(c, added[k])).unwrap();
@@ -937,7 +969,7 @@ fn producer_thread(run: &Run, mine: &[usize], cap: i32, j: &mut Jitter, slot: &S
 
 fn netty_server(
     run: &Run,
-    add_credits: &mpsc::Receiver<(usize, i32)>,
+    add_credits: &mpsc::Receiver<(usize, ClientMessage)>,
     responses: &mpsc::Sender<(usize, BufferResponse)>,
     j: &mut Jitter,
     slot: &Slot,
@@ -960,13 +992,23 @@ fn netty_server(
             }
         };
         (0..n).for_each(|c| request(c, &mut readers));
-        let credit = |(c, k): (usize, i32), readers: &mut [Option<CreditBasedSequenceNumberingViewReader>]| {
+        let credit = |(c, message): (usize, ClientMessage),
+                      readers: &mut [Option<CreditBasedSequenceNumberingViewReader>]| {
             request(c, readers);
-            slot.doing("addCredit");
-            readers[c]
-                .as_mut()
-                .expect("credit follows the partition request")
-                .add_credit(k);
+            let reader = readers[c].as_mut().expect("a message follows the partition request");
+            match message {
+                ClientMessage::AddCredit(k) => {
+                    slot.doing("addCredit");
+                    reader.add_credit(k);
+                }
+                // PartitionRequestQueue.resumeConsumption: the reader, then its subpartition.
+                ClientMessage::ResumeConsumption(frame) => {
+                    slot.doing("resumeConsumption (view reader)");
+                    let message = ResumeConsumption::decode(&frame).expect("a ResumeConsumption frame");
+                    assert_eq!(message.receiver.input_channel_idx as usize, c);
+                    reader.resume_consumption().expect("a blocked subpartition resumes");
+                }
+            }
             slot.progressed();
         };
         if idle {
@@ -993,10 +1035,16 @@ fn netty_server(
     }
 }
 
+/// A message of the Netty client to the server: `AddCredit`, or a `ResumeConsumption` frame.
+enum ClientMessage {
+    AddCredit(i32),
+    ResumeConsumption(Vec<u8>),
+}
+
 fn netty_client(
     run: &Run,
     wire: &mpsc::Receiver<(usize, BufferResponse)>,
-    credits: &mpsc::Sender<(usize, i32)>,
+    credits: &mpsc::Sender<(usize, ClientMessage)>,
     j: &mut Jitter,
     slot: &Slot,
 ) {
@@ -1044,6 +1092,16 @@ fn netty_client(
             deliver(c, response);
         }
         for c in 0..n {
+            // The client handler's queued ResumeConsumption (dropped for a released channel).
+            if let Some(remote) = run.remote(c)
+                && remote.resume_consumption_queued()
+            {
+                slot.doing("write ResumeConsumption");
+                if let Some(message) = remote.take_resume_consumption() {
+                    let _ = credits.send((c, ClientMessage::ResumeConsumption(message.encode())));
+                    slot.progressed();
+                }
+            }
             if let Some(remote) = run.remote(c)
                 && !remote.is_released()
                 && remote.unannounced_credit() > 0
@@ -1051,7 +1109,7 @@ fn netty_client(
                 slot.doing("getAndResetUnannouncedCredit");
                 let credit = remote.get_and_reset_unannounced_credit();
                 if credit > 0 && !remote.is_released() {
-                    let _ = credits.send((c, credit));
+                    let _ = credits.send((c, ClientMessage::AddCredit(credit)));
                     slot.progressed();
                 }
             }
@@ -1082,12 +1140,14 @@ fn canceler(run: &Run, release: Release, after: u64, slot: &Slot) {
         Release::Gate => {
             slot.doing("SingleInputGate.close");
             run.gate.close().unwrap();
+            run.released_done.store(u64::MAX, SeqCst);
         }
         Release::Channels(targets) => {
             for c in targets {
                 slot.doing("releaseAllResources");
                 let channel = run.physical(c).expect("a physical channel");
                 channel.release_all_resources().unwrap();
+                run.released_done.fetch_or(1 << c, SeqCst);
             }
         }
     }
@@ -1173,6 +1233,7 @@ impl Task<'_> {
             slot.doing("checkpointStarted");
             if ch.checkpoint_started(cp as i64).is_err() {
                 self.status[i] = Status::Declined;
+                self.run.ended.fetch_max(cp, SeqCst);
                 slot.doing("checkpointStopped (declined)");
                 all.iter().for_each(|ch| ch.checkpoint_stopped(cp as i64));
                 return;
@@ -1181,10 +1242,20 @@ impl Task<'_> {
         self.maybe_complete(i);
     }
 
+    /// The checkpoint after the last one that ended has every live channel's barrier but did
+    /// not complete: a channel was released after the others' barriers came. Only the
+    /// coordinator's abort would end it, and this run's has none: no later barrier comes.
+    fn pending_for_good(&self) -> bool {
+        let i = self.run.ended.load(SeqCst) as usize;
+        let live = self.live();
+        self.status.get(i) == Some(&Status::Triggered) && self.seen[i] & live == live
+    }
+
     fn maybe_complete(&mut self, i: usize) {
         let live = self.live();
         if self.status[i] == Status::Triggered && self.seen[i] & live == live {
             self.status[i] = Status::Completed;
+            self.run.ended.fetch_max(i as u64 + 1, SeqCst);
             self.handles().iter().for_each(|ch| ch.checkpoint_stopped(i as i64 + 1));
         }
     }
@@ -1222,16 +1293,30 @@ fn task_thread(
     };
     let (mut polls, mut delivered, mut idle) = (0u64, 0u64, 0u32);
     let mut next_recycler = 0;
+    // A channel stuck behind its blocked upstream is done once its
+    // `EndOfOutputChannelStateEvent` (the first upstream element) is in.
+    let recovered: Vec<u64> = run.specs.iter().map(|s| s.recovered).collect();
     let finished = |task: &Task| {
+        let stuck = run.stuck.load(SeqCst);
+        let pending_for_good = task.pending_for_good();
         run.io_done.load(SeqCst)
             && (0..n).all(|c| {
                 run.released(c)
-                    || (task.cursor[c] == totals[c]
+                    || ((task.cursor[c] == totals[c] || (stuck && task.cursor[c] > recovered[c]))
                         && run.triggered_final.load(SeqCst)
-                        && task.last_barrier[c] == run.triggered.load(SeqCst))
+                        && (task.last_barrier[c] == run.triggered.load(SeqCst) || pending_for_good))
             })
     };
     while !finished(&task) {
+        // Between two polls: a channel whose release returned delivers nothing more, so if its
+        // end-of-output event is not in, the tracker never resumes the others.
+        let released_done = run.released_done.load(SeqCst);
+        if !run.stuck.load(SeqCst)
+            && !run.gate.upstream_recovery_tracker().all_channels_recovered()
+            && (0..n).any(|c| released_done & (1 << c) != 0 && task.cursor[c] <= recovered[c])
+        {
+            run.stuck.store(true, SeqCst);
+        }
         if !run.requested.load(SeqCst) && polls >= request_after {
             slot.doing("requestPartitions");
             // A released channel makes the request fail (the model skips it).
@@ -1286,15 +1371,16 @@ fn task_thread(
                     "channel {c}: no upstream of the soak takes aligned checkpoints"
                 ));
             }
-            BufferKind::Data | BufferKind::Event => {
+            BufferKind::Data | BufferKind::Event | BufferKind::EndOfOutputChannelState => {
                 let spec = &run.specs[c];
                 let Some((class, i)) = (run.naming.decode)(c as u8, &snapshot) else {
                     return Err(format!("channel {c}: an element of another channel: {snapshot:?}"));
                 };
+                let upstream_kind = |i: u64| spec.upstream.get(i as usize).map_or(BufferKind::Event, |u| u.kind().0);
                 let (position, expected_kind) = match class {
                     Class::Recovered => (i, BufferKind::Data),
                     Class::Data => (spec.recovered + i, BufferKind::Data),
-                    Class::Event => (spec.recovered + i, BufferKind::Event),
+                    Class::Event => (spec.recovered + i, upstream_kind(i)),
                 };
                 if position != task.cursor[c] || snapshot.kind != expected_kind {
                     let what = if position < task.cursor[c] {
@@ -1307,17 +1393,21 @@ fn task_thread(
                         task.cursor[c], totals[c]
                     ));
                 }
-                if let (Class::Data | Class::Event, Some(up)) = (class, spec.upstream.get(i as usize)) {
-                    let kind = if *up == Up::Data {
-                        BufferKind::Data
-                    } else {
-                        BufferKind::Event
-                    };
-                    if kind != snapshot.kind {
-                        return Err(format!("channel {c}: element {i} has the wrong kind: {snapshot:?}"));
-                    }
+                if let (Class::Data | Class::Event, Some(up)) = (class, spec.upstream.get(i as usize))
+                    && up.kind().0 != snapshot.kind
+                {
+                    return Err(format!("channel {c}: element {i} has the wrong kind: {snapshot:?}"));
                 }
                 task.cursor[c] += 1;
+                // CheckpointedInputGate.handleEvent: the gate's tracker, which resumes every
+                // channel after the last one's; the network input ignores the event.
+                if snapshot.kind == BufferKind::EndOfOutputChannelState {
+                    slot.doing("UpstreamRecoveryTracker.handleEndOfRecovery");
+                    let tracker = run.gate.upstream_recovery_tracker();
+                    tracker
+                        .handle_end_of_recovery(next.channel_info, &SkipReleased(run))
+                        .map_err(|e| format!("channel {c}: handleEndOfRecovery: {e}"))?;
+                }
             }
         }
         slot.doing("hand the buffer to a recycler");
@@ -1352,6 +1442,29 @@ fn task_thread(
         declined,
         other,
     })
+}
+
+/// The gate as the task's `UpstreamRecoveryTracker` resumes it: a released channel is skipped
+/// (its `resumeConsumption` throws `checkState(!isReleased)`, and a task whose channel was
+/// released is being cancelled), as the model skips it.
+struct SkipReleased<'a>(&'a Run);
+
+impl ResumableInputGate for SkipReleased<'_> {
+    fn get_channel_infos(&self) -> Vec<InputChannelInfo> {
+        self.0.gate.get_channel_infos()
+    }
+
+    fn resume_consumption(&self, channel_info: &InputChannelInfo) -> recovery_impl::Result<()> {
+        let c = channel_info.input_channel_idx as usize;
+        if self.0.released(c) {
+            return Ok(());
+        }
+        match self.0.gate.resume_consumption(channel_info) {
+            // Released meanwhile.
+            Err(ChannelError::IllegalState(_)) if self.0.released(c) => Ok(()),
+            outcome => outcome,
+        }
+    }
 }
 
 /// What each checkpoint persisted of a channel: data elements of that channel, in order, that
