@@ -333,4 +333,56 @@ mod tests {
         subpartition.add(barrier(3)).unwrap();
         assert_eq!(*told.0.lock().unwrap(), [Some(0), Some(2)]);
     }
+
+    /// Handing out `EndOfOutputChannelStateEvent` blocks the subpartition in the same critical
+    /// section: the event carries a backlog of 0 and no next type, data stays queued and
+    /// unannounced, a barrier still passes; `resumeConsumption` unblocks it and tells nobody.
+    #[test]
+    fn a_recovery_completion_blocks_until_resume_consumption() {
+        let told = Arc::new(Told::default());
+        let subpartition = ResultSubpartition::new();
+        subpartition
+            .create_read_view(Some(Arc::clone(&told) as Arc<dyn BufferAvailabilityListener>))
+            .unwrap();
+        let data = |id| NetworkBuffer::unpooled(crate::BufferId(id), BufferKind::Data, 0);
+        subpartition
+            .add(NetworkBuffer::event(BufferKind::EndOfOutputChannelState))
+            .unwrap();
+        subpartition.add(data(1)).unwrap();
+        assert_eq!(*told.0.lock().unwrap(), [None], "the first element is announced");
+        let eoo = subpartition.poll_buffer().unwrap();
+        assert_eq!(eoo.buffer.kind(), BufferKind::EndOfOutputChannelState);
+        assert_eq!((eoo.buffers_in_backlog, eoo.next_data_type), (0, DataType::None));
+        assert!(subpartition.is_blocked());
+        assert!(subpartition.poll_buffer().is_none(), "data waits for the resume");
+        assert_eq!(subpartition.get_availability_and_backlog(true), (false, 0));
+        // Emptied but blocked: the next data is not announced either.
+        let drained = ResultSubpartition::new();
+        drained
+            .create_read_view(Some(Arc::clone(&told) as Arc<dyn BufferAvailabilityListener>))
+            .unwrap();
+        drained
+            .add(NetworkBuffer::event(BufferKind::EndOfOutputChannelState))
+            .unwrap();
+        drained.poll_buffer().unwrap();
+        drained.add(data(2)).unwrap();
+        assert_eq!(told.0.lock().unwrap().len(), 2, "only the event was announced");
+        // A barrier overtakes the block.
+        subpartition
+            .add(NetworkBuffer::event(BufferKind::CheckpointBarrier(1)))
+            .unwrap();
+        assert_eq!(subpartition.get_availability_and_backlog(false), (true, 0));
+        let barrier = subpartition.poll_buffer().unwrap();
+        assert_eq!(barrier.buffer.kind(), BufferKind::CheckpointBarrier(1));
+        assert_eq!(barrier.next_data_type, DataType::None);
+        let before = told.0.lock().unwrap().len();
+        subpartition.resume_consumption().unwrap();
+        assert_eq!(told.0.lock().unwrap().len(), before, "resumeConsumption tells nobody");
+        assert_eq!(subpartition.get_availability_and_backlog(true), (true, 1));
+        assert_eq!(subpartition.poll_buffer().unwrap().buffer.id(), crate::BufferId(1));
+        assert!(matches!(
+            subpartition.resume_consumption(),
+            Err(ChannelError::IllegalState(message)) if message == "Should be blocked by checkpoint."
+        ));
+    }
 }

@@ -82,3 +82,86 @@ impl UpstreamRecoveryTracker {
         self.state.lock().num_unrestored_channels
     }
 }
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use std::sync::Mutex as StdMutex;
+
+    /// A gate of `n` channels that records the resumes and fails at channel `fail_at`.
+    struct Gate {
+        n: u32,
+        fail_at: Option<u32>,
+        resumed: StdMutex<Vec<u32>>,
+    }
+
+    impl ResumableInputGate for Gate {
+        fn get_channel_infos(&self) -> Vec<InputChannelInfo> {
+            (0..self.n)
+                .map(|input_channel_idx| InputChannelInfo {
+                    gate_idx: 0,
+                    input_channel_idx,
+                })
+                .collect()
+        }
+
+        fn resume_consumption(&self, channel_info: &InputChannelInfo) -> Result<()> {
+            if self.fail_at == Some(channel_info.input_channel_idx) {
+                return Err(ChannelError::illegal_state("Channel released."));
+            }
+            self.resumed.lock().unwrap().push(channel_info.input_channel_idx);
+            Ok(())
+        }
+    }
+
+    fn info(input_channel_idx: u32) -> InputChannelInfo {
+        InputChannelInfo {
+            gate_idx: 0,
+            input_channel_idx,
+        }
+    }
+
+    fn gate(n: u32, fail_at: Option<u32>) -> Gate {
+        Gate {
+            n,
+            fail_at,
+            resumed: StdMutex::new(Vec::new()),
+        }
+    }
+
+    #[test]
+    fn every_channel_is_resumed_in_order_once_the_last_one_is_restored() {
+        let (tracker, gate) = (UpstreamRecoveryTracker::for_input_gate(3), gate(3, None));
+        tracker.handle_end_of_recovery(info(2), &gate).unwrap();
+        tracker.handle_end_of_recovery(info(0), &gate).unwrap();
+        assert!(gate.resumed.lock().unwrap().is_empty());
+        assert_eq!(tracker.num_unrestored_channels(), 1);
+        tracker.handle_end_of_recovery(info(1), &gate).unwrap();
+        assert_eq!(*gate.resumed.lock().unwrap(), [0, 1, 2]);
+        assert!(tracker.all_channels_recovered());
+        // From then on an event changes nothing, not even a repeated one.
+        tracker.handle_end_of_recovery(info(1), &gate).unwrap();
+        assert_eq!(gate.resumed.lock().unwrap().len(), 3);
+    }
+
+    #[test]
+    fn a_channel_restored_twice_is_illegal() {
+        let (tracker, gate) = (UpstreamRecoveryTracker::for_input_gate(2), gate(2, None));
+        tracker.handle_end_of_recovery(info(0), &gate).unwrap();
+        assert!(matches!(
+            tracker.handle_end_of_recovery(info(0), &gate),
+            Err(ChannelError::IllegalState(_))
+        ));
+        assert_eq!(tracker.num_unrestored_channels(), 1);
+    }
+
+    #[test]
+    fn the_first_failing_resume_stops_the_loop() {
+        let (tracker, gate) = (UpstreamRecoveryTracker::for_input_gate(3), gate(3, Some(1)));
+        for c in 0..2 {
+            tracker.handle_end_of_recovery(info(c), &gate).unwrap();
+        }
+        assert!(tracker.handle_end_of_recovery(info(2), &gate).is_err());
+        assert_eq!(*gate.resumed.lock().unwrap(), [0]);
+    }
+}

@@ -237,3 +237,41 @@ fn destroyed_local_pool_returns_segments_to_the_global_pool() {
     lent.recycle_buffer().unwrap();
     assert!(global.snapshot().lent.is_empty());
 }
+
+/// `requestBufferBlocking()` that finds nothing registers as the pool's listener and parks
+/// (its wait hook says so, no clock); woken by a recycled buffer, it stops at
+/// `PausePoint::OnRecoveredStateBuffer` with the buffer still queued, and takes it when let go.
+#[test]
+fn a_woken_request_buffer_blocking_pauses_before_it_takes_the_buffer() {
+    use recovery_impl::pause_point::{PausePoint, set_thread_hook, set_thread_wait_hook};
+    use std::sync::mpsc;
+    let s = setup(1, 0, true);
+    s.manager.request_exclusive_buffers(1).unwrap();
+    let held = s.manager.request_buffer().unwrap();
+    let (report, reports) = mpsc::channel();
+    let (go, let_go) = mpsc::channel::<()>();
+    let manager = Arc::clone(&s.manager);
+    let waiter = thread::spawn(move || {
+        let parked = report.clone();
+        set_thread_wait_hook(Some(Box::new(move |_| {
+            let _ = parked.send("parked");
+        })));
+        set_thread_hook(Some(Box::new(move |point| {
+            if point == PausePoint::OnRecoveredStateBuffer {
+                let _ = report.send("woken");
+                let _ = let_go.recv();
+            }
+        })));
+        manager.request_buffer_blocking().map(|b| b.id())
+    });
+    assert_eq!(reports.recv().unwrap(), "parked");
+    let parked = s.manager.snapshot();
+    assert!(parked.waiting_for_floating_buffers);
+    assert_eq!(parked.num_required_buffers, 1);
+    held.recycle_buffer().unwrap();
+    assert_eq!(reports.recv().unwrap(), "woken");
+    assert_eq!(s.manager.snapshot().exclusive, vec![BufferId(0)], "still the manager's");
+    go.send(()).unwrap();
+    assert_eq!(waiter.join().unwrap(), Ok(BufferId(0)));
+    assert!(reports.try_recv().is_err(), "it parked once");
+}

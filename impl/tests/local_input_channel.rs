@@ -346,3 +346,75 @@ fn channel_without_recovery_reads_live_data_directly() {
     let next = channel.get_next_buffer().unwrap().unwrap();
     assert_eq!((next.buffer.id(), next.sequence_number), (BufferId(1), 0));
 }
+
+/// Two live local channels whose upstreams each wrote `EndOfOutputChannelStateEvent` and one
+/// data buffer.
+fn blocked_pair() -> (Fixture, Vec<Arc<ResultSubpartition>>, Vec<Arc<LocalInputChannel>>) {
+    let fixture = Fixture::new(8, 0);
+    let (mut partitions, mut channels) = (Vec::new(), Vec::new());
+    for c in 0..2 {
+        let partition = ResultSubpartition::new();
+        partition
+            .add(event(50 + c, BufferKind::EndOfOutputChannelState))
+            .unwrap();
+        partition.add(data(60 + c, u64::from(60 + c))).unwrap();
+        let channel = LocalInputChannel::new(fixture.context(c, 0), Arc::clone(&partition), false);
+        partitions.push(partition);
+        channels.push(channel);
+    }
+    let handles = channels.iter().map(|ch| InputChannelHandle::Local(Arc::clone(ch)));
+    fixture.gate.set_input_channels(handles.collect());
+    for channel in &channels {
+        channel.request_subpartitions().unwrap();
+    }
+    (fixture, partitions, channels)
+}
+
+/// The local poll of `EndOfOutputChannelStateEvent` blocks the view: the data behind it stays
+/// hidden, and the channel leaves the gate's queue; `resumeConsumption` unblocks the view and
+/// queues the channel again because it has data.
+#[test]
+fn resume_consumption_unblocks_the_view_and_notifies_the_gate_when_data_waits() {
+    let (fixture, partitions, channels) = blocked_pair();
+    let first = fixture.gate.poll_next().unwrap().unwrap();
+    assert_eq!(first.buffer.kind(), BufferKind::EndOfOutputChannelState);
+    assert_eq!(first.next_data_type, DataType::None);
+    let second = fixture.gate.poll_next().unwrap().unwrap();
+    assert_eq!(second.buffer.kind(), BufferKind::EndOfOutputChannelState);
+    assert!(fixture.gate.poll_next().unwrap().is_none(), "both views are blocked");
+    assert!(partitions.iter().all(|p| p.is_blocked()));
+    channels[1].resume_consumption().unwrap();
+    assert_eq!(fixture.gate.channels_with_data().snapshot().channels, vec![1]);
+    let next = fixture.gate.poll_next().unwrap().unwrap();
+    assert_eq!(next.buffer.id(), BufferId(61));
+    assert!(partitions[0].is_blocked(), "only the resumed channel goes on");
+    assert!(matches!(
+        channels[1].resume_consumption(),
+        Err(ChannelError::IllegalState(message)) if message == "Should be blocked by checkpoint."
+    ));
+    channels[0].release_all_resources().unwrap();
+    assert!(matches!(
+        channels[0].resume_consumption(),
+        Err(ChannelError::IllegalState(message)) if message == "Channel released."
+    ));
+}
+
+/// `CheckpointedInputGate.pollNext` as the task calls it: each end-of-output event goes to the
+/// gate's `UpstreamRecoveryTracker`, never to the task, and the data behind them comes once
+/// the last one resumed every channel.
+#[test]
+fn the_task_s_poll_hands_end_of_output_events_to_the_tracker_which_resumes_every_channel() {
+    use recovery_impl::input_gate::{IndexedInputGate, InputElementKind};
+    let (fixture, partitions, _channels) = blocked_pair();
+    let gate: &dyn IndexedInputGate = fixture.gate.as_ref();
+    let mut records = Vec::new();
+    while let Some(element) = gate.poll_next().unwrap() {
+        records.push((element.channel_info.input_channel_idx, element.kind));
+    }
+    assert_eq!(
+        records,
+        vec![(0, InputElementKind::Record), (1, InputElementKind::Record)]
+    );
+    assert!(partitions.iter().all(|p| !p.is_blocked()));
+    assert!(fixture.gate.upstream_recovery_tracker().all_channels_recovered());
+}

@@ -138,3 +138,38 @@ fn recovery_sentinels_refuse_serialisation_with_a_clear_error() {
         Err(EventError::Wire(WireError::Truncated { .. }))
     ));
 }
+
+/// `ResumeConsumption` (id 7): the receiver's round trip, and typed errors for every
+/// truncation, for a frame of another message and for a `PartitionRequest` taken for one.
+#[test]
+fn resume_consumption_round_trips_and_rejects_short_and_foreign_frames() {
+    use recovery_impl::netty_message::{RESUME_CONSUMPTION_BODY_LENGTH, RESUME_CONSUMPTION_ID, ResumeConsumption};
+    let m = ResumeConsumption {
+        receiver: InputChannelInfo {
+            gate_idx: 2,
+            input_channel_idx: 9,
+        },
+    };
+    let frame = m.encode();
+    assert_eq!(frame.len(), FRAME_HEADER_LENGTH + RESUME_CONSUMPTION_BODY_LENGTH);
+    assert_eq!(frame[8], RESUME_CONSUMPTION_ID);
+    assert_eq!(ResumeConsumption::decode(&frame), Ok(m));
+    for len in 0..frame.len() {
+        assert!(
+            ResumeConsumption::decode(&frame[..len]).is_err(),
+            "a frame cut at {len} bytes decoded"
+        );
+    }
+    let request = message(true, 1).encode();
+    assert_eq!(ResumeConsumption::decode(&request), Err(WireError::UnknownMessageId(2)));
+    assert_eq!(
+        PartitionRequestMessage::decode(&frame),
+        Err(WireError::UnknownMessageId(RESUME_CONSUMPTION_ID))
+    );
+    let mut long = frame.clone();
+    long.push(0);
+    assert!(matches!(
+        ResumeConsumption::decode(&long),
+        Err(WireError::LengthMismatch { .. })
+    ));
+}

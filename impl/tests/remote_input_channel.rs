@@ -412,3 +412,110 @@ fn the_subpartition_adds_a_timeoutable_aligned_barrier_at_the_tail() {
     assert_eq!(queued, vec![BufferKind::Data, barrier]);
     assert_eq!(snapshot.num_priority_elements, 0);
 }
+
+fn receiver() -> recovery_impl::InputChannelInfo {
+    recovery_impl::InputChannelInfo {
+        gate_idx: 0,
+        input_channel_idx: 0,
+    }
+}
+
+/// The producer side of a blocking `EndOfOutputChannelStateEvent`: it goes out with backlog 0,
+/// then only a priority element does (whatever the credit); `resumeConsumption` drops the
+/// credit of a reader whose initial credit is 0 and unblocks the subpartition.
+#[test]
+fn the_reader_sends_nothing_but_barriers_until_it_resumes_and_drops_its_credit_without_an_initial_one() {
+    for initial in [0, 2] {
+        let subpartition = ResultSubpartition::new();
+        let request = PartitionRequest {
+            receiver: receiver(),
+            credit: initial,
+            needs_recovery: false,
+        };
+        let mut reader = CreditBasedSequenceNumberingViewReader::new(&request, Arc::clone(&subpartition)).unwrap();
+        reader.add_credit(1);
+        subpartition.add(event(1, BufferKind::EndOfOutputChannelState)).unwrap();
+        subpartition.add(data(2, 2)).unwrap();
+        let eoo = reader.get_next_buffer().unwrap().unwrap();
+        assert_eq!(
+            (eoo.buffer.id(), eoo.backlog, eoo.next_data_type),
+            (BufferId(1), 0, DataType::None)
+        );
+        assert!(reader.get_next_buffer().unwrap().is_none(), "blocked, credit or not");
+        assert_eq!(reader.get_availability_and_backlog(), (false, 0));
+        subpartition
+            .add(NetworkBuffer::event(BufferKind::CheckpointBarrier(1)))
+            .unwrap();
+        let barrier = reader.get_next_buffer().unwrap().unwrap();
+        assert_eq!(barrier.buffer.kind(), BufferKind::CheckpointBarrier(1));
+        reader.resume_consumption().unwrap();
+        assert!(!subpartition.is_blocked());
+        let credit = initial + 1 - i32::from(initial == 0);
+        assert_eq!(reader.num_credits_available(), credit, "initial credit {initial}");
+        assert_eq!(reader.get_next_buffer().unwrap().is_some(), credit > 0);
+    }
+}
+
+/// `onBlockingUpstream`: a channel without exclusive buffers gives its floating buffers back
+/// to the pool when the blocking event arrives (the sender announces no backlog until it
+/// resumes); one with exclusive buffers keeps them. A backlog on it is illegal.
+#[test]
+fn a_blocking_event_gives_the_floating_buffers_back_only_without_exclusive_buffers() {
+    for exclusive in [0, 1] {
+        let r = remote(false, exclusive);
+        r.channel.on_sender_backlog(1);
+        assert_eq!(r.channel.snapshot().buffer_manager.floating.len(), 1);
+        assert!(r.fixture.local_pool.snapshot().available.is_empty());
+        r.channel
+            .on_buffer(event(1, BufferKind::EndOfOutputChannelState), 0, 0)
+            .unwrap();
+        let manager = r.channel.snapshot().buffer_manager;
+        let pool = r.fixture.local_pool.snapshot().available.len();
+        match exclusive {
+            0 => assert_eq!((manager.floating.len(), manager.num_required_buffers, pool), (0, 0, 1)),
+            _ => assert_eq!((manager.floating.len(), pool), (1, 0)),
+        }
+        assert_eq!(kinds(&r.channel), vec![BufferKind::EndOfOutputChannelState]);
+        let error = r
+            .channel
+            .on_buffer(event(2, BufferKind::EndOfOutputChannelState), 1, 3)
+            .unwrap_err();
+        assert!(matches!(error, ChannelError::IllegalState(_)), "{error:?}");
+    }
+}
+
+/// `resumeConsumption` queues one `ResumeConsumption` for the Netty client, dropping the
+/// unannounced credit where the initial credit is 0; the client writes it once, and drops it
+/// for a channel released meanwhile.
+#[test]
+fn resume_consumption_queues_one_message_and_resets_the_credit_without_exclusive_buffers() {
+    for exclusive in [0, 1] {
+        let r = remote(false, exclusive);
+        assert!(matches!(
+            r.channel.resume_consumption(),
+            Err(ChannelError::IllegalState(_))
+        ));
+        r.channel.request_subpartitions().unwrap();
+        r.channel.on_sender_backlog(1);
+        let unannounced = r.channel.unannounced_credit();
+        assert!(unannounced > 0);
+        r.channel.resume_consumption().unwrap();
+        let expected = if exclusive == 0 { 0 } else { unannounced };
+        assert_eq!(r.channel.unannounced_credit(), expected);
+        assert!(r.channel.resume_consumption_queued());
+        let message = r.channel.take_resume_consumption().unwrap();
+        assert_eq!(message.receiver, receiver());
+        assert!(r.channel.take_resume_consumption().is_none(), "written once");
+        r.channel.resume_consumption().unwrap();
+        r.channel.release_all_resources().unwrap();
+        assert!(
+            r.channel.take_resume_consumption().is_none(),
+            "a released channel's is dropped"
+        );
+        assert!(!r.channel.resume_consumption_queued());
+        assert!(matches!(
+            r.channel.resume_consumption(),
+            Err(ChannelError::IllegalState(message)) if message == "Channel released."
+        ));
+    }
+}
