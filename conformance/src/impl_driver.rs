@@ -12,11 +12,16 @@
 //! implementation's wait hook, [`set_thread_wait_hook`]) is reported as
 //! [`Observation::Blocked`] at once: the thread says it waits, no clock decides. A call that
 //! neither returns nor parks within the watchdog is a harness error. Calls that can neither
-//! block nor pause run inline.
+//! block nor pause run inline. The drainer's `requestBufferBlocking` that finds no buffer is
+//! such a call (the model's `requestBufferBlocking`); woken, it pauses before it takes the
+//! buffer (`PausePoint::OnRecoveredStateBuffer`), and the model's next `onRecoveredStateBuffer`
+//! of the channel lets it take the buffer and push.
 //!
 //! Stand-ins. The Netty layer (the wire in both directions, the client's queued `AddCredit`
-//! write) is not in `recovery-impl`; the driver plays it, as Flink's
-//! `CreditBasedPartitionRequestClientHandler` and `PartitionRequestQueue` would. The task's
+//! and `ResumeConsumption` writes) is not in `recovery-impl`; the driver plays it, as Flink's
+//! `CreditBasedPartitionRequestClientHandler` and `PartitionRequestQueue` would. It also plays
+//! `CheckpointedInputGate` over the gate: a polled `EndOfOutputChannelStateEvent` goes to the
+//! gate's `UpstreamRecoveryTracker`. The task's
 //! checkpoint barrier handler is impl/'s `SingleCheckpointBarrierHandler`, over the driver's
 //! channels; the driver makes the channel calls it decides on, one model step each.
 
