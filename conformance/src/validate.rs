@@ -42,6 +42,10 @@
 //!   (`releaseQueuedBuffers`), as the model splits the call there;
 //! - `convertRecoveredInputChannels`: the conversion's pushes into each new channel.
 //!
+//! A drainer whose `requestBufferBlocking()` parks logs the wait
+//! ([`Event::RequestBufferBlockingWait`]): the model's `requestBufferBlocking`. The buffer it
+//! takes once woken begins the `onRecoveredStateBuffer` that follows.
+//!
 //! The gate's hand-off (`pollNext`) is no step of its own: the model's `getNextBuffer` hands
 //! on what it polls. [`steps`] checks it instead: every element a channel's poll returned (the
 //! sentinel aside) must be handed on before the task polls again, so an element polled and
