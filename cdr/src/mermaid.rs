@@ -230,7 +230,7 @@ mod tests {
             .filter(|l| l.contains("->>") || l.contains("Note over"))
             .count();
         assert_eq!(messages, actions.len() + 1, "{d}");
-        assert!(d.contains("Server->>Client: 4. remote#35;1 sendBuffer(e0)"), "{d}");
+        assert!(d.contains("Server->>Client: 4. remote#35;1 sendBuffer(eoo0)"), "{d}");
         assert!(d.trim_end().ends_with("violated: credit conservation"));
         assert_eq!(esc("a;b#1 <c> -> d"), "a#59;b#35;1 #lt;c#gt; → d");
     }

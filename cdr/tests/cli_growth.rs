@@ -51,7 +51,7 @@ fn a_dimension_ends_at_the_model_s_bound_and_at_max_step() {
     let v = json(&out);
     let points = v["points"].as_array().unwrap();
     assert_eq!(points.len(), 8, "{out}");
-    assert_eq!(points[0]["unique_states"], 588, "step 0 is the preset");
+    assert_eq!(points[0]["unique_states"], 638, "step 0 is the preset");
     for (i, p) in points.iter().enumerate() {
         assert_eq!(p["step"], i);
         assert_eq!(p["outcome"], "checked");

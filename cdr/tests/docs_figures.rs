@@ -354,7 +354,10 @@ fn findings_md_gives_the_length_of_each_finding_s_shortest_counterexample() {
     use recovery_model::check::shortest_counterexample;
     let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/findings.md")).unwrap();
     let model_md = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/model.md")).unwrap();
-    let rows = table_rows(&doc, "| finding | verdict | versions | preset | property | Flink's classes |");
+    let rows = table_rows(
+        &doc,
+        "| finding | verdict | versions | preset | property | Flink's classes |",
+    );
     assert!(rows.len() >= 4);
     for row in &rows {
         let name = row[3].trim_matches('`');

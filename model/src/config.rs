@@ -229,9 +229,7 @@ impl ModelConfig {
                 ));
             }
             if c.upstream[1..].contains(&Upstream::EndOfOutputChannelState) {
-                return Err(format!(
-                    "channel {i}: end-of-output-channel-state comes once, first"
-                ));
+                return Err(format!("channel {i}: end-of-output-channel-state comes once, first"));
             }
             if c.late as usize >= c.upstream.len() {
                 return Err(format!(

@@ -5,8 +5,8 @@ use crate::action::{Action, Thread};
 use crate::local_buffer_pool::LocalBufferPool;
 use crate::model::RecoveryModel;
 use crate::state::{
-    RESUME_CONSUMPTION,
-    Announce, Channel, CheckpointStatus, Delivered, Entry, Failure, NetBuf, Payload, RecyclerPc, State, TaskPc,
+    Announce, Channel, CheckpointStatus, Delivered, Entry, Failure, NetBuf, Payload, RESUME_CONSUMPTION, RecyclerPc,
+    State, TaskPc,
 };
 use std::fmt::Write;
 
@@ -94,7 +94,11 @@ pub fn channel(m: &RecoveryModel, s: &State, c: u8) -> String {
                 .collect::<Vec<_>>()
                 .join(" "),
             ch.producer.reader_credit,
-            if ch.producer.blocked { " (subpartition blocked)" } else { "" },
+            if ch.producer.blocked {
+                " (subpartition blocked)"
+            } else {
+                ""
+            },
             ch.producer
                 .wire
                 .iter()

@@ -638,7 +638,10 @@ mod tests {
         let s2 = m.next_state(&s1, a).unwrap();
         let path = stateright::Path::from_actions(&m, s0.clone(), [&request, &a]).expect("a path");
         let svg = m.as_svg(path).unwrap();
-        assert!(svg.contains("last step: netty-server remote#1 sendBuffer(eoo0)"), "{svg}");
+        assert!(
+            svg.contains("last step: netty-server remote#1 sendBuffer(eoo0)"),
+            "{svg}"
+        );
         assert!(svg.contains("wire +eoo0"), "{svg}");
         assert!(svg.contains("subpartition blocked false -&gt; true"), "{svg}");
         assert!(svg.contains(">blocked</text>"), "{svg}");

@@ -161,7 +161,9 @@ fn a_floating_credit_announced_after_the_resume_exceeds_the_buffers_of_a_channel
     let path = recovery_model::check::shortest_counterexample(&m, PropertyId::NoProtocolViolation).unwrap();
     assert_eq!(path.len(), 26, "{path:?}");
     // The recycler's announcement comes after the server's resumeConsumption reset the credit.
-    let resumed = path.iter().position(|a| *a == Action::OnResumeConsumption { channel: 0 });
+    let resumed = path
+        .iter()
+        .position(|a| *a == Action::OnResumeConsumption { channel: 0 });
     let announced = path
         .iter()
         .position(|a| matches!(a, Action::NotifyBufferAvailable { channel: 0, .. }));
