@@ -9,7 +9,7 @@
 //! only after the lock is released, and buffers are recycled to other owners only after it is
 //! released. `enable_notify` flips the flag and counts the available buffers in one critical
 //! section, so that every buffer is announced exactly once whatever `recycle` or the floating
-//! callback do concurrently (bug B6 of the brief).
+//! callback do concurrently (bug B6, docs/bug-zoo.md).
 
 use std::collections::{BTreeSet, VecDeque};
 use std::fmt;

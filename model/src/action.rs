@@ -7,7 +7,7 @@ use crate::state::{CheckpointId, NetBuf, State};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
-/// The threads of section 1.1 of the brief.
+/// The threads that run the protocol's steps.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Thread {
