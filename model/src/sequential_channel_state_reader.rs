@@ -43,19 +43,15 @@ impl RecoveryModel {
                 // buffers (flag off, or a local channel without exclusive ones): no wait.
                 // A released channel throws once the latch is open (a remote channel's release
                 // opens it last, `release_step`).
-                if !self.lends_recovery_buffers(c) || self.is_recovered_channel(s) {
+                let heap = !self.lends_recovery_buffers(c) || self.is_recovered_channel(s);
+                // Parked in bufferQueue.wait(): only a buffer queued to the manager (its
+                // notifyAll) or the release wakes it; a pool callback the manager turns down
+                // does not.
+                let woken = ch.released || ch.bm.available() > 0;
+                let takes = ch.released || ch.bm.can_request_buffer_blocking(s.pool_of(c));
+                if heap || (ch.upstream_ready && if s.io_waiting { woken } else { takes }) {
                     out.push(Action::OnRecoveredStateBuffer { channel: c });
-                } else if !ch.upstream_ready {
-                } else if s.io_waiting {
-                    // Parked in bufferQueue.wait(): only a buffer queued to the manager (its
-                    // notifyAll) or the release wakes it; a pool callback the manager turns
-                    // down does not.
-                    if ch.released || ch.bm.available() > 0 {
-                        out.push(Action::OnRecoveredStateBuffer { channel: c });
-                    }
-                } else if ch.released || ch.bm.can_request_buffer_blocking(s.pool_of(c)) {
-                    out.push(Action::OnRecoveredStateBuffer { channel: c });
-                } else {
+                } else if ch.upstream_ready && !s.io_waiting {
                     out.push(Action::RequestBufferBlocking { channel: c });
                 }
             }
