@@ -117,6 +117,12 @@ pub fn kind(a: &TaskAction) -> &'static str {
         TaskAction::RunSuspendCallback => "runSuspendCallback",
         TaskAction::RunResumeCallback => "runResumeCallback",
         TaskAction::OnInputAvailable => "onInputAvailable",
+        TaskAction::ReadInputDataThrows { .. } => "readInputData throws",
+        TaskAction::FinishReadRecoveredStateThrows { .. } => "finishReadRecoveredState throws",
+        TaskAction::RequestPartitionsThrows { .. } => "requestPartitions throws",
+        TaskAction::CancelExecution => "cancelExecution",
+        TaskAction::CancelInvokable => "cancelInvokable",
+        TaskAction::ReleaseResources => "releaseResources",
     }
 }
 

@@ -200,7 +200,7 @@ pub fn model_snapshot(model: &TaskModel, s: &TaskState) -> TaskSnapshot {
             Phase::RestoreLoop => TaskPhase::RestoreLoop,
             Phase::MainLoop => TaskPhase::MainLoop,
             Phase::Finished => TaskPhase::Finished,
-            Phase::Failed => TaskPhase::Failed,
+            Phase::Failed(_) => TaskPhase::Failed,
         },
         mailbox: s.mailbox.iter().map(mail_description).collect(),
         default_action_available: s.default_action == DefaultAction::Running,

@@ -14,6 +14,9 @@ pub enum TaskThread {
     /// Future completions and their dependent actions: they run on whichever thread completes
     /// the future, so the model runs each as a step of its own that may lag.
     Completion,
+    /// The TaskManager's side of cancellation: `Task.cancelExecution` (the JobManager cancels
+    /// the task) and the `TaskCanceler` thread that runs `invokable.cancel()`.
+    Canceler,
 }
 
 impl std::fmt::Display for TaskThread {
@@ -22,6 +25,7 @@ impl std::fmt::Display for TaskThread {
             TaskThread::Mailbox => "mailbox",
             TaskThread::Io => "io",
             TaskThread::Completion => "completion",
+            TaskThread::Canceler => "canceler",
         })
     }
 }
@@ -74,6 +78,34 @@ pub enum TaskAction {
     /// Completion: the input processor's availability future completes; the default action's
     /// `ResumeWrapper` sends its resume mail.
     OnInputAvailable,
+    /// IO: `readInputData` of a gate throws (the checkpoint read, the rescale filter, a push).
+    /// Flag off, the read's catch hands it to `handleAsyncException`; flag on, the chain's
+    /// `runAsync` stage completes exceptionally, and with it the recovery future.
+    ReadInputDataThrows {
+        /// The gate.
+        gate: u8,
+    },
+    /// IO: `finishReadRecoveredState()` of a gate throws; handled as a failed read.
+    FinishReadRecoveredStateThrows {
+        /// The gate.
+        gate: u8,
+    },
+    /// Mailbox: the head mail's `requestPartitions` of a gate throws. Flag off, the mail's
+    /// exception leaves `runMailboxLoop` and `invoke`; flag on, the chain's `thenRunAsync` stage
+    /// (gates before it converted) completes exceptionally, and with it the recovery future.
+    RequestPartitionsThrows {
+        /// The gate whose conversion throws.
+        gate: u8,
+    },
+    /// Canceler: the JobManager cancels the task (`Task.cancelExecution`): CANCELING, and a
+    /// `TaskCanceler` is started.
+    CancelExecution,
+    /// Canceler: the `TaskCanceler` runs `StreamTask.cancel()`: `canceled`, then
+    /// `mailboxProcessor.allActionsCompleted()`'s poison mail (dropped by a closed mailbox).
+    CancelInvokable,
+    /// Mailbox: `invoke` has ended; `Task.doRun` cleans the invokable up (the mailbox closes,
+    /// its mails dropped), takes its final state, and `releaseResources` closes the gates.
+    ReleaseResources,
 }
 
 impl TaskAction {
@@ -81,8 +113,16 @@ impl TaskAction {
     pub fn thread(&self) -> TaskThread {
         use TaskAction::*;
         match self {
-            ReadInputData { .. } | FinishReadRecoveredState { .. } => TaskThread::Io,
-            ProcessMail { .. } | ProcessInput { .. } | ProcessInputNothingToRead => TaskThread::Mailbox,
+            ReadInputData { .. }
+            | FinishReadRecoveredState { .. }
+            | ReadInputDataThrows { .. }
+            | FinishReadRecoveredStateThrows { .. } => TaskThread::Io,
+            ProcessMail { .. }
+            | ProcessInput { .. }
+            | ProcessInputNothingToRead
+            | RequestPartitionsThrows { .. }
+            | ReleaseResources => TaskThread::Mailbox,
+            CancelExecution | CancelInvokable => TaskThread::Canceler,
             OnGateStateConsumed { .. }
             | OnAllGatesStateConsumed
             | CompleteRecovery

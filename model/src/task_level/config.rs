@@ -42,6 +42,11 @@ pub struct TaskShape {
     pub gates: Vec<GateShape>,
     /// The operator's input selection (two gates only).
     pub selection: Selection,
+    /// Whether the environment may fail the recovery (one exception where Flink can throw:
+    /// the state read, `finishReadRecoveredState`, `requestPartitions`) and cancel the task
+    /// (once, at any step).
+    #[serde(default)]
+    pub failures: bool,
 }
 
 impl TaskShape {
@@ -69,7 +74,8 @@ impl TaskShape {
             (2, Selection::All) => " select-all",
             _ => "",
         };
-        format!("flag {flag}, gates [{}]{selection}", gates.join(" | "))
+        let failures = if self.failures { ", failures" } else { "" };
+        format!("flag {flag}, gates [{}]{selection}{failures}", gates.join(" | "))
     }
 
     /// Whether the task runs a `StreamMultipleInputProcessor`.
@@ -113,6 +119,7 @@ fn task_shapes() -> Vec<TaskShape> {
             checkpointing_during_recovery: flag,
             gates,
             selection,
+            failures: true,
         };
         // A source: recovery completes at once.
         shapes.push(shape(vec![], Selection::All));
@@ -154,7 +161,7 @@ fn task_shapes() -> Vec<TaskShape> {
 /// The task-level presets.
 pub const TASK_PRESETS: &[TaskPreset] = &[TaskPreset {
     name: "task",
-    summary: "task level: a source, one gate, two inputs read selectively or not; flag off and on",
+    summary: "task level: a source, one gate, two inputs read selectively or not; flag off and on; a failure or a cancel at any step",
     shapes: task_shapes,
     unreachable: &[],
 }];

@@ -32,6 +32,12 @@ pub fn action(_: &TaskModel, a: &TaskAction) -> String {
         TaskAction::RunSuspendCallback => "whenComplete(mailboxProcessor.suspend())".into(),
         TaskAction::RunResumeCallback => "thenRun(suspendedDefaultAction.resume())".into(),
         TaskAction::OnInputAvailable => "input availability future completes: resume".into(),
+        TaskAction::ReadInputDataThrows { gate } => format!("readInputData(gate {gate}) throws"),
+        TaskAction::FinishReadRecoveredStateThrows { gate } => format!("finishReadRecoveredState(gate {gate}) throws"),
+        TaskAction::RequestPartitionsThrows { gate } => format!("mail: requestPartitions(gate {gate}) throws"),
+        TaskAction::CancelExecution => "Task.cancelExecution(): CANCELING".into(),
+        TaskAction::CancelInvokable => "TaskCanceler: StreamTask.cancel()".into(),
+        TaskAction::ReleaseResources => "Task: cleanUp, final state, releaseResources".into(),
     };
     format!("{:<10} {call}", a.thread())
 }
@@ -46,20 +52,32 @@ pub fn state(_m: &TaskModel, s: &TaskState) -> String {
     );
     let mails: Vec<String> = s.mailbox.iter().map(mail).collect();
     let _ = writeln!(out, "mailbox: [{}]", mails.join(", "));
+    let recovery = match s.recovery_failure {
+        Some(cause) => format!("failed ({cause})"),
+        None if s.recovered => "done".into(),
+        None => "pending".into(),
+    };
     let _ = writeln!(
         out,
-        "recovery future done {}, suspend callback {:?}, resume callback {:?}",
-        s.recovered, s.suspend_callback, s.resume_callback
+        "recovery future {recovery}, suspend callback {:?}, resume callback {:?}",
+        s.suspend_callback, s.resume_callback
+    );
+    let _ = writeln!(
+        out,
+        "task {:?}, StreamTask canceled {}, mailbox closed {}, resources released {}",
+        s.execution_state, s.canceled, s.mailbox_closed, s.released
     );
     for (g, gate) in s.gates.iter().enumerate() {
         let _ = writeln!(
             out,
-            "gate {g}: read={} finishedRead={} partitionsRequested={} stateConsumed={} endOfInput={}",
+            "gate {g}: read={} spilled={} finishedRead={} partitionsRequested={} stateConsumed={} endOfInput={} released={}",
             gate.read,
+            gate.spilled,
             gate.finished_read,
             gate.partitions_requested,
             gate.state_consumed(),
-            gate.finished
+            gate.finished,
+            gate.released
         );
         for (c, ch) in gate.channels.iter().enumerate() {
             let _ = writeln!(

@@ -96,4 +96,6 @@ pub fn request_partitions(shape: &TaskShape, s: &mut TaskState, g: u8) {
         "toInputChannel(false) of a channel with unconsumed recovered state"
     );
     gate.partitions_requested = true;
+    // Flag on, the conversion drains the spilled state into the physical channels.
+    gate.spilled = false;
 }

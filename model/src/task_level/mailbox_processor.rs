@@ -5,19 +5,31 @@
 
 use super::state::{DefaultAction, Mail, Phase, Suspension, TaskState};
 
-/// `mainMailboxExecutor.execute(mail)`.
+/// `mainMailboxExecutor.execute(mail)`. A closed mailbox rejects it (`MailboxClosedException`),
+/// which the future callback that put it swallows.
 pub fn execute(s: &mut TaskState, mail: Mail) {
-    s.mailbox.push(mail);
+    if !s.mailbox_closed {
+        s.mailbox.push(mail);
+    }
 }
 
-/// `sendControlMail`: ahead of every ordinary mail.
+/// `sendControlMail`: ahead of every ordinary mail; rejected by a closed mailbox.
 pub fn send_control_mail(s: &mut TaskState, mail: Mail) {
-    s.mailbox.insert(0, mail);
+    if !s.mailbox_closed {
+        s.mailbox.insert(0, mail);
+    }
 }
 
-/// `suspend()`: the running loop returns once it takes this mail.
+/// `suspend()` and `allActionsCompleted()`: the running loop returns once it takes this
+/// poison mail. `sendPoisonMail` sends it only to an open mailbox.
 pub fn suspend(s: &mut TaskState) {
     send_control_mail(s, Mail::Suspend);
+}
+
+/// `MailboxProcessor.close()`: the queued mails are dropped.
+pub fn close(s: &mut TaskState) {
+    s.mailbox.clear();
+    s.mailbox_closed = true;
 }
 
 /// Whether the mailbox thread runs a loop that can take mails and run the default action.

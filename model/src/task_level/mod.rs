@@ -29,6 +29,7 @@ pub mod properties;
 pub mod state;
 pub mod stream_input_processor;
 pub mod stream_task;
+pub mod task;
 pub mod variant;
 
 pub use action::{TaskAction, TaskThread};

@@ -5,9 +5,10 @@ use super::action::TaskAction;
 use super::config::TaskShape;
 use super::mailbox_processor as mailbox;
 use super::properties::TaskPropertyId;
-use super::state::{Callback, DefaultAction, TaskState};
+use super::state::{Callback, Cause, DefaultAction, ExecutionState, Mail, TaskState};
 use super::stream_input_processor as processor;
-use super::stream_task as task;
+use super::stream_task;
+use super::task;
 use super::variant::TaskVariant;
 use stateright::{Model, Property};
 
@@ -39,12 +40,40 @@ impl TaskModel {
         a.is_empty()
     }
 
+    /// Whether the environment may still inject a failure: the shape allows one, none was
+    /// injected yet, and the task has not released its resources.
+    fn may_fail(&self, s: &TaskState) -> bool {
+        self.shape(s).failures && s.injected.is_none() && !s.released
+    }
+
+    /// Whether no thread of the task can move: nothing but the JobManager's cancel could
+    /// change the state. A task that waits for a cancel to end it has hung.
+    pub fn is_stuck(&self, s: &TaskState) -> bool {
+        let mut a = Vec::new();
+        self.actions(s, &mut a);
+        a.iter().all(|a| *a == TaskAction::CancelExecution)
+    }
+
     fn mailbox_actions(&self, s: &TaskState, out: &mut Vec<TaskAction>) {
+        if s.invoke_ended() && !s.released {
+            out.push(TaskAction::ReleaseResources);
+        }
         if !mailbox::is_loop_running(s) || s.busy_spin {
             return;
         }
         if let Some(&mail) = s.mailbox.first() {
             out.push(TaskAction::ProcessMail { mail });
+            if self.may_fail(s) {
+                match mail {
+                    Mail::RequestPartitions(gate) => out.push(TaskAction::RequestPartitionsThrows { gate }),
+                    Mail::RequestPartitionsWithRecovery => {
+                        for gate in 0..s.gates.len() as u8 {
+                            out.push(TaskAction::RequestPartitionsThrows { gate });
+                        }
+                    }
+                    _ => {}
+                }
+            }
             return;
         }
         if s.default_action != DefaultAction::Running {
@@ -62,13 +91,32 @@ impl TaskModel {
     fn io_actions(&self, s: &TaskState, out: &mut Vec<TaskAction>) {
         let shape = self.shape(s);
         let gates = shape.gates.len() as u8;
-        if s.io_pc >= task::io_program_len(shape) {
+        if s.io_pc >= stream_task::io_program_len(shape) {
             return;
         }
+        let fail = self.may_fail(s);
         if s.io_pc < gates {
-            out.push(TaskAction::ReadInputData { gate: s.io_pc });
+            let gate = s.io_pc;
+            out.push(TaskAction::ReadInputData { gate });
+            if fail {
+                out.push(TaskAction::ReadInputDataThrows { gate });
+            }
         } else {
-            out.push(TaskAction::FinishReadRecoveredState { gate: s.io_pc - gates });
+            let gate = s.io_pc - gates;
+            out.push(TaskAction::FinishReadRecoveredState { gate });
+            if fail {
+                out.push(TaskAction::FinishReadRecoveredStateThrows { gate });
+            }
+        }
+    }
+
+    fn canceler_actions(&self, s: &TaskState, out: &mut Vec<TaskAction>) {
+        if self.shape(s).failures && !s.cancel_requested && s.execution_state == ExecutionState::Running && !s.released
+        {
+            out.push(TaskAction::CancelExecution);
+        }
+        if s.cancel_invokable_pending {
+            out.push(TaskAction::CancelInvokable);
         }
     }
 
@@ -87,7 +135,7 @@ impl TaskModel {
                 }
             }
         }
-        if task::can_complete_recovery(shape, s) {
+        if stream_task::can_complete_recovery(shape, s) {
             out.push(TaskAction::CompleteRecovery);
         }
         if s.suspend_callback == Callback::Pending {
@@ -110,7 +158,7 @@ impl Model for TaskModel {
         self.shapes
             .iter()
             .enumerate()
-            .map(|(i, shape)| task::restore_state_and_gates(i as u8, shape))
+            .map(|(i, shape)| stream_task::restore_state_and_gates(i as u8, shape))
             .collect()
     }
 
@@ -118,32 +166,45 @@ impl Model for TaskModel {
         self.mailbox_actions(s, out);
         self.io_actions(s, out);
         self.completion_actions(s, out);
+        self.canceler_actions(s, out);
     }
 
     fn next_state(&self, s: &TaskState, a: TaskAction) -> Option<TaskState> {
-        let shape = self.shape(s);
+        let (shape, v) = (self.shape(s), self.variant);
         let mut n = s.clone();
         match a {
-            TaskAction::ReadInputData { gate } => task::read_input_data(&mut n, gate),
-            TaskAction::FinishReadRecoveredState { gate } => task::finish_read_recovered_state(shape, &mut n, gate),
+            TaskAction::ReadInputData { gate } => stream_task::read_input_data(shape, v, &mut n, gate),
+            TaskAction::FinishReadRecoveredState { gate } => {
+                stream_task::finish_read_recovered_state(shape, &mut n, gate)
+            }
             TaskAction::ProcessMail { mail } => {
                 debug_assert_eq!(n.mailbox.first(), Some(&mail));
-                task::process_mail(shape, &mut n);
+                stream_task::process_mail(shape, v, &mut n);
             }
             TaskAction::ProcessInput { gate, channel } => {
                 let (_, status) = processor::process_input(shape, &mut n, gate, channel);
-                task::on_input_status(shape, self.variant, &mut n, status);
+                stream_task::on_input_status(shape, v, &mut n, status);
             }
             TaskAction::ProcessInputNothingToRead => {
-                let status = processor::process_input_nothing_to_read(shape, self.variant, &n);
-                task::on_input_status(shape, self.variant, &mut n, status);
+                let status = processor::process_input_nothing_to_read(shape, v, &n);
+                stream_task::on_input_status(shape, v, &mut n, status);
             }
-            TaskAction::OnGateStateConsumed { gate } => task::on_gate_state_consumed(&mut n, gate),
-            TaskAction::OnAllGatesStateConsumed => task::on_all_gates_state_consumed(&mut n),
-            TaskAction::CompleteRecovery => task::complete_recovery(&mut n),
-            TaskAction::RunSuspendCallback => task::run_suspend_callback(&mut n),
-            TaskAction::RunResumeCallback => task::run_resume_callback(&mut n),
-            TaskAction::OnInputAvailable => task::on_input_available(&mut n),
+            TaskAction::OnGateStateConsumed { gate } => stream_task::on_gate_state_consumed(&mut n, gate),
+            TaskAction::OnAllGatesStateConsumed => stream_task::on_all_gates_state_consumed(&mut n),
+            TaskAction::CompleteRecovery => stream_task::complete_recovery(&mut n),
+            TaskAction::RunSuspendCallback => stream_task::run_suspend_callback(&mut n),
+            TaskAction::RunResumeCallback => stream_task::run_resume_callback(&mut n),
+            TaskAction::OnInputAvailable => stream_task::on_input_available(&mut n),
+            TaskAction::ReadInputDataThrows { gate } => {
+                stream_task::inject_read_failure(shape, v, &mut n, Cause::ReadInputData(gate))
+            }
+            TaskAction::FinishReadRecoveredStateThrows { gate } => {
+                stream_task::inject_read_failure(shape, v, &mut n, Cause::FinishReadRecoveredState(gate))
+            }
+            TaskAction::RequestPartitionsThrows { gate } => stream_task::request_partitions_throws(shape, &mut n, gate),
+            TaskAction::CancelExecution => task::cancel_execution(&mut n),
+            TaskAction::CancelInvokable => stream_task::cancel(&mut n),
+            TaskAction::ReleaseResources => task::release_resources(shape, v, &mut n),
         }
         Some(n)
     }

@@ -28,6 +28,12 @@ pub struct Gate {
     pub read: bool,
     /// `finishReadRecoveredState()` ran: the end-of-state marker is queued behind them.
     pub finished_read: bool,
+    /// Flag on: the gate's recovered state was fetched into spill files and not yet drained
+    /// into its channels or released (the spilling backend's fetched state).
+    pub spilled: bool,
+    /// `Task.releaseResources` closed the gate: its channels were released, their buffers
+    /// recycled.
+    pub released: bool,
     /// Flag off: the `thenRun` of the gate's state-consumed future ran, queueing the gate's
     /// `requestPartitions` mail.
     pub consumed_callback_run: bool,
@@ -44,6 +50,67 @@ impl Gate {
     pub fn state_consumed(&self) -> bool {
         self.channels.iter().all(|c| c.state_consumed)
     }
+
+    /// Recovered buffers the gate's channels hold in memory: read into the
+    /// `RecoveredInputChannel`s (flag off) or pushed into the physical channels by the
+    /// conversion (flag on), and not yet consumed or recycled.
+    pub fn buffers_held(&self, flag: bool) -> u8 {
+        let in_memory = if flag { self.partitions_requested } else { self.read };
+        if in_memory {
+            self.channels.iter().map(|c| c.recovered).sum()
+        } else {
+            0
+        }
+    }
+}
+
+/// An exception, by where it was thrown.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Cause {
+    /// `readInputData` of a gate threw: the checkpoint read, the rescale filter, or a push
+    /// into a channel.
+    ReadInputData(u8),
+    /// `finishReadRecoveredState()` of a gate threw.
+    FinishReadRecoveredState(u8),
+    /// `requestPartitions` of a gate threw; flag on, inside the conversion, whose push of the
+    /// recovered buffers into the physical channel can throw.
+    RequestPartitions(u8),
+    /// `CancelTaskException`: `ensureNotCanceled()`, or a buffer requested from a released
+    /// channel.
+    CancelTask,
+    /// `RejectedExecutionException`: a mail for a closed mailbox.
+    MailboxClosed,
+    /// `IllegalStateException("Mailbox loop interrupted before recovery was finished.")`.
+    LoopInterrupted,
+}
+
+impl std::fmt::Display for Cause {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Cause::ReadInputData(g) => write!(f, "readInputData(gate {g}) threw"),
+            Cause::FinishReadRecoveredState(g) => write!(f, "finishReadRecoveredState(gate {g}) threw"),
+            Cause::RequestPartitions(g) => write!(f, "requestPartitions(gate {g}) threw"),
+            Cause::CancelTask => f.write_str("CancelTaskException"),
+            Cause::MailboxClosed => f.write_str("RejectedExecutionException: mailbox closed"),
+            Cause::LoopInterrupted => f.write_str("Mailbox loop interrupted before recovery was finished."),
+        }
+    }
+}
+
+/// `Task.executionState`, from the moment the task runs its invokable.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+pub enum ExecutionState {
+    /// INITIALIZING or RUNNING: `invoke` runs.
+    Running,
+    /// `cancelExecution()`: the invokable is being canceled.
+    Canceling,
+    /// `failExternally(cause)` or `invoke` threw `cause`: terminal, the failure cause recorded.
+    Failed(Cause),
+    /// Canceled: terminal.
+    Canceled,
+    /// `invoke` returned: terminal.
+    Finished,
 }
 
 /// A mail in the task's mailbox.
@@ -92,8 +159,9 @@ pub enum Phase {
     MainLoop,
     /// The main loop returned at END_OF_INPUT: the task finishes (`afterInvoke`).
     Finished,
-    /// `restoreInternal` threw "Mailbox loop interrupted before recovery was finished".
-    Failed,
+    /// `invoke` threw: out of `restoreInternal` (its checks after the restore loop, the
+    /// recovery future's cause) or out of a mail.
+    Failed(Cause),
 }
 
 /// A callback registered on the recovery future.
@@ -137,14 +205,36 @@ pub struct TaskState {
     // --- recovery future (`recoveryCompletionFuture`, `allGatesRecoveredFuture`) ---
     /// Flag on: the chain reached its `thenCompose(allOf(stateConsumed))` stage.
     pub chain_composed: bool,
-    /// The recovery future is complete.
+    /// The recovery future is complete (normally or not).
     pub recovered: bool,
+    /// The recovery future completed exceptionally, with this cause.
+    pub recovery_failure: Option<Cause>,
     /// `whenComplete(-> mailboxProcessor.suspend())`.
     pub suspend_callback: Callback,
     /// defer-finish's `thenRun(suspension::resume)`.
     pub resume_callback: Callback,
 
+    // --- cancellation and the end of the task (`Task`, `StreamTask.cancel`) ---
+    /// `StreamTask.canceled`: `cancel()` ran.
+    pub canceled: bool,
+    /// `Task.executionState`.
+    pub execution_state: ExecutionState,
+    /// The `TaskCanceler` that runs `invokable.cancel()` was started and has not run yet.
+    pub cancel_invokable_pending: bool,
+    /// The mailbox was closed (`MailboxProcessor.close()`): queued mails were dropped, and
+    /// later ones are rejected.
+    pub mailbox_closed: bool,
+    /// `Task.releaseResources` ran after `invoke` ended.
+    pub released: bool,
+
     // --- ghosts: history the properties need ---
+    /// The first failure the environment injected, if any: the cause the task must report.
+    pub injected: Option<Cause>,
+    /// The JobManager canceled the task (`Task.cancelExecution`).
+    pub cancel_requested: bool,
+    /// The task's cleanup released spilled state that no drain had taken (an abort between
+    /// the fetch and the drain).
+    pub spill_released_by_cleanup: bool,
     /// `processInput` returned NOTHING_AVAILABLE with the processor available and nothing left
     /// to change: StreamTask retries at once, forever.
     pub busy_spin: bool,
@@ -161,5 +251,10 @@ impl TaskState {
     /// Every gate's recovered state was consumed.
     pub fn all_state_consumed(&self) -> bool {
         self.gates.iter().all(Gate::state_consumed)
+    }
+
+    /// `invoke` has ended (returned or thrown).
+    pub fn invoke_ended(&self) -> bool {
+        matches!(self.phase, Phase::Finished | Phase::Failed(_))
     }
 }

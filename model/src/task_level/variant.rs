@@ -18,6 +18,21 @@ pub enum TaskVariant {
     /// B7: flag off, the partitions of every gate are requested only once all gates' recovered
     /// state is consumed.
     ConvertAllGatesTogether,
+    /// `restoreInternal` checks only `isDone()` of the recovery future and never `get()`s it:
+    /// a failed recovery enters the main loop.
+    ExceptionalRecoveryTakenAsDone,
+    /// Flag off, the read's exception is logged on the IO thread and not handed to
+    /// `handleAsyncException`: nothing fails the task.
+    ReadFailureNotHandled,
+    /// `Task.doRun` takes the exception `invoke` threw over the failure cause already recorded:
+    /// a task failed externally ends CANCELED by its own `CancelTaskException`.
+    InvokeExceptionOverridesFailureCause,
+    /// Spilled state is released only by the drain: an abort between the fetch and the drain
+    /// leaves it behind (FLINK-40520).
+    SpillReleasedOnlyByDrain,
+    /// A buffer pushed into a released `RecoveredInputChannel` is queued there, after
+    /// `releaseAllResources` recycled the others.
+    PushIntoReleasedChannelQueued,
 }
 
 /// One row of the task-level bug zoo.
@@ -57,6 +72,41 @@ pub const TASK_VARIANTS: &[TaskVariantInfo] = &[
         name: "convert-all-gates-together",
         bug: "B7: flag off, gates request partitions only after all gates' recovered state is consumed",
         property: TaskPropertyId::NoDeadlock,
+        preset: "task",
+    },
+    TaskVariantInfo {
+        variant: TaskVariant::ExceptionalRecoveryTakenAsDone,
+        name: "exceptional-recovery-taken-as-done",
+        bug: "restoreInternal checks only isDone() of the recovery future: a failed recovery enters the main loop",
+        property: TaskPropertyId::FailedRecoveryNeverEntersMainLoop,
+        preset: "task",
+    },
+    TaskVariantInfo {
+        variant: TaskVariant::ReadFailureNotHandled,
+        name: "read-failure-not-handled",
+        bug: "flag off, a failed state read is not handed to handleAsyncException: the restore loop waits for ever",
+        property: TaskPropertyId::NoDeadlock,
+        preset: "task",
+    },
+    TaskVariantInfo {
+        variant: TaskVariant::InvokeExceptionOverridesFailureCause,
+        name: "invoke-exception-overrides-failure-cause",
+        bug: "Task.doRun takes invoke's CancelTaskException over the recorded failure: a failed read ends CANCELED",
+        property: TaskPropertyId::TheFailureIsReported,
+        preset: "task",
+    },
+    TaskVariantInfo {
+        variant: TaskVariant::SpillReleasedOnlyByDrain,
+        name: "spill-released-only-by-drain",
+        bug: "FLINK-40520: spilled state is released only by the drain; an abort before it leaves the files",
+        property: TaskPropertyId::NothingLeaks,
+        preset: "task",
+    },
+    TaskVariantInfo {
+        variant: TaskVariant::PushIntoReleasedChannelQueued,
+        name: "push-into-released-channel-queued",
+        bug: "a recovered buffer pushed into a released RecoveredInputChannel is queued, not recycled",
+        property: TaskPropertyId::NothingLeaks,
         preset: "task",
     },
 ];
