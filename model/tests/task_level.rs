@@ -34,12 +34,68 @@ fn task_preset_holds_with_every_fix_in_place() {
         assert!(matches!(r.status, Status::Holds | Status::ExampleFound), "{}", r.name);
     }
     // A change detector: a model change that alters the reachable graph shows up here.
-    assert_eq!(report.unique_states, 730);
+    assert_eq!(report.unique_states, 5_385);
+}
+
+/// Without failures and cancellation the preset is the happy path: every property holds, and
+/// no failure action is anywhere in it.
+#[test]
+fn without_failures_the_task_preset_is_the_happy_path() {
+    let shapes: Vec<TaskShape> = task_shapes()
+        .into_iter()
+        .map(|s| TaskShape { failures: false, ..s })
+        .collect();
+    let model = TaskModel::new(shapes, TaskVariant::Fixed);
+    let report = check(&model, "task", &[], 1, false);
+    assert_eq!(report.unique_states, 746);
+    for r in &report.properties {
+        assert_ne!(r.status, Status::Violated, "{}", r.name);
+    }
+    let failure_paths = [
+        TaskPropertyId::RecoveryFailureFailsTask,
+        TaskPropertyId::FailedExternallyWhileRestoring,
+        TaskPropertyId::SpillReleasedByCleanup,
+    ];
+    for r in report.properties.iter().filter(|r| r.status == Status::ExampleMissing) {
+        assert!(failure_paths.iter().any(|p| p.name() == r.name), "{}", r.name);
+    }
+}
+
+/// A failed state read fails the task with the read's cause, flag off (through
+/// `handleAsyncException` and the canceler) and flag on (the recovery future's cause,
+/// rethrown by `restoreInternal`): on every path from the failure, the task ends FAILED with it.
+#[test]
+fn a_failed_read_fails_the_task_with_its_cause_flag_off_and_on() {
+    use recovery_model::task_level::TaskAction;
+    use recovery_model::task_level::state::{Cause, ExecutionState, TaskState};
+    for flag in [false, true] {
+        let model = TaskModel::new(shapes_where(flag, 1), TaskVariant::Fixed);
+        let init = model.init_states().remove(0);
+        let failed = model
+            .next_state(&init, TaskAction::ReadInputDataThrows { gate: 0 })
+            .unwrap();
+        // Every terminal state reachable without a cancel: FAILED with the read's cause.
+        let mut stack: Vec<TaskState> = vec![failed];
+        let mut ends = 0;
+        while let Some(s) = stack.pop() {
+            let mut actions = Vec::new();
+            model.actions(&s, &mut actions);
+            actions.retain(|a| *a != TaskAction::CancelExecution);
+            if actions.is_empty() {
+                assert!(s.released, "flag {flag}: stuck in {:?}", s.phase);
+                assert_eq!(s.execution_state, ExecutionState::Failed(Cause::ReadInputData(0)));
+                assert_ne!(s.phase, Phase::MainLoop);
+                ends += 1;
+            }
+            stack.extend(actions.into_iter().map(|a| model.next_state(&s, a).unwrap()));
+        }
+        assert!(ends > 0);
+    }
 }
 
 #[test]
 fn every_task_variant_is_found_by_its_property_with_a_shortest_counterexample() {
-    assert_eq!(TASK_VARIANTS.len(), 3);
+    assert_eq!(TASK_VARIANTS.len(), 8);
     for info in TASK_VARIANTS {
         let p = find_task_preset(info.preset).expect("preset exists");
         let model = TaskModel::new((p.shapes)(), info.variant);
@@ -79,9 +135,11 @@ fn a_task_without_input_gates_completes_recovery_at_once() {
         let init = model.init_states().remove(0);
         assert!(init.recovered);
         assert_eq!(init.mailbox, vec![Mail::Suspend]);
-        // The restore loop takes the suspend mail before the default action ever runs.
+        // The restore loop takes the suspend mail before the default action ever runs (the
+        // JobManager may cancel meanwhile).
         let mut actions = Vec::new();
         model.actions(&init, &mut actions);
+        actions.retain(|a| *a != recovery_model::task_level::TaskAction::CancelExecution);
         assert_eq!(actions.len(), 1, "{actions:?}");
         let next = model.next_state(&init, actions[0]).unwrap();
         assert_eq!(next.phase, Phase::MainLoop);
@@ -127,16 +185,29 @@ fn the_task_level_graph_is_acyclic_for_every_variant() {
     }
 }
 
-/// docs/model.md's table of the `task` preset's shapes: each row's unique states and maximum
-/// depth are what checking that shape alone gives.
+/// docs/model.md's table of the `task` preset's shapes: each row's unique states without and
+/// with failures, and its maximum depth with them, are what checking that shape alone gives.
 #[test]
 fn the_docs_table_of_task_shapes_matches_the_model() {
     let docs = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/model.md")).unwrap();
     let mut rows = 0;
     for shape in task_shapes() {
-        let model = TaskModel::new(vec![shape.clone()], TaskVariant::Fixed);
-        let report = check(&model, "task", &[], 1, false);
-        let label = shape.label();
+        let unique = |failures: bool| {
+            let model = TaskModel::new(
+                vec![TaskShape {
+                    failures,
+                    ..shape.clone()
+                }],
+                TaskVariant::Fixed,
+            );
+            check(&model, "task", &[], 1, false)
+        };
+        let (before, after) = (unique(false), unique(true));
+        let label = TaskShape {
+            failures: false,
+            ..shape.clone()
+        }
+        .label();
         let (flag, rest) = label.split_once(", gates ").unwrap();
         let cell = match rest {
             "[]" => format!("{flag}, no gates"),
@@ -147,10 +218,13 @@ fn the_docs_table_of_task_shapes_matches_the_model() {
             ),
         }
         .replace('|', "\\|");
-        let expected = format!("| {} | {} |", report.unique_states, report.max_depth);
+        let expected = format!(
+            "| {} | {} | {} |",
+            before.unique_states, after.unique_states, after.max_depth
+        );
         let row = docs
             .lines()
-            .find(|l| l.starts_with(&format!("| {cell}")))
+            .find(|l| l.starts_with(&format!("| {cell} |")))
             .unwrap_or_else(|| panic!("no row for `{cell}` in docs/model.md"));
         assert!(
             row.ends_with(&expected),
