@@ -234,3 +234,25 @@ fn the_docs_table_of_task_shapes_matches_the_model() {
     }
     assert_eq!(rows, 8);
 }
+
+/// docs/bug-zoo.md's table of the task-level variants: each row's property and the length of
+/// its shortest counterexample are what the model gives.
+#[test]
+fn the_bug_zoo_table_of_task_level_variants_matches_the_model() {
+    let docs = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/bug-zoo.md")).unwrap();
+    for info in TASK_VARIANTS {
+        let p = find_task_preset(info.preset).unwrap();
+        let model = TaskModel::new((p.shapes)(), info.variant);
+        let steps = shortest_counterexample(&model, info.property).unwrap().actions.len();
+        let prefix = format!("| [{}](#", info.name);
+        let row = docs
+            .lines()
+            .find(|l| l.starts_with(&prefix))
+            .unwrap_or_else(|| panic!("no row for {} in docs/bug-zoo.md", info.name));
+        assert!(
+            row.ends_with(&format!("| {} | {steps} |", info.property)),
+            "docs/bug-zoo.md row `{row}` should end `| {} | {steps} |`",
+            info.property
+        );
+    }
+}
