@@ -10,6 +10,7 @@ use crate::model::RecoveryModel;
 use crate::recoverable_input_channel as rc;
 use crate::recovered_input_channel as recovered;
 use crate::state::{Payload, State, TaskPc};
+use crate::variant::Variant;
 
 /// One step of the drainer's program on the IO thread.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -85,6 +86,12 @@ impl RecoveryModel {
     /// `RecoveredInputChannel` (flag off, 2.3.0) queues it as it is; a physical channel gets it
     /// in a buffer lent by its own manager (`requestBufferBlocking`) where it lends them.
     pub(crate) fn on_recovered_state_buffer(&self, s: &mut State, c: u8) {
+        if self.variant == Variant::DrainerAbandonsStateOnRelease && s.ch(c).released {
+            // The drainer throws and ends; what it has not pushed is nobody's.
+            s.io_pc = self.io_program.len() as u8;
+            s.io_waiting = false;
+            return;
+        }
         s.io_pc += 1;
         s.io_waiting = false;
         if self.is_recovered_channel(s) {

@@ -57,6 +57,10 @@ pub enum Variant {
     /// does not block (and so is not resumed). The model's error behind two withdrawn findings
     /// (docs/findings.md).
     RecoveryCompletionNotBlocking,
+    /// The drainer stops at a released channel (its `requestBufferBlocking` threw
+    /// `CancelTaskException`) and releases nothing of what it has not pushed: the state fetched
+    /// for every later push stays (FLINK-40520's leak, before the task's cleanup released it).
+    DrainerAbandonsStateOnRelease,
 }
 
 /// One row of the bug zoo: the variant, the bug it reintroduces, the property that catches it
@@ -196,6 +200,13 @@ pub const VARIANTS: &[VariantInfo] = &[
         bug: "EndOfOutputChannelStateEvent taken as an ordinary event: an aligned barrier follows it while the channel is in recovery, is stashed, and the alignment timer's convertToPriorityEvent does not find it",
         property: PropertyId::AnnouncedBarrierFound,
         preset: "aligned-timeout",
+    },
+    VariantInfo {
+        variant: Variant::DrainerAbandonsStateOnRelease,
+        name: "drainer-abandons-state-on-release",
+        bug: "FLINK-40520: the drainer stops at a released channel and nothing releases the recovered state it has not pushed",
+        property: PropertyId::EveryBufferReturnsHome,
+        preset: "local-buffers",
     },
 ];
 
