@@ -538,6 +538,10 @@ pub(crate) fn error_kind(e: &ChannelError) -> ErrorKind {
         ChannelError::BufferReordering { .. } => ErrorKind::BufferReordering,
         ChannelError::RemoteTransport(_) => ErrorKind::RemoteTransport,
         ChannelError::NoSuchElement(_) => ErrorKind::NoSuchElement,
+        ChannelError::Asynchronous { cause, .. } => error_kind(cause),
+        // The task level's: a failed state read, a rejected mail. No channel throws them; the
+        // protocol names them as the state errors they are to the channel model.
+        ChannelError::Io(_) | ChannelError::MailboxClosed(_) => ErrorKind::IllegalState,
     }
 }
 

@@ -13,6 +13,12 @@
 //! is impl/'s [`SingleThreadExecutor`], held at each of its steps by a pause point; a dependent
 //! action that becomes due on any of them is held back (the dependent-action hook) and run when
 //! the trace takes the model's matching completion step.
+//!
+//! The failure paths: the task runs inside impl/'s [`Task`], whose `TaskCanceler`s go to an
+//! executor that holds them back until the trace takes `cancelInvokable`; `cancelExecution` is
+//! called from the driver's thread. A failure the model injects is armed on the scripted reader
+//! or gate just before the step that throws it, with the model's cause as its message, so that
+//! both sides name a cause alike ([`cause_text`]).
 
 use std::collections::BTreeMap;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
@@ -22,15 +28,19 @@ use std::time::Duration;
 
 use recovery_impl::completable_future::{CompletableFuture, DependentAction, set_thread_dependent_hook};
 use recovery_impl::error::Result as ImplResult;
+use recovery_impl::executor::Runnable;
 use recovery_impl::executor::{Executor, SingleThreadExecutor};
 use recovery_impl::input_gate::{IndexedInputGate, InputElement, InputElementKind, SequentialChannelStateReader};
 use recovery_impl::pause_point::{PausePoint, set_thread_hook};
 use recovery_impl::stream_input_processor::{DataInputStatus, InputSelection};
 use recovery_impl::stream_task::{DiscardingOutput, StreamTask, StreamTaskConfig, TaskPhase};
+use recovery_impl::task::{ExecutionState, Task};
 use recovery_impl::{ChannelError, InputChannelInfo};
 use recovery_model::task_level::config::{Selection, TaskShape};
 use recovery_model::task_level::input_gate::{self, Element};
-use recovery_model::task_level::state::{DefaultAction, Gate, Mail, Phase, TaskState};
+use recovery_model::task_level::state::{
+    Cause, DefaultAction, ExecutionState as ModelExecutionState, Gate, Mail, Phase, TaskState,
+};
 use recovery_model::task_level::stream_input_processor::{self as processor, InputStatus};
 use recovery_model::task_level::{TaskAction, TaskModel};
 use serde::{Deserialize, Serialize};
@@ -65,6 +75,10 @@ pub struct GateView {
     pub finished_read: bool,
     /// `requestPartitions` ran.
     pub partitions_requested: bool,
+    /// Flag on: the fetched (spilled) state not yet drained or released.
+    pub spilled: bool,
+    /// `releaseResources` closed the gate.
+    pub released: bool,
     /// Per channel: recovered buffers left, state consumed, live records left, EndOfPartition read.
     pub channels: Vec<(u8, bool, u8, bool)>,
 }
@@ -75,6 +89,8 @@ impl GateView {
             read: gate.read,
             finished_read: gate.finished_read,
             partitions_requested: gate.partitions_requested,
+            spilled: gate.spilled,
+            released: gate.released,
             channels: gate
                 .channels
                 .iter()
@@ -105,6 +121,44 @@ pub struct TaskSnapshot {
     pub deferred_end_of_input: bool,
     /// `processInput` retried at once on NOTHING_AVAILABLE.
     pub busy_retried: bool,
+    /// What `invoke` threw, once it did ([`cause_text`]).
+    pub invoke_failure: Option<String>,
+    /// The recovery future failed with this cause ([`cause_text`]).
+    pub recovery_failure: Option<String>,
+    /// `StreamTask.canceled`.
+    pub canceled: bool,
+    /// The `Task`'s execution state.
+    pub execution_state: ExecutionState,
+    /// Its failure cause, once FAILED ([`cause_text`]).
+    pub failure_cause: Option<String>,
+    /// A `TaskCanceler` was started and has not run `StreamTask.cancel()` yet.
+    pub canceler_pending: bool,
+    /// The mailbox is closed.
+    pub mailbox_closed: bool,
+    /// `Task.releaseResources` ran.
+    pub released: bool,
+}
+
+/// An exception in the model's terms ([`Cause`]'s text): the failures the driver injects carry
+/// the model's cause as their message; `CancelTaskException` and the rejected mail are named by
+/// kind, whatever their message; an `AsynchronousException` by the exception it wraps.
+pub fn cause_text(e: &ChannelError) -> String {
+    match e.root_cause() {
+        ChannelError::Io(message) | ChannelError::IllegalState(message) => message.clone(),
+        e if e.is_cancel_task() => Cause::CancelTask.to_string(),
+        ChannelError::MailboxClosed(_) => Cause::MailboxClosed.to_string(),
+        other => other.to_string(),
+    }
+}
+
+fn execution_state(state: ModelExecutionState) -> (ExecutionState, Option<String>) {
+    match state {
+        ModelExecutionState::Running => (ExecutionState::Running, None),
+        ModelExecutionState::Canceling => (ExecutionState::Canceling, None),
+        ModelExecutionState::Failed(cause) => (ExecutionState::Failed, Some(cause.to_string())),
+        ModelExecutionState::Canceled => (ExecutionState::Canceled, None),
+        ModelExecutionState::Finished => (ExecutionState::Finished, None),
+    }
 }
 
 /// A model mail as impl/ describes it.
@@ -179,10 +233,16 @@ pub fn model_observation(model: &TaskModel, s: &TaskState, action: &TaskAction) 
             ))),
             error: None,
         },
-        TaskAction::ProcessMail { mail: Mail::Suspend } if s.phase == Phase::RestoreLoop && !s.recovered => {
-            TaskObservation {
-                error: Some("illegal state: Mailbox loop interrupted before recovery was finished.".into()),
-                ..TaskObservation::default()
+        // A mailbox step that ends `invoke` with an exception (a mail that throws, or the checks
+        // after a loop returned) throws it to the caller.
+        TaskAction::ProcessMail { .. } | TaskAction::RequestPartitionsThrows { .. } => {
+            let after = model.next_state(s, *action).expect("enabled");
+            match after.phase {
+                Phase::Failed(cause) if !s.invoke_ended() => TaskObservation {
+                    error: Some(cause.to_string()),
+                    ..TaskObservation::default()
+                },
+                _ => TaskObservation::default(),
             }
         }
         _ => TaskObservation::default(),
@@ -195,6 +255,7 @@ pub fn model_snapshot(model: &TaskModel, s: &TaskState) -> TaskSnapshot {
     model.actions(s, &mut enabled);
     let mut pending: Vec<String> = enabled.iter().filter_map(completion_description).collect();
     pending.sort();
+    let (execution_state, failure_cause) = execution_state(s.execution_state);
     TaskSnapshot {
         phase: match s.phase {
             Phase::RestoreLoop => TaskPhase::RestoreLoop,
@@ -210,14 +271,35 @@ pub fn model_snapshot(model: &TaskModel, s: &TaskState) -> TaskSnapshot {
         gates: s.gates.iter().map(GateView::of).collect(),
         deferred_end_of_input: s.deferred_end_of_input,
         busy_retried: s.busy_spin,
+        invoke_failure: match s.phase {
+            Phase::Failed(cause) => Some(cause.to_string()),
+            _ => None,
+        },
+        recovery_failure: s.recovery_failure.map(|c| c.to_string()),
+        canceled: s.canceled,
+        execution_state,
+        failure_cause,
+        canceler_pending: s.cancel_invokable_pending,
+        mailbox_closed: s.mailbox_closed,
+        released: s.released,
     }
 }
 
 // ---------------------------------------------------------------------------------------------
 // The environment: scripted gates and the channel-state reader.
 
+/// Where an armed failure is thrown.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Throw {
+    ReadInputData,
+    FinishReadRecoveredState,
+    RequestPartitions,
+}
+
 struct ScriptedState {
     gate: Gate,
+    /// A failure armed by the driver: the next call at that point throws it, once.
+    armed: Option<(Throw, Cause)>,
     /// The channel the next `pollNext` hands out (the trace's choice); `None`: the first with
     /// something.
     pick: Option<u8>,
@@ -242,6 +324,7 @@ impl ScriptedInputGate {
             consumed: initial.channels.iter().map(|_| CompletableFuture::new()).collect(),
             state: Mutex::new(ScriptedState {
                 gate: initial.clone(),
+                armed: None,
                 pick: None,
                 waiting: None,
             }),
@@ -252,10 +335,22 @@ impl ScriptedInputGate {
         (0..gate.channels.len() as u8).any(|c| input_gate::next_element(&self.shape, gate, c).is_some())
     }
 
-    /// Changes the gate, then completes a waiting availability future if data showed.
-    fn update(&self, f: impl FnOnce(&mut Gate) -> ImplResult<()>) -> ImplResult<()> {
+    /// The next call at `at` throws `cause` (an `IOException` whose message is the cause).
+    fn arm(&self, at: Throw, cause: Cause) {
+        self.state.lock().unwrap().armed = Some((at, cause));
+    }
+
+    /// Changes the gate, then completes a waiting availability future if data showed. A
+    /// failure armed at `at` is thrown instead.
+    fn update(&self, at: Throw, f: impl FnOnce(&mut Gate) -> ImplResult<()>) -> ImplResult<()> {
         let waiting = {
             let mut state = self.state.lock().unwrap();
+            if let Some((armed, cause)) = state.armed
+                && armed == at
+            {
+                state.armed = None;
+                return Err(ChannelError::Io(cause.to_string()));
+            }
             f(&mut state.gate)?;
             if self.has_data(&state.gate) {
                 state.waiting.take()
@@ -279,9 +374,20 @@ impl ScriptedInputGate {
         GateView::of(&self.state.lock().unwrap().gate)
     }
 
+    /// The gate's part of `readInputData`. Flag on, the state is fetched into spill files; a
+    /// released gate's channels throw `CancelTaskException` at the first buffer requested for
+    /// them (`requestBufferBlocking`), and a read without buffers requests none.
     fn read_input_data(&self) -> ImplResult<()> {
-        self.update(|g| {
+        let flag = self.shape.checkpointing_during_recovery;
+        self.update(Throw::ReadInputData, |g| {
+            let has_buffers = g.channels.iter().any(|c| c.recovered > 0);
+            if g.released && has_buffers {
+                return Err(ChannelError::Released(
+                    "Input channel has already been released.".into(),
+                ));
+            }
             g.read = true;
+            g.spilled = flag && has_buffers;
             Ok(())
         })
     }
@@ -293,7 +399,7 @@ impl IndexedInputGate for ScriptedInputGate {
     }
 
     fn finish_read_recovered_state(&self) -> ImplResult<()> {
-        self.update(|g| {
+        self.update(Throw::FinishReadRecoveredState, |g| {
             g.finished_read = true;
             Ok(())
         })
@@ -301,7 +407,7 @@ impl IndexedInputGate for ScriptedInputGate {
 
     fn request_partitions(&self, needs_recovery: bool) -> ImplResult<()> {
         let flag = self.shape.checkpointing_during_recovery;
-        self.update(|g| {
+        self.update(Throw::RequestPartitions, |g| {
             if g.partitions_requested {
                 return Ok(());
             }
@@ -318,6 +424,8 @@ impl IndexedInputGate for ScriptedInputGate {
                 ));
             }
             g.partitions_requested = true;
+            // Flag on, the conversion drains the spilled state into the physical channels.
+            g.spilled = false;
             Ok(())
         })
     }
@@ -368,6 +476,22 @@ impl IndexedInputGate for ScriptedInputGate {
             .iter()
             .all(|c| c.end_of_partition)
     }
+
+    /// `close()`: the channels are released, recycling the recovered buffers they hold in
+    /// memory; the fetched state not yet drained is released.
+    fn close(&self) -> ImplResult<()> {
+        let flag = self.shape.checkpointing_during_recovery;
+        let mut state = self.state.lock().unwrap();
+        let gate = &mut state.gate;
+        if gate.buffers_held(flag) > 0 {
+            for c in &mut gate.channels {
+                c.recovered = 0;
+            }
+        }
+        gate.spilled = false;
+        gate.released = true;
+        Ok(())
+    }
 }
 
 struct ScriptedReader(Vec<Arc<ScriptedInputGate>>);
@@ -383,21 +507,43 @@ impl SequentialChannelStateReader for ScriptedReader {
 
 type Deferred = Arc<Mutex<Vec<DependentAction>>>;
 
+/// The `Task`'s canceler executor under the driver: each `TaskCanceler` is held until the trace
+/// takes `cancelInvokable`.
+#[derive(Default)]
+struct HeldCancelers(Mutex<Vec<Runnable>>);
+
+impl Executor for HeldCancelers {
+    fn execute(&self, runnable: Runnable) {
+        self.0.lock().unwrap().push(runnable);
+    }
+}
+
 fn defer_into(deferred: &Deferred) -> Box<dyn Fn(DependentAction)> {
     let deferred = Arc::clone(deferred);
     Box::new(move |action| deferred.lock().unwrap().push(action))
 }
 
 enum Command {
-    Reset(Box<dyn FnOnce() -> StreamTask + Send>),
+    /// The task thread's `doRun` up to `invoke`: load the invokable, `restoreStateAndGates`.
+    Reset(Task, Box<dyn FnOnce() -> StreamTaskConfig + Send>),
     Mail,
     DefaultAction,
+    /// The end of `doRun` once `invoke` ended.
+    ReleaseResources,
     Snapshot,
 }
 
 enum Reply {
     Done(Result<TaskObservation, String>),
-    Snapshot(Box<recovery_impl::stream_task::StreamTaskSnapshot>),
+    /// The task's snapshot, and whether its input processor is available.
+    Snapshot(Box<recovery_impl::stream_task::StreamTaskSnapshot>, bool),
+}
+
+fn failure(e: &ChannelError) -> TaskObservation {
+    TaskObservation {
+        error: Some(cause_text(e)),
+        ..TaskObservation::default()
+    }
 }
 
 enum IoReport {
@@ -414,6 +560,8 @@ pub struct TaskImplDriver {
     gates: Vec<Arc<ScriptedInputGate>>,
     io: Option<(Arc<SingleThreadExecutor>, Sender<()>, Receiver<IoReport>)>,
     io_at: String,
+    task: Option<Task>,
+    cancelers: Arc<HeldCancelers>,
 }
 
 impl TaskImplDriver {
@@ -435,6 +583,8 @@ impl TaskImplDriver {
             gates: Vec::new(),
             io: None,
             io_at: "done".into(),
+            task: None,
+            cancelers: Arc::default(),
         }
     }
 
@@ -455,7 +605,7 @@ impl TaskImplDriver {
                 error: Some(e),
                 ..TaskObservation::default()
             }),
-            Reply::Snapshot(_) => Err(harness("the mailbox thread answered out of turn")),
+            Reply::Snapshot(..) => Err(harness("the mailbox thread answered out of turn")),
         }
     }
 
@@ -488,6 +638,7 @@ impl TaskImplDriver {
     pub fn reset(&mut self, init: &TaskState) -> Result<(), DriverError> {
         self.end_io();
         self.deferred.lock().unwrap().clear();
+        self.cancelers.0.lock().unwrap().clear();
         let shape = self.model.shape(init).clone();
         self.gates = init
             .gates
@@ -516,23 +667,25 @@ impl TaskImplDriver {
             .collect();
         let reader = Arc::new(ScriptedReader(self.gates.clone()));
         let io_executor: Arc<dyn Executor> = executor.clone();
-        let build = move || {
-            StreamTask::new(StreamTaskConfig {
-                output: Arc::new(DiscardingOutput),
-                gates,
-                selection: match shape.selection {
-                    Selection::All => InputSelection::All,
-                    Selection::FirstUntilEnd => InputSelection::FirstUntilEnd,
-                },
-                checkpointing_during_recovery: shape.checkpointing_during_recovery,
-                reader,
-                channel_io_executor: io_executor,
-            })
+        let config = move || StreamTaskConfig {
+            output: Arc::new(DiscardingOutput),
+            gates,
+            selection: match shape.selection {
+                Selection::All => InputSelection::All,
+                Selection::FirstUntilEnd => InputSelection::FirstUntilEnd,
+            },
+            checkpointing_during_recovery: shape.checkpointing_during_recovery,
+            reader,
+            channel_io_executor: io_executor,
         };
-        match self.ask(Command::Reset(Box::new(build)))? {
+        let task = Task::new(Arc::clone(&self.cancelers) as Arc<dyn Executor>);
+        self.task = Some(task.clone());
+        match self.ask(Command::Reset(task, Box::new(config)))? {
             Reply::Done(Ok(_)) => {}
             Reply::Done(Err(e)) => return Err(harness(format!("restoreStateAndGates failed: {e}"))),
-            Reply::Snapshot(_) => return Err(harness("the mailbox thread answered out of turn")),
+            Reply::Snapshot(..) => {
+                return Err(harness("the mailbox thread answered out of turn"));
+            }
         }
         executor.execute(Box::new(move || {
             let _ = report_tx.send(IoReport::Done);
@@ -544,16 +697,32 @@ impl TaskImplDriver {
     /// Performs `action`.
     pub fn apply(&mut self, action: &TaskAction) -> Result<TaskObservation, DriverError> {
         match *action {
-            TaskAction::ReadInputData { gate } | TaskAction::FinishReadRecoveredState { gate } => {
-                let expected = match action {
-                    TaskAction::ReadInputData { .. } => format!("readInputData(gate {gate})"),
-                    _ => format!("finishReadRecoveredState(gate {gate})"),
+            TaskAction::ReadInputData { gate }
+            | TaskAction::FinishReadRecoveredState { gate }
+            | TaskAction::ReadInputDataThrows { gate }
+            | TaskAction::FinishReadRecoveredStateThrows { gate } => {
+                let (expected, throws) = match action {
+                    TaskAction::ReadInputData { .. } => (format!("readInputData(gate {gate})"), None),
+                    TaskAction::ReadInputDataThrows { .. } => (
+                        format!("readInputData(gate {gate})"),
+                        Some((Throw::ReadInputData, Cause::ReadInputData(gate))),
+                    ),
+                    TaskAction::FinishReadRecoveredState { .. } => {
+                        (format!("finishReadRecoveredState(gate {gate})"), None)
+                    }
+                    _ => (
+                        format!("finishReadRecoveredState(gate {gate})"),
+                        Some((Throw::FinishReadRecoveredState, Cause::FinishReadRecoveredState(gate))),
+                    ),
                 };
                 if self.io_at != expected {
                     return Ok(TaskObservation {
                         error: Some(format!("the channel-IO thread is at {}, not {expected}", self.io_at)),
                         ..TaskObservation::default()
                     });
+                }
+                if let Some((at, cause)) = throws {
+                    self.scripted_gate(gate)?.arm(at, cause);
                 }
                 let go = self.io.as_ref().map(|(_, go, _)| go.clone());
                 go.ok_or_else(|| harness("no channel-IO thread"))?
@@ -570,6 +739,30 @@ impl TaskImplDriver {
                 self.mailbox_step(Command::DefaultAction)
             }
             TaskAction::ProcessInputNothingToRead => self.mailbox_step(Command::DefaultAction),
+            TaskAction::RequestPartitionsThrows { gate } => {
+                self.scripted_gate(gate)?
+                    .arm(Throw::RequestPartitions, Cause::RequestPartitions(gate));
+                self.mailbox_step(Command::Mail)
+            }
+            TaskAction::CancelExecution => {
+                self.task.as_ref().ok_or_else(|| harness("no task"))?.cancel_execution();
+                Ok(TaskObservation::default())
+            }
+            TaskAction::CancelInvokable => {
+                let canceler = {
+                    let mut held = self.cancelers.0.lock().unwrap();
+                    (!held.is_empty()).then(|| held.remove(0))
+                };
+                let Some(canceler) = canceler else {
+                    return Ok(TaskObservation {
+                        error: Some("no TaskCanceler was started".into()),
+                        ..TaskObservation::default()
+                    });
+                };
+                canceler();
+                Ok(TaskObservation::default())
+            }
+            TaskAction::ReleaseResources => self.mailbox_step(Command::ReleaseResources),
             _ => {
                 let description = completion_description(action).expect("a completion step");
                 let due = {
@@ -592,20 +785,34 @@ impl TaskImplDriver {
         }
     }
 
+    fn scripted_gate(&self, gate: u8) -> Result<&ScriptedInputGate, DriverError> {
+        self.gates
+            .get(gate as usize)
+            .map(|g| &**g)
+            .ok_or_else(|| harness(format!("no gate {gate}")))
+    }
+
     /// The abstract state now.
     pub fn snapshot(&mut self) -> Result<TaskSnapshot, DriverError> {
-        let task = match self.ask(Command::Snapshot)? {
-            Reply::Snapshot(s) => *s,
+        let (task, input_available) = match self.ask(Command::Snapshot)? {
+            Reply::Snapshot(s, available) => (*s, available),
             Reply::Done(_) => return Err(harness("the mailbox thread answered out of turn")),
         };
+        // A held `ResumeWrapper` counts as due while the input it waited for is available: the
+        // model's `onInputAvailable` is enabled by the availability, not latched by it. The two
+        // differ only once `releaseResources` recycled the recovered buffers that made the input
+        // available (the wrapper, run then, would send its mail to the closed mailbox).
+        let resume_wrapper = completion_description(&TaskAction::OnInputAvailable);
         let mut pending: Vec<String> = self
             .deferred
             .lock()
             .unwrap()
             .iter()
+            .filter(|d| input_available || Some(&d.description) != resume_wrapper.as_ref())
             .map(|d| d.description.clone())
             .collect();
         pending.sort();
+        let outer = self.task.as_ref().ok_or_else(|| harness("no task"))?.snapshot();
         Ok(TaskSnapshot {
             phase: task.phase,
             mailbox: task.mailbox,
@@ -616,6 +823,17 @@ impl TaskImplDriver {
             gates: self.gates.iter().map(|g| g.view()).collect(),
             deferred_end_of_input: task.deferred_end_of_input,
             busy_retried: task.busy_retried,
+            invoke_failure: task.invoke_failure.as_ref().map(cause_text),
+            recovery_failure: task.recovery_failure.as_ref().map(cause_text),
+            canceled: task.canceled,
+            execution_state: outer.execution_state,
+            failure_cause: match outer.execution_state {
+                ExecutionState::Failed => outer.failure_cause.as_ref().map(cause_text),
+                _ => None,
+            },
+            canceler_pending: !self.cancelers.0.lock().unwrap().is_empty(),
+            mailbox_closed: task.mailbox_closed,
+            released: outer.released,
         })
     }
 }
@@ -627,30 +845,39 @@ impl Drop for TaskImplDriver {
 }
 
 fn mailbox_thread(commands: Receiver<Command>, replies: Sender<Reply>, deferred: Deferred) {
-    let mut task: Option<StreamTask> = None;
+    let mut task: Option<(Task, Arc<StreamTask>)> = None;
     for command in commands {
         let reply = match command {
-            Command::Reset(build) => {
+            Command::Reset(outer, config) => {
                 // The task is built here, so this is its mailbox thread. `restoreStateAndGates`
                 // runs as in Flink: a callback on an already complete future runs at once.
                 set_thread_dependent_hook(None);
-                let t = build();
+                let t = outer.load_invokable(config());
                 let restored = t.restore_state_and_gates();
-                task = Some(t);
+                task = Some((outer, t));
                 set_thread_dependent_hook(Some(defer_into(&deferred)));
                 Reply::Done(restored.map(|()| TaskObservation::default()).map_err(|e| e.to_string()))
             }
             Command::Mail => Reply::Done(match &task {
-                Some(t) => t
+                Some((_, t)) => Ok(t
                     .run_single_mail()
-                    .map(|_| TaskObservation::default())
-                    .map_err(|e| e.to_string()),
+                    .map_or_else(|e| failure(&e), |_| TaskObservation::default())),
+                None => Err("no task".into()),
+            }),
+            Command::ReleaseResources => Reply::Done(match &task {
+                Some((outer, t)) => match t.invoke_result() {
+                    Some(result) => {
+                        outer.after_invoke(&result);
+                        Ok(TaskObservation::default())
+                    }
+                    None => Err("invoke has not ended".into()),
+                },
                 None => Err("no task".into()),
             }),
             Command::DefaultAction => Reply::Done(match &task {
-                Some(t) => t
-                    .run_default_action()
-                    .map(|()| {
+                Some((_, t)) => Ok(t.run_default_action().map_or_else(
+                    |e| failure(&e),
+                    |()| {
                         let last = t.last_process_input();
                         TaskObservation {
                             element: last.element.map(|e| {
@@ -663,12 +890,12 @@ fn mailbox_thread(commands: Receiver<Command>, replies: Sender<Reply>, deferred:
                             status: last.status,
                             error: None,
                         }
-                    })
-                    .map_err(|e| e.to_string()),
+                    },
+                )),
                 None => Err("no task".into()),
             }),
             Command::Snapshot => match &task {
-                Some(t) => Reply::Snapshot(Box::new(t.snapshot())),
+                Some((_, t)) => Reply::Snapshot(Box::new(t.snapshot()), t.is_input_available()),
                 None => Reply::Done(Err("no task".into())),
             },
         };

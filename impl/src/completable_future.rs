@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
 use std::fmt;
 
+use crate::error::{ChannelError, Result};
 use crate::sync::{Arc, Condvar, Mutex};
 
 /// The state of a [`CompletableFuture`].
@@ -23,9 +24,10 @@ pub enum FutureStatus {
     Pending,
     /// Completed normally.
     Completed,
-    /// Completed exceptionally (for a channel's state-consumed future: `CancelTaskException`,
-    /// the channel was released).
-    Cancelled,
+    /// Completed exceptionally with this cause (for a channel's state-consumed future:
+    /// `CancelTaskException`, the channel was released; for the task's recovery future: the
+    /// exception of the stage that failed).
+    Failed(ChannelError),
 }
 
 /// A dependent action: what to run, and a description for reports (Flink's mail descriptions
@@ -79,6 +81,8 @@ fn run_dependent(action: DependentAction) {
 
 enum Callback {
     /// A dependent action, run on normal completion only (`thenRun`) or always (`whenComplete`).
+    /// On an exceptional completion a `thenRun` is still due (Java's `UniRun` completes its own
+    /// stage exceptionally on the completing thread) but its action does not run.
     Dependent { action: DependentAction, always: bool },
     /// Internal bookkeeping (`allOf`), run inline with the status.
     Inline(Box<dyn FnOnce(&FutureStatus) + Send>),
@@ -151,6 +155,11 @@ impl CompletableFuture {
             Callback::Dependent { action, always } => {
                 if always || *status == FutureStatus::Completed {
                     run_dependent(action);
+                } else {
+                    run_dependent(DependentAction {
+                        description: action.description,
+                        run: Box::new(|| {}),
+                    });
                 }
             }
             Callback::Inline(f) => f(status),
@@ -174,9 +183,19 @@ impl CompletableFuture {
         self.finish(FutureStatus::Completed)
     }
 
-    /// `completeExceptionally(..)`: false if it was already done.
-    pub fn complete_exceptionally(&self) -> bool {
-        self.finish(FutureStatus::Cancelled)
+    /// `completeExceptionally(cause)`: false if it was already done.
+    pub fn complete_exceptionally(&self, cause: ChannelError) -> bool {
+        self.finish(FutureStatus::Failed(cause))
+    }
+
+    /// `get()` of a done future: `Ok` if it completed normally, its cause if it failed;
+    /// `None` while it is pending.
+    pub fn get_now(&self) -> Option<Result<()>> {
+        match self.status() {
+            FutureStatus::Pending => None,
+            FutureStatus::Completed => Some(Ok(())),
+            FutureStatus::Failed(cause) => Some(Err(cause)),
+        }
     }
 
     /// `isDone()`.
@@ -228,21 +247,22 @@ impl CompletableFuture {
             result.complete();
             return result;
         }
-        let remaining = Arc::new(Mutex::new((futures.len(), false)));
+        let remaining: Arc<Mutex<(usize, Option<ChannelError>)>> = Arc::new(Mutex::new((futures.len(), None)));
         for future in futures {
             let (result, remaining) = (result.clone(), Arc::clone(&remaining));
             future.register(Callback::Inline(Box::new(move |status| {
                 let mut counts = remaining.lock();
                 counts.0 -= 1;
-                counts.1 |= *status != FutureStatus::Completed;
-                let (left, failed) = *counts;
+                if let (None, FutureStatus::Failed(cause)) = (&counts.1, status) {
+                    counts.1 = Some(cause.clone());
+                }
+                let (left, failed) = (counts.0, counts.1.clone());
                 drop(counts);
                 if left == 0 {
-                    if failed {
-                        result.complete_exceptionally();
-                    } else {
-                        result.complete();
-                    }
+                    match failed {
+                        Some(cause) => result.complete_exceptionally(cause),
+                        None => result.complete(),
+                    };
                 }
             })));
         }
@@ -257,11 +277,10 @@ impl CompletableFuture {
         for future in futures {
             let result = result.clone();
             future.register(Callback::Inline(Box::new(move |status| {
-                if *status == FutureStatus::Completed {
-                    result.complete();
-                } else {
-                    result.complete_exceptionally();
-                }
+                match status {
+                    FutureStatus::Failed(cause) => result.complete_exceptionally(cause.clone()),
+                    _ => result.complete(),
+                };
             })));
         }
         result
@@ -293,8 +312,9 @@ mod tests {
         let tx2 = tx.clone();
         future.then_run("then", move || tx.send("then").unwrap());
         future.when_complete("when", move || tx2.send("when").unwrap());
-        future.complete_exceptionally();
+        future.complete_exceptionally(ChannelError::Io("read".into()));
         assert_eq!(rx.try_iter().collect::<Vec<_>>(), vec!["when"]);
+        assert_eq!(future.get_now(), Some(Err(ChannelError::Io("read".into()))));
     }
 
     #[test]
@@ -308,10 +328,10 @@ mod tests {
 
         let (c, d) = (CompletableFuture::new(), CompletableFuture::new());
         let all = CompletableFuture::all_of(&[c.clone(), d.clone()]);
-        c.complete_exceptionally();
+        c.complete_exceptionally(ChannelError::Io("c".into()));
         assert!(!all.is_done(), "allOf waits for every input");
         d.complete();
-        assert_eq!(all.status(), FutureStatus::Cancelled);
+        assert_eq!(all.status(), FutureStatus::Failed(ChannelError::Io("c".into())));
         assert!(CompletableFuture::all_of(&[]).is_done());
     }
 

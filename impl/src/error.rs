@@ -70,6 +70,21 @@ pub enum ChannelError {
         /// The sequence number of the arriving buffer.
         actual: i32,
     },
+    /// `IOException`, e.g. reading the checkpointed channel state failed.
+    #[error("I/O error: {0}")]
+    Io(String),
+    /// `AsynchronousException`: `StreamTask.handleAsyncException(message, cause)` wraps an
+    /// exception thrown off the mailbox thread before it fails the task.
+    #[error("{message}: {cause}")]
+    Asynchronous {
+        /// What failed, e.g. "Unable to set up recovered channel state".
+        message: String,
+        /// The exception thrown.
+        cause: Box<ChannelError>,
+    },
+    /// `RejectedExecutionException` (`MailboxClosedException`): a mail for a closed mailbox.
+    #[error("mailbox closed: {0}")]
+    MailboxClosed(String),
 }
 
 impl ChannelError {
@@ -79,6 +94,20 @@ impl ChannelError {
 
     pub(crate) fn released(what: &str) -> Self {
         ChannelError::Released(what.to_owned())
+    }
+
+    /// Whether Flink throws this as `CancelTaskException`, which `Task.doRun` takes for a
+    /// cancellation rather than a failure.
+    pub fn is_cancel_task(&self) -> bool {
+        matches!(self, ChannelError::Released(_))
+    }
+
+    /// The exception an [`ChannelError::Asynchronous`] wraps (recursively); itself otherwise.
+    pub fn root_cause(&self) -> &ChannelError {
+        match self {
+            ChannelError::Asynchronous { cause, .. } => cause.root_cause(),
+            other => other,
+        }
     }
 }
 

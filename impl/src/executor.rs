@@ -62,3 +62,24 @@ impl Drop for SingleThreadExecutor {
         self.shutdown();
     }
 }
+
+/// An executor that starts a new named thread for each task, as Flink's `Task` starts each
+/// `TaskCanceler` (`executeAsyncCallRunnable`). The threads are not joined.
+#[derive(Debug)]
+pub struct ThreadPerTaskExecutor {
+    name: String,
+}
+
+impl ThreadPerTaskExecutor {
+    /// Threads named `name`.
+    pub fn new(name: &str) -> Self {
+        ThreadPerTaskExecutor { name: name.to_owned() }
+    }
+}
+
+impl Executor for ThreadPerTaskExecutor {
+    fn execute(&self, runnable: Runnable) {
+        // A thread that cannot start is a lost task, as a rejected one would be.
+        let _ = thread::Builder::new().name(self.name.clone()).spawn(runnable);
+    }
+}

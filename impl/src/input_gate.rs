@@ -60,6 +60,9 @@ pub trait IndexedInputGate: Send + Sync {
     fn get_available_future(&self) -> CompletableFuture;
     /// `isFinished()`: every channel handed out its `EndOfPartitionEvent`.
     fn is_finished(&self) -> bool;
+    /// `close()` (`Task.releaseResources`): releases every channel, recycling the buffers they
+    /// hold; a later read into a channel fails with `CancelTaskException`.
+    fn close(&self) -> Result<()>;
 }
 
 /// The channel-state reader of the channel-IO thread (`SequentialChannelStateReader`):
@@ -135,6 +138,10 @@ impl IndexedInputGate for SingleInputGate {
 
     fn is_finished(&self) -> bool {
         SingleInputGate::is_finished(self)
+    }
+
+    fn close(&self) -> Result<()> {
+        SingleInputGate::close(self)
     }
 }
 

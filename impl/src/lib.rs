@@ -31,6 +31,7 @@ pub mod single_input_gate;
 pub mod stream_input_processor;
 pub mod stream_task;
 pub(crate) mod sync;
+pub mod task;
 pub mod upstream_recovery_tracker;
 
 pub use error::{ChannelError, DeclineReason, Result};

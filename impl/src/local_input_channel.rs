@@ -723,7 +723,8 @@ impl RecoverableInputChannel for LocalInputChannel {
             return Ok(());
         }
         self.upstream_ready.count_down();
-        self.state_consumed.complete_exceptionally();
+        self.state_consumed
+            .complete_exceptionally(ChannelError::released("Input channel has already been released."));
         pause_point::reached(PausePoint::ReleaseQueuedBuffers);
         // The view and the queue go in one critical section, and a poll holds the view's lock
         // throughout: it sees the channel before this part of the release or after it.

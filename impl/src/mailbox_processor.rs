@@ -4,7 +4,8 @@
 //!
 //! Control mails (`suspend()`, a suspension's `resume()` from another thread) go to the head of
 //! the mailbox; `MailboxExecutor.execute` appends. While the default action is suspended the loop
-//! blocks on the mailbox. A suspend mail makes the running loop return.
+//! blocks on the mailbox. A suspend mail makes the running loop return. `close()` (the task's
+//! cleanup) drops the queued mails, and every later mail is rejected.
 //!
 //! Threads: the mailbox thread (the one that created the mailbox) runs mails and the default
 //! action; any thread may put mails. Locks: the mailbox's queue lock and the processor's control
@@ -14,7 +15,7 @@ use std::collections::VecDeque;
 use std::fmt;
 use std::thread::ThreadId;
 
-use crate::error::Result;
+use crate::error::{ChannelError, Result};
 use crate::sync::{Arc, Condvar, Mutex};
 
 /// A unit of work for the mailbox thread: Flink's `Mail`, with its description.
@@ -40,10 +41,23 @@ impl Mail {
     }
 }
 
+#[derive(Debug, Default)]
+struct Queue {
+    mails: VecDeque<Mail>,
+    /// `State.CLOSED`: mails are rejected.
+    closed: bool,
+}
+
+fn rejected() -> ChannelError {
+    ChannelError::MailboxClosed(
+        "Mailbox is in state CLOSED, but is required to be in state OPEN for put operations.".into(),
+    )
+}
+
 /// Flink's `TaskMailbox`: a queue of mails, control mails first.
 #[derive(Debug)]
 pub struct TaskMailbox {
-    queue: Mutex<VecDeque<Mail>>,
+    queue: Mutex<Queue>,
     not_empty: Condvar,
     mailbox_thread: ThreadId,
 }
@@ -52,7 +66,7 @@ impl TaskMailbox {
     /// A mailbox whose mailbox thread is the calling thread.
     pub fn new() -> Self {
         TaskMailbox {
-            queue: Mutex::new(VecDeque::new()),
+            queue: Mutex::new(Queue::default()),
             not_empty: Condvar::new(),
             mailbox_thread: std::thread::current().id(),
         }
@@ -63,28 +77,42 @@ impl TaskMailbox {
         std::thread::current().id() == self.mailbox_thread
     }
 
-    /// `put(mail)`: at the tail.
-    pub fn put(&self, mail: Mail) {
-        self.queue.lock().push_back(mail);
+    /// `put(mail)`: at the tail; a closed mailbox rejects it (the mail is dropped).
+    pub fn put(&self, mail: Mail) -> Result<()> {
+        let mut queue = self.queue.lock();
+        if queue.closed {
+            drop(queue);
+            return Err(rejected());
+        }
+        queue.mails.push_back(mail);
+        drop(queue);
         self.not_empty.notify_all();
+        Ok(())
     }
 
-    /// `putFirst(mail)`: a control mail, ahead of every other.
-    pub fn put_first(&self, mail: Mail) {
-        self.queue.lock().push_front(mail);
+    /// `putFirst(mail)`: a control mail, ahead of every other; a closed mailbox rejects it.
+    pub fn put_first(&self, mail: Mail) -> Result<()> {
+        let mut queue = self.queue.lock();
+        if queue.closed {
+            drop(queue);
+            return Err(rejected());
+        }
+        queue.mails.push_front(mail);
+        drop(queue);
         self.not_empty.notify_all();
+        Ok(())
     }
 
     /// `tryTake`: the head mail, if any.
     pub fn try_take(&self) -> Option<Mail> {
-        self.queue.lock().pop_front()
+        self.queue.lock().mails.pop_front()
     }
 
     /// `take`: blocks until a mail is there.
     pub fn take(&self) -> Mail {
         let mut queue = self.queue.lock();
         loop {
-            if let Some(mail) = queue.pop_front() {
+            if let Some(mail) = queue.mails.pop_front() {
                 return mail;
             }
             queue = self.not_empty.wait(queue);
@@ -93,12 +121,29 @@ impl TaskMailbox {
 
     /// `hasMail()`.
     pub fn has_mail(&self) -> bool {
-        !self.queue.lock().is_empty()
+        !self.queue.lock().mails.is_empty()
+    }
+
+    /// `close()`: the queued mails are dropped, and later ones rejected.
+    pub fn close(&self) {
+        let dropped = {
+            let mut queue = self.queue.lock();
+            queue.closed = true;
+            std::mem::take(&mut queue.mails)
+        };
+        // Outside the lock: a mail's closure may hold what its drop releases.
+        drop(dropped);
+        self.not_empty.notify_all();
+    }
+
+    /// Whether `close()` ran.
+    pub fn is_closed(&self) -> bool {
+        self.queue.lock().closed
     }
 
     /// The queued mails' descriptions, head first.
     pub fn descriptions(&self) -> Vec<String> {
-        self.queue.lock().iter().map(|m| m.description.clone()).collect()
+        self.queue.lock().mails.iter().map(|m| m.description.clone()).collect()
     }
 }
 
@@ -136,9 +181,14 @@ pub struct MailboxExecutor {
 }
 
 impl MailboxExecutor {
-    /// `execute(runnable, description)`: a mail at the tail.
-    pub fn execute(&self, description: impl Into<String>, run: impl FnOnce() -> Result<()> + Send + 'static) {
-        self.shared.mailbox.put(Mail::new(description, run));
+    /// `execute(runnable, description)`: a mail at the tail; `RejectedExecutionException`
+    /// ([`ChannelError::MailboxClosed`]) once the mailbox is closed.
+    pub fn execute(
+        &self,
+        description: impl Into<String>,
+        run: impl FnOnce() -> Result<()> + Send + 'static,
+    ) -> Result<()> {
+        self.shared.mailbox.put(Mail::new(description, run))
     }
 }
 
@@ -151,13 +201,15 @@ pub struct DefaultActionSuspension {
 }
 
 impl DefaultActionSuspension {
-    /// `resume()`: on the mailbox thread at once, from any other thread as a control mail.
+    /// `resume()`: on the mailbox thread at once, from any other thread as a control mail
+    /// (which a closed mailbox rejects: the task has ended, there is nothing to resume).
     pub fn resume(&self) {
         if self.shared.mailbox.is_mailbox_thread() {
             self.resume_internal();
         } else {
             let this = self.clone();
-            self.shared
+            let _rejected_once_closed = self
+                .shared
                 .mailbox
                 .put_first(Mail::new("resume default action", move || {
                     this.resume_internal();
@@ -229,13 +281,24 @@ impl MailboxProcessor {
         }
     }
 
-    /// `suspend()`: a control mail (Flink's poison mail) that makes the running loop return.
+    /// `suspend()`: a control mail (Flink's poison mail) that makes the running loop return;
+    /// `sendPoisonMail` sends it only while the mailbox is open.
     pub fn suspend(&self) {
         let shared = Arc::clone(&self.shared);
-        self.shared.mailbox.put_first(Mail::new("poison mail", move || {
+        let _not_sent_once_closed = self.shared.mailbox.put_first(Mail::new("poison mail", move || {
             shared.control.lock().suspended = true;
             Ok(())
         }));
+    }
+
+    /// `allActionsCompleted()` (`StreamTask.cancel`): the same poison mail as [`Self::suspend`].
+    pub fn all_actions_completed(&self) {
+        self.suspend();
+    }
+
+    /// `close()`: the mailbox closes; its queued mails are dropped and later ones rejected.
+    pub fn close(&self) {
+        self.shared.mailbox.close();
     }
 
     /// `isDefaultActionAvailable()`.
@@ -296,7 +359,7 @@ mod tests {
     fn control_mails_go_ahead_and_a_suspend_mail_ends_the_loop() {
         let processor = MailboxProcessor::new();
         let executor = processor.main_mailbox_executor();
-        executor.execute("first", || Ok(()));
+        executor.execute("first", || Ok(())).unwrap();
         processor.suspend();
         assert_eq!(processor.mailbox().descriptions(), vec!["poison mail", "first"]);
         let runs = AtomicUsize::new(0);
@@ -334,7 +397,10 @@ mod tests {
     #[test]
     fn a_resume_from_another_thread_is_a_control_mail() {
         let processor = MailboxProcessor::new();
-        processor.main_mailbox_executor().execute("ordinary", || Ok(()));
+        processor
+            .main_mailbox_executor()
+            .execute("ordinary", || Ok(()))
+            .unwrap();
         let suspension = processor.suspend_default_action();
         std::thread::spawn(move || suspension.resume()).join().unwrap();
         assert!(!processor.is_default_action_available());
@@ -344,5 +410,20 @@ mod tests {
         );
         assert!(processor.run_single_mail().unwrap());
         assert!(processor.is_default_action_available());
+    }
+
+    #[test]
+    fn a_closed_mailbox_drops_its_mails_and_rejects_later_ones() {
+        let processor = MailboxProcessor::new();
+        let executor = processor.main_mailbox_executor();
+        executor.execute("queued", || Ok(())).unwrap();
+        processor.close();
+        assert!(processor.mailbox().descriptions().is_empty());
+        assert!(matches!(
+            executor.execute("late", || Ok(())),
+            Err(ChannelError::MailboxClosed(_))
+        ));
+        processor.all_actions_completed();
+        assert!(!processor.mailbox().has_mail(), "no poison mail for a closed mailbox");
     }
 }

@@ -1047,7 +1047,8 @@ impl RecoverableInputChannel for RemoteInputChannel {
         };
         let outcome = self.buffer_manager.release_all_buffers(drained);
         self.upstream_ready.count_down();
-        self.state_consumed.complete_exceptionally();
+        self.state_consumed
+            .complete_exceptionally(ChannelError::released("Input channel has already been released."));
         outcome
     }
 

@@ -322,7 +322,12 @@ fn release_recycles_recovered_buffers_and_cancels_the_future() {
         .on_recovered_state_buffer(buffer.fill(BufferKind::Data, 1))
         .unwrap();
     local.channel.release_all_resources().unwrap();
-    assert_eq!(local.channel.state_consumed_future().status(), FutureStatus::Cancelled);
+    assert_eq!(
+        local.channel.state_consumed_future().status(),
+        FutureStatus::Failed(recovery_impl::ChannelError::Released(
+            "Input channel has already been released.".into()
+        ))
+    );
     local.fixture.assert_all_buffers_returned(0);
     // A push after release is recycled, not queued.
     local.channel.on_recovered_state_buffer(data(5, 5)).unwrap();

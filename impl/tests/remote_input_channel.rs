@@ -226,7 +226,12 @@ fn release_drains_queue_and_stash_and_returns_every_buffer() {
     r.channel.release_all_resources().unwrap();
     let snapshot = r.channel.snapshot();
     assert!(snapshot.received_buffers.is_empty() && snapshot.recovery_event_stash.is_empty());
-    assert_eq!(snapshot.state_consumed, FutureStatus::Cancelled);
+    assert_eq!(
+        snapshot.state_consumed,
+        FutureStatus::Failed(recovery_impl::ChannelError::Released(
+            "Input channel has already been released.".into()
+        ))
+    );
     r.fixture.assert_all_buffers_returned(1);
     assert!(matches!(r.channel.get_next_buffer(), Err(ChannelError::Released(_))));
 }
