@@ -318,6 +318,22 @@ mod tests {
     }
 
     #[test]
+    fn an_exceptional_completion_hands_a_then_run_to_the_hook_without_its_action() {
+        let held = std::rc::Rc::new(RefCell::new(Vec::new()));
+        let sink = held.clone();
+        set_thread_dependent_hook(Some(Box::new(move |action| sink.borrow_mut().push(action))));
+        let future = CompletableFuture::new();
+        let (tx, rx) = mpsc::channel();
+        future.then_run("then", move || tx.send(()).unwrap());
+        future.complete_exceptionally(ChannelError::Io("failed".into()));
+        set_thread_dependent_hook(None);
+        let action = held.borrow_mut().pop().expect("the thenRun stage is due");
+        assert_eq!(action.description, "then");
+        action.run();
+        assert!(rx.try_recv().is_err(), "its action does not run");
+    }
+
+    #[test]
     fn all_of_completes_with_its_last_input_and_fails_if_one_failed() {
         let (a, b) = (CompletableFuture::new(), CompletableFuture::new());
         let all = CompletableFuture::all_of(&[a.clone(), b.clone()]);

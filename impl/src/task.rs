@@ -232,3 +232,93 @@ impl Task {
         }
     }
 }
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::executor::Runnable;
+    use crate::input_gate::SequentialChannelStateReader;
+    use crate::stream_input_processor::InputSelection;
+    use crate::stream_task::DiscardingOutput;
+
+    #[derive(Default)]
+    struct Held(Mutex<Vec<Runnable>>);
+
+    impl Executor for Held {
+        fn execute(&self, runnable: Runnable) {
+            self.0.lock().push(runnable);
+        }
+    }
+
+    struct NoState;
+
+    impl SequentialChannelStateReader for NoState {
+        fn read_input_data(&self, _: &dyn IndexedInputGate) -> Result<()> {
+            Ok(())
+        }
+    }
+
+    fn source(cancelers: &Arc<Held>) -> (Task, Arc<StreamTask>) {
+        let task = Task::new(Arc::clone(cancelers) as Arc<dyn Executor>);
+        let invokable = task.load_invokable(StreamTaskConfig {
+            output: Arc::new(DiscardingOutput),
+            gates: Vec::new(),
+            selection: InputSelection::All,
+            checkpointing_during_recovery: false,
+            reader: Arc::new(NoState),
+            channel_io_executor: Arc::new(Held::default()),
+        });
+        (task, invokable)
+    }
+
+    #[test]
+    fn the_first_failure_wins_and_survives_invokes_cancel_task_exception() {
+        let cancelers = Arc::new(Held::default());
+        let (task, invokable) = source(&cancelers);
+        task.fail_externally(ChannelError::Io("first".into()));
+        task.fail_externally(ChannelError::Io("second".into()));
+        task.cancel_execution();
+        assert_eq!(task.execution_state(), ExecutionState::Failed);
+        assert_eq!(task.failure_cause(), Some(ChannelError::Io("first".into())));
+        let canceler = {
+            let mut held = cancelers.0.lock();
+            assert_eq!(held.len(), 1, "one TaskCanceler");
+            held.pop().unwrap()
+        };
+        canceler();
+        assert!(invokable.is_canceled());
+        assert_eq!(
+            invokable.mailbox_processor().mailbox().descriptions(),
+            vec!["poison mail"]
+        );
+        task.after_invoke(&Err(ChannelError::Released("StreamTask was canceled".into())));
+        let snapshot = task.snapshot();
+        assert_eq!(snapshot.execution_state, ExecutionState::Failed);
+        assert_eq!(snapshot.failure_cause, Some(ChannelError::Io("first".into())));
+        assert!(snapshot.released);
+        assert!(invokable.mailbox_processor().mailbox().is_closed());
+        assert!(invokable.mailbox_processor().mailbox().descriptions().is_empty());
+    }
+
+    #[test]
+    fn a_canceled_task_ends_canceled_and_a_cancel_task_exception_is_no_failure() {
+        let cancelers = Arc::new(Held::default());
+        let (task, _) = source(&cancelers);
+        task.cancel_execution();
+        assert_eq!(task.execution_state(), ExecutionState::Canceling);
+        task.after_invoke(&Ok(()));
+        assert_eq!(task.execution_state(), ExecutionState::Canceled);
+
+        let (task, _) = source(&cancelers);
+        task.after_invoke(&Err(ChannelError::Released("released".into())));
+        assert_eq!(task.execution_state(), ExecutionState::Canceled);
+        assert_eq!(task.failure_cause(), None);
+
+        let (task, _) = source(&cancelers);
+        task.after_invoke(&Err(ChannelError::Io("thrown".into())));
+        assert_eq!(task.failure_cause(), Some(ChannelError::Io("thrown".into())));
+        let (task, _) = source(&cancelers);
+        task.after_invoke(&Ok(()));
+        assert_eq!(task.execution_state(), ExecutionState::Finished);
+    }
+}

@@ -3,12 +3,19 @@
 //! must finish with every element delivered once, each channel's recovered buffers before its
 //! live records; with a select-first operator, input 0 wholly before input 1. Also
 //! `getChannel(InputChannelInfo)` on a union gate.
+//!
+//! The failure paths, inside Flink's `Task`: a state read that throws fails `invoke` and the
+//! task with the read's cause, with the flag off (`handleAsyncException` → `failExternally` →
+//! the canceler's `cancel()` → `ensureNotCanceled()`) and on (the recovery future fails and
+//! `get()` rethrows), and once the task released its resources every buffer is back in its pool.
 
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, mpsc};
+use std::time::Duration;
 
 use recovery_impl::buffer_pool::{LocalBufferPool, NetworkBufferPool};
 use recovery_impl::channel_state_persister::ChannelStateWriter;
-use recovery_impl::executor::SingleThreadExecutor;
+use recovery_impl::executor::{SingleThreadExecutor, ThreadPerTaskExecutor};
 use recovery_impl::input_gate::{
     IndexedInputGate, InputElement, InputElementKind, SequentialChannelStateReader, UnionInputGate,
 };
@@ -17,7 +24,8 @@ use recovery_impl::result_subpartition::ResultSubpartition;
 use recovery_impl::single_input_gate::{InputChannelHandle, SingleInputGate};
 use recovery_impl::stream_input_processor::InputSelection;
 use recovery_impl::stream_task::{DataOutput, StreamTask, StreamTaskConfig, TaskPhase};
-use recovery_impl::{BufferId, BufferKind, InputChannelInfo, NetworkBuffer, Result};
+use recovery_impl::task::{ExecutionState, Task, TaskSnapshot};
+use recovery_impl::{BufferId, BufferKind, ChannelError, InputChannelInfo, NetworkBuffer, Result};
 
 /// One gate: recovered local channels, each with `recovered` buffers of state and `live` records
 /// (then `EndOfPartition`) already in its subpartition.
@@ -224,4 +232,162 @@ fn get_channel_of_a_union_gate_resolves_the_member_gate_by_the_channel_info() {
             .is_err()
     );
     assert!(a.gate.get_channel(&member).is_err(), "gate 3 has no channel of gate 5");
+}
+
+/// The channel-IO thread's reader that throws an `IOException` instead of reading its
+/// `fail_after + 1`-th buffer (counted over every gate), as a corrupt checkpoint file would.
+struct FailingReader {
+    channels: Vec<Vec<(Arc<RecoveredInputChannel>, u32)>>,
+    fail_after: u32,
+    read: AtomicU32,
+}
+
+fn read_failure(fail_after: u32) -> ChannelError {
+    ChannelError::Io(format!(
+        "checkpointed channel state unreadable after {fail_after} buffers"
+    ))
+}
+
+impl SequentialChannelStateReader for FailingReader {
+    fn read_input_data(&self, gate: &dyn IndexedInputGate) -> Result<()> {
+        for (channel, buffers) in &self.channels[gate.get_gate_index() as usize] {
+            for payload in 0..*buffers {
+                if self.read.fetch_add(1, Ordering::SeqCst) == self.fail_after {
+                    return Err(read_failure(self.fail_after));
+                }
+                let buffer = channel
+                    .request_buffer_blocking()?
+                    .fill(BufferKind::Data, payload as u64);
+                channel.on_recovered_state_buffer(buffer)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// How long a task whose state read failed may take to end.
+const WATCHDOG: Duration = Duration::from_secs(10);
+
+/// Runs a `Task` over gates of `shapes` on real threads (the task thread, the channel-IO
+/// thread, a thread per `TaskCanceler`) with a reader that fails after `fail_after` buffers.
+/// Returns what `Task::run` (`invoke`) returned and the task's final state, once every buffer
+/// is back in its pool.
+fn run_failing(shapes: &[&[(u32, u32)]], flag: bool, fail_after: u32, what: &str) -> (Result<()>, TaskSnapshot) {
+    let global = NetworkBufferPool::new(64);
+    let gates: Vec<TestGate> = shapes
+        .iter()
+        .enumerate()
+        .map(|(i, s)| gate(i as u32, &global, s))
+        .collect();
+    let reader = Arc::new(FailingReader {
+        channels: gates.iter().map(|g| g.channels.clone()).collect(),
+        fail_after,
+        read: AtomicU32::new(0),
+    });
+    let io = Arc::new(SingleThreadExecutor::spawn("channel-state-unspilling").unwrap());
+    let task_gates: Vec<Arc<dyn IndexedInputGate>> = gates
+        .iter()
+        .map(|g| Arc::clone(&g.gate) as Arc<dyn IndexedInputGate>)
+        .collect();
+    let io_executor = Arc::clone(&io);
+    let task = Task::new(Arc::new(ThreadPerTaskExecutor::new("canceler")));
+    let (done_tx, done) = mpsc::channel();
+    let runner = task.clone();
+    let task_thread = std::thread::spawn(move || {
+        let result = runner.run(StreamTaskConfig {
+            output: Arc::new(Collect::default()),
+            gates: task_gates,
+            selection: InputSelection::All,
+            checkpointing_during_recovery: flag,
+            reader,
+            channel_io_executor: io_executor,
+        });
+        let _ = done_tx.send(result);
+    });
+    let result = done.recv_timeout(WATCHDOG).unwrap_or_else(|_| {
+        panic!(
+            "{what}: the task did not end within {WATCHDOG:?}; state {:?}",
+            task.snapshot()
+        )
+    });
+    task_thread.join().unwrap();
+    io.shutdown();
+    let snapshot = task.snapshot();
+    assert!(snapshot.released, "{what}: releaseResources ran");
+    let lent = global.snapshot().lent;
+    assert!(
+        lent.is_empty(),
+        "{what}: every buffer is back in its pool after the task released its resources; lent {lent:?}"
+    );
+    (result, snapshot)
+}
+
+/// What a caller of `Task::run` sees when the state read fails: `invoke` throws (flag off
+/// `ensureNotCanceled()`'s `CancelTaskException`, flag on the read's exception rethrown by
+/// `get()`), and the task ends FAILED with the read's exception as its cause.
+fn check_failed_by_the_read(result: &Result<()>, snapshot: &TaskSnapshot, flag: bool, fail_after: u32, what: &str) {
+    let expected = read_failure(fail_after);
+    let thrown = result.as_ref().expect_err(what);
+    if flag {
+        assert_eq!(thrown, &expected, "{what}: get() rethrows the read's exception");
+    } else {
+        assert!(
+            thrown.is_cancel_task(),
+            "{what}: ensureNotCanceled() throws CancelTaskException, got {thrown}"
+        );
+    }
+    assert_eq!(snapshot.execution_state, ExecutionState::Failed, "{what}");
+    let cause = snapshot
+        .failure_cause
+        .as_ref()
+        .expect("a FAILED task records its cause");
+    assert_eq!(cause.root_cause(), &expected, "{what}: the cause is the read's");
+}
+
+#[test]
+fn a_failing_state_read_fails_invoke_and_the_task_with_the_reads_cause() {
+    let shapes: &[&[(u32, u32)]] = &[&[(2, 1), (1, 1)]];
+    for flag in [false, true] {
+        for fail_after in [0, 2] {
+            let what = format!("flag {flag}, read fails after {fail_after} buffers");
+            let (result, snapshot) = run_failing(shapes, flag, fail_after, &what);
+            check_failed_by_the_read(&result, &snapshot, flag, fail_after, &what);
+            if !flag {
+                assert!(
+                    matches!(snapshot.failure_cause, Some(ChannelError::Asynchronous { ref message, .. })
+                        if message == "Unable to set up recovered channel state"),
+                    "{what}: handleAsyncException wraps the read's exception: {:?}",
+                    snapshot.failure_cause
+                );
+            }
+        }
+    }
+}
+
+/// SplitMix64's finaliser: a run's failure point from its index, the same on every run.
+fn mix(i: u64) -> u64 {
+    let mut z = i.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+fn fail_at_random_points(runs: u64) {
+    let shapes: &[&[(u32, u32)]] = &[&[(3, 2), (2, 1)], &[(2, 1)]];
+    let total: u32 = shapes.iter().flat_map(|g| g.iter()).map(|&(state, _)| state).sum();
+    for i in 0..runs {
+        let flag = i % 2 == 1;
+        let fail_after = (mix(i) % total as u64) as u32;
+        let what = format!("run {i} (flag {flag}, read fails after {fail_after} of {total} buffers)");
+        let (result, snapshot) = run_failing(shapes, flag, fail_after, &what);
+        check_failed_by_the_read(&result, &snapshot, flag, fail_after, &what);
+    }
+}
+
+/// A read that fails at a random point (seeded by the run's index), flag off and on, on real
+/// threads: the task fails within the watchdog's time with the read's cause, and every buffer
+/// is back in its pool once it released its resources.
+#[test]
+fn a_read_failing_at_a_random_point_fails_the_task_and_leaks_no_buffer() {
+    fail_at_random_points(300);
 }
