@@ -28,8 +28,7 @@ use std::time::Duration;
 
 use recovery_impl::completable_future::{CompletableFuture, DependentAction, set_thread_dependent_hook};
 use recovery_impl::error::Result as ImplResult;
-use recovery_impl::executor::Runnable;
-use recovery_impl::executor::{Executor, SingleThreadExecutor};
+use recovery_impl::executor::{Executor, Runnable, SingleThreadExecutor};
 use recovery_impl::input_gate::{IndexedInputGate, InputElement, InputElementKind, SequentialChannelStateReader};
 use recovery_impl::pause_point::{PausePoint, set_thread_hook};
 use recovery_impl::stream_input_processor::{DataInputStatus, InputSelection};
