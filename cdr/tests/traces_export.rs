@@ -25,7 +25,7 @@ fn temp(name: &str) -> std::path::PathBuf {
 
 #[derive(Debug, Deserialize)]
 struct ItfState {
-    action: ItfAction,
+    action_taken: ItfAction,
     observation: ItfObservation,
     channels: Vec<ItfChannel>,
     gate: ItfGate,
@@ -33,7 +33,7 @@ struct ItfState {
 
 #[derive(Debug, Deserialize)]
 struct ItfAction {
-    action: String,
+    name: String,
 }
 
 #[derive(Debug, Deserialize)]
@@ -100,13 +100,13 @@ fn itf_traces_read_back_with_the_itf_crate_match_the_json_traces() {
         assert_eq!(i.states.len(), t.steps.len() + 1, "the initial state comes first");
         let init = &i.states[0].value;
         assert_eq!(
-            (init.action.action.as_str(), init.observation.kind.as_str()),
+            (init.action_taken.name.as_str(), init.observation.kind.as_str()),
             ("init", "none")
         );
         for (step, state) in t.steps.iter().zip(&i.states[1..]) {
             let s = &state.value;
             let action = serde_json::to_value(step.action).unwrap();
-            assert_eq!(s.action.action, action["action"].as_str().unwrap());
+            assert_eq!(s.action_taken.name, action["action"].as_str().unwrap());
             let observation = serde_json::to_value(&step.observation).unwrap();
             assert_eq!(s.observation.kind, observation["kind"].as_str().unwrap());
             assert_eq!(
@@ -156,4 +156,80 @@ fn the_edge_corpus_holds_one_replayable_trace_per_cover_trace() {
     let (code, err) = cdr(&["traces", "--preset", "tiny", "--out", "/nonexistent-dir/t.jsonl"]);
     assert_eq!(code, 2);
     assert!(err.contains("cannot write"), "{err}");
+}
+
+/// Keywords of the languages whose readers take ITF traces: Python (itf-py turns records into
+/// named tuples), Rust (the `itf` crate, serde fields) and Quint (records and state variables).
+const KEYWORDS: &[&str] = &[
+    // Python
+    "False", "None", "True", "and", "as", "assert", "async", "await", "break", "class", "continue", "def", "del",
+    "elif", "else", "except", "finally", "for", "from", "global", "if", "import", "in", "is", "lambda", "nonlocal",
+    "not", "or", "pass", "raise", "return", "try", "while", "with", "yield", "match", "case", // Rust
+    "const", "crate", "enum", "extern", "false", "fn", "impl", "let", "loop", "mod", "move", "mut", "pub", "ref",
+    "self", "Self", "static", "struct", "super", "trait", "true", "type", "unsafe", "use", "where", "dyn", "box", "do",
+    "final", "macro", "override", "priv", "typeof", "unsized", "virtual", "become", "abstract", "gen",
+    // Quint
+    "module", "export", "var", "val", "pure", "action", "run", "temporal", "nondet", "assume", "Set", "List", "Bool",
+    "Int", "Str", "Nat", "iff", "implies", "all", "any",
+];
+
+/// Every variable and record field of an exported ITF trace is an identifier of Python, Rust
+/// and Quint: no keyword, nothing but letters, digits and `_`. (`#meta`, `#bigint` and `#map`
+/// are ITF's own.) Across presets whose snapshots hold every field: both channel kinds,
+/// floating buffers, faults.
+#[test]
+fn itf_names_are_identifiers_in_python_rust_and_quint() {
+    fn walk(v: &serde_json::Value, names: &mut std::collections::BTreeSet<String>) {
+        match v {
+            serde_json::Value::Object(map) => {
+                for (k, x) in map {
+                    if !k.starts_with('#') {
+                        names.insert(k.clone());
+                    }
+                    if k != "#meta" {
+                        walk(x, names);
+                    }
+                }
+            }
+            serde_json::Value::Array(items) => items.iter().for_each(|x| walk(x, names)),
+            _ => {}
+        }
+    }
+    let mut names = std::collections::BTreeSet::new();
+    for preset in ["ci", "faults", "migration"] {
+        let path = temp(&format!("{preset}.itf.jsonl"));
+        let (code, err) = cdr(&[
+            "traces",
+            "--preset",
+            preset,
+            "--random",
+            "30",
+            "--seed",
+            "3",
+            "--format",
+            "itf",
+            "--out",
+            path.to_str().unwrap(),
+        ]);
+        assert_eq!(code, 0, "{err}");
+        for line in std::fs::read_to_string(&path).unwrap().lines() {
+            let trace: serde_json::Value = serde_json::from_str(line).unwrap();
+            walk(&trace["states"], &mut names);
+            for var in trace["vars"].as_array().unwrap() {
+                names.insert(var.as_str().unwrap().to_string());
+            }
+        }
+    }
+    assert!(
+        names.contains("global_pool") && names.contains("action_taken"),
+        "{names:?}"
+    );
+    for name in &names {
+        assert!(!KEYWORDS.contains(&name.as_str()), "`{name}` is a keyword");
+        assert!(
+            name.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'),
+            "`{name}` is not an identifier"
+        );
+    }
 }

@@ -7,6 +7,12 @@
 //! Encoding: integers as `{"#bigint": "n"}`, lists as arrays, records as objects, the
 //! per-checkpoint `persisted` map as `{"#map": [[k, v], ...]}`; absent optional fields are left
 //! out of their record.
+//!
+//! Names: every variable and record field is an identifier in Python, Rust and Quint alike, so
+//! that readers which turn records into named tuples (itf-py) or Quint records take them. The
+//! names the JSON traces use that are keywords there are renamed ([`RENAMED`]): the action
+//! taken is the variable `action_taken` and its name the field `name` (`action` is a Quint
+//! keyword), and a channel's `global` segments are `global_pool` (a Python keyword).
 
 use crate::driver::ModelDriver;
 use crate::trace::Trace;
@@ -14,7 +20,7 @@ use serde_json::{Map, Value, json};
 
 /// The variables of every state, in order.
 pub const VARS: [&str; 7] = [
-    "action",
+    "action_taken",
     "observation",
     "channels",
     "gate",
@@ -22,6 +28,17 @@ pub const VARS: [&str; 7] = [
     "netty_client",
     "recycler",
 ];
+
+/// Record fields the JSON traces name with a keyword of Python, Rust or Quint, and their ITF
+/// names.
+pub const RENAMED: [(&str, &str); 2] = [("action", "name"), ("global", "global_pool")];
+
+fn itf_name(key: &str) -> &str {
+    RENAMED
+        .iter()
+        .find(|(json, _)| *json == key)
+        .map_or(key, |(_, itf)| itf)
+}
 
 /// `value` (plain JSON from serde) in ITF's encoding.
 pub fn encode(value: &Value) -> Value {
@@ -39,7 +56,7 @@ fn encode_field(key: Option<&str>, value: &Value) -> Value {
         Value::Object(map) => Value::Object(
             map.iter()
                 .filter(|(_, v)| !v.is_null())
-                .map(|(k, v)| (k.clone(), encode_field(Some(k), v)))
+                .map(|(k, v)| (itf_name(k).to_string(), encode_field(Some(k), v)))
                 .collect(),
         ),
         other => other.clone(),
@@ -54,7 +71,7 @@ pub fn from_trace(trace: &Trace) -> Result<Value, String> {
     let state = |index: usize, action: Value, observation: Value, snapshot: Value| {
         let mut record = Map::new();
         record.insert("#meta".into(), json!({ "index": index }));
-        record.insert("action".into(), encode(&action));
+        record.insert(VARS[0].into(), encode(&action));
         record.insert("observation".into(), encode(&observation));
         for var in &VARS[2..] {
             record.insert(var.to_string(), encode_field(Some(var), &snapshot[var]));
