@@ -477,16 +477,11 @@ impl IndexedInputGate for ScriptedInputGate {
     }
 
     /// `close()`: the channels are released, recycling the recovered buffers they hold in
-    /// memory; the fetched state not yet drained is released.
+    /// memory (the model's `buffers_held` counts none in a released gate); the fetched state not
+    /// yet drained is released.
     fn close(&self) -> ImplResult<()> {
-        let flag = self.shape.checkpointing_during_recovery;
         let mut state = self.state.lock().unwrap();
         let gate = &mut state.gate;
-        if gate.buffers_held(flag) > 0 {
-            for c in &mut gate.channels {
-                c.recovered = 0;
-            }
-        }
         gate.spilled = false;
         gate.released = true;
         Ok(())
@@ -535,7 +530,7 @@ enum Command {
 enum Reply {
     Done(Result<TaskObservation, String>),
     /// The task's snapshot, and whether its input processor is available.
-    Snapshot(Box<recovery_impl::stream_task::StreamTaskSnapshot>, bool),
+    Snapshot(Box<recovery_impl::stream_task::StreamTaskSnapshot>),
 }
 
 fn failure(e: &ChannelError) -> TaskObservation {
@@ -793,21 +788,15 @@ impl TaskImplDriver {
 
     /// The abstract state now.
     pub fn snapshot(&mut self) -> Result<TaskSnapshot, DriverError> {
-        let (task, input_available) = match self.ask(Command::Snapshot)? {
-            Reply::Snapshot(s, available) => (*s, available),
+        let task = match self.ask(Command::Snapshot)? {
+            Reply::Snapshot(s) => *s,
             Reply::Done(_) => return Err(harness("the mailbox thread answered out of turn")),
         };
-        // A held `ResumeWrapper` counts as due while the input it waited for is available: the
-        // model's `onInputAvailable` is enabled by the availability, not latched by it. The two
-        // differ only once `releaseResources` recycled the recovered buffers that made the input
-        // available (the wrapper, run then, would send its mail to the closed mailbox).
-        let resume_wrapper = completion_description(&TaskAction::OnInputAvailable);
         let mut pending: Vec<String> = self
             .deferred
             .lock()
             .unwrap()
             .iter()
-            .filter(|d| input_available || Some(&d.description) != resume_wrapper.as_ref())
             .map(|d| d.description.clone())
             .collect();
         pending.sort();
@@ -894,7 +883,7 @@ fn mailbox_thread(commands: Receiver<Command>, replies: Sender<Reply>, deferred:
                 None => Err("no task".into()),
             }),
             Command::Snapshot => match &task {
-                Some((_, t)) => Reply::Snapshot(Box::new(t.snapshot()), t.is_input_available()),
+                Some((_, t)) => Reply::Snapshot(Box::new(t.snapshot())),
                 None => Reply::Done(Err("no task".into())),
             },
         };

@@ -449,11 +449,6 @@ impl StreamTask {
         Ok(())
     }
 
-    /// The input processor's `isAvailable()`.
-    pub fn is_input_available(&self) -> bool {
-        self.input_processor.is_available()
-    }
-
     /// What the last `processInput` read and returned.
     pub fn last_process_input(&self) -> ProcessInputOutcome {
         self.state.lock().last.clone()

@@ -204,7 +204,7 @@ impl Model for TaskModel {
             TaskAction::RequestPartitionsThrows { gate } => stream_task::request_partitions_throws(shape, &mut n, gate),
             TaskAction::CancelExecution => task::cancel_execution(&mut n),
             TaskAction::CancelInvokable => stream_task::cancel(&mut n),
-            TaskAction::ReleaseResources => task::release_resources(shape, v, &mut n),
+            TaskAction::ReleaseResources => task::release_resources(v, &mut n),
         }
         Some(n)
     }

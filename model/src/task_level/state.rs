@@ -32,8 +32,12 @@ pub struct Gate {
     /// into its channels or released (the spilling backend's fetched state).
     pub spilled: bool,
     /// `Task.releaseResources` closed the gate: its channels were released, their buffers
-    /// recycled.
+    /// recycled. The channels keep their abstract content (nothing reads it any more), so the
+    /// futures that watched it stay as they were.
     pub released: bool,
+    /// A read after the release queued recovered buffers into the released channels (variant
+    /// push-into-released-channel-queued): nobody recycles them.
+    pub queued_after_release: bool,
     /// Flag off: the `thenRun` of the gate's state-consumed future ran, queueing the gate's
     /// `requestPartitions` mail.
     pub consumed_callback_run: bool,
@@ -56,11 +60,10 @@ impl Gate {
     /// conversion (flag on), and not yet consumed or recycled.
     pub fn buffers_held(&self, flag: bool) -> u8 {
         let in_memory = if flag { self.partitions_requested } else { self.read };
-        if in_memory {
-            self.channels.iter().map(|c| c.recovered).sum()
-        } else {
-            0
+        if !in_memory || (self.released && !self.queued_after_release) {
+            return 0;
         }
+        self.channels.iter().map(|c| c.recovered).sum()
     }
 }
 

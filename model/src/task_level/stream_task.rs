@@ -27,6 +27,7 @@ pub fn restore_state_and_gates(shape_index: u8, shape: &TaskShape) -> TaskState 
             finished_read: false,
             spilled: false,
             released: false,
+            queued_after_release: false,
             consumed_callback_run: false,
             partitions_requested: false,
             finished: false,
@@ -97,6 +98,7 @@ pub fn read_input_data(shape: &TaskShape, variant: TaskVariant, s: &mut TaskStat
     }
     let gate = &mut s.gates[g as usize];
     gate.read = true;
+    gate.queued_after_release = gate.released;
     gate.spilled = shape.checkpointing_during_recovery && has_buffers;
     s.io_pc += 1;
 }

@@ -3,7 +3,6 @@
 //! which starts a `TaskCanceler` for `invokable.cancel()`. When `invoke` has ended, `doRun` takes
 //! its final state and `releaseResources` closes the gates.
 
-use super::config::TaskShape;
 use super::mailbox_processor as mailbox;
 use super::state::{Cause, ExecutionState, Phase, TaskState};
 use super::variant::TaskVariant;
@@ -31,7 +30,7 @@ pub fn cancel_execution(s: &mut TaskState) {
 /// for a `CancelTaskException` or while canceling; FAILED already: unchanged); then
 /// `releaseResources` closes the gates, recycling every buffer their channels hold, and the
 /// spilled state not yet drained is released.
-pub fn release_resources(shape: &TaskShape, variant: TaskVariant, s: &mut TaskState) {
+pub fn release_resources(variant: TaskVariant, s: &mut TaskState) {
     mailbox::close(s);
     s.execution_state = match (s.execution_state, s.phase) {
         (ExecutionState::Running, Phase::Finished) => ExecutionState::Finished,
@@ -46,13 +45,7 @@ pub fn release_resources(shape: &TaskShape, variant: TaskVariant, s: &mut TaskSt
         (state, _) => state,
     };
     s.released = true;
-    let flag = shape.checkpointing_during_recovery;
     for gate in &mut s.gates {
-        if gate.buffers_held(flag) > 0 {
-            for c in &mut gate.channels {
-                c.recovered = 0;
-            }
-        }
         if gate.spilled && variant != TaskVariant::SpillReleasedOnlyByDrain {
             gate.spilled = false;
             s.spill_released_by_cleanup = true;
