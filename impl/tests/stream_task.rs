@@ -72,6 +72,23 @@ fn gate(index: u32, global: &Arc<NetworkBufferPool>, channels: &[(u32, u32)]) ->
     }
 }
 
+/// The gates of `shapes` on `global`, and the same as the task sees them.
+fn gates_of(
+    global: &Arc<NetworkBufferPool>,
+    shapes: &[&[(u32, u32)]],
+) -> (Vec<TestGate>, Vec<Arc<dyn IndexedInputGate>>) {
+    let gates: Vec<TestGate> = shapes
+        .iter()
+        .enumerate()
+        .map(|(i, s)| gate(i as u32, global, s))
+        .collect();
+    let task_gates = gates
+        .iter()
+        .map(|g| Arc::clone(&g.gate) as Arc<dyn IndexedInputGate>)
+        .collect();
+    (gates, task_gates)
+}
+
 /// The channel-IO thread's reader: each channel's recovered buffers, from the network pool.
 struct Reader(Vec<Vec<(Arc<RecoveredInputChannel>, u32)>>);
 
@@ -102,18 +119,10 @@ impl DataOutput for Collect {
 /// returns what the operator read.
 fn run(shapes: &[&[(u32, u32)]], flag: bool, selection: InputSelection) -> Vec<InputElement> {
     let global = NetworkBufferPool::new(64);
-    let gates: Vec<TestGate> = shapes
-        .iter()
-        .enumerate()
-        .map(|(i, s)| gate(i as u32, &global, s))
-        .collect();
+    let (gates, task_gates) = gates_of(&global, shapes);
     let reader = Arc::new(Reader(gates.iter().map(|g| g.channels.clone()).collect()));
     let output = Arc::new(Collect::default());
     let io = Arc::new(SingleThreadExecutor::spawn("channel-state-unspilling").unwrap());
-    let task_gates: Vec<Arc<dyn IndexedInputGate>> = gates
-        .iter()
-        .map(|g| Arc::clone(&g.gate) as Arc<dyn IndexedInputGate>)
-        .collect();
     let out = Arc::clone(&output);
     let io_executor = Arc::clone(&io);
     let mailbox = std::thread::spawn(move || {
@@ -274,21 +283,13 @@ const WATCHDOG: Duration = Duration::from_secs(10);
 /// is back in its pool.
 fn run_failing(shapes: &[&[(u32, u32)]], flag: bool, fail_after: u32, what: &str) -> (Result<()>, TaskSnapshot) {
     let global = NetworkBufferPool::new(64);
-    let gates: Vec<TestGate> = shapes
-        .iter()
-        .enumerate()
-        .map(|(i, s)| gate(i as u32, &global, s))
-        .collect();
+    let (gates, task_gates) = gates_of(&global, shapes);
     let reader = Arc::new(FailingReader {
         channels: gates.iter().map(|g| g.channels.clone()).collect(),
         fail_after,
         read: AtomicU32::new(0),
     });
     let io = Arc::new(SingleThreadExecutor::spawn("channel-state-unspilling").unwrap());
-    let task_gates: Vec<Arc<dyn IndexedInputGate>> = gates
-        .iter()
-        .map(|g| Arc::clone(&g.gate) as Arc<dyn IndexedInputGate>)
-        .collect();
     let io_executor = Arc::clone(&io);
     let task = Task::new(Arc::new(ThreadPerTaskExecutor::new("canceler")));
     let (done_tx, done) = mpsc::channel();
