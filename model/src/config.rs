@@ -825,6 +825,24 @@ pub const PRESETS: &[Preset] = &[
         ],
     },
     Preset {
+        name: "release-floating",
+        summary: "one remote channel with a floating buffer, released at any point in Flink's two parts: the floating buffer's way back to the pool from every state",
+        config: || ModelConfig {
+            channels: vec![remote(1, &[O, D, D], 1, 1)],
+            checkpoints: 1,
+            delivery: Delivery::Drainer,
+            insert_recovery_barriers: true,
+            release: true,
+            faults: false,
+            release_step: true,
+            aligned_checkpoint_timeout: false,
+            shared_pool: false,
+            overlapping_checkpoints: false,
+        },
+        // One channel: no second channel to decline before.
+        unreachable: &[PropertyId::StaleRecoveryBarrierPolled],
+    },
+    Preset {
         name: "stash-order",
         summary: "remote(1; eoo e d): the event behind EndOfOutputChannelStateEvent waits in the blocked subpartition until recovery ends, so the stash holds the recovery-completion event alone",
         config: || ModelConfig {
@@ -863,6 +881,23 @@ pub const PRESETS: &[Preset] = &[
         summary: "two remote channels borrowing from the gate's one LocalBufferPool: a recycled floating buffer goes to the other channel's waiting manager",
         config: || ModelConfig {
             channels: vec![remote(1, &[O, D], 1, 1), remote(0, &[O, D], 1, 0)],
+            checkpoints: 0,
+            delivery: Delivery::Drainer,
+            insert_recovery_barriers: true,
+            release: false,
+            faults: false,
+            release_step: false,
+            aligned_checkpoint_timeout: false,
+            shared_pool: true,
+            overlapping_checkpoints: false,
+        },
+        unreachable: SHARED_POOL_UNREACHABLE,
+    },
+    Preset {
+        name: "shared-pool-floating-only",
+        summary: "two remote channels sharing the gate's LocalBufferPool, the second without exclusive buffers: its every buffer is a floating one the pool hands it, some recycled by the first",
+        config: || ModelConfig {
+            channels: vec![remote(1, &[O, D], 1, 1), remote(0, &[O, D], 0, 0)],
             checkpoints: 0,
             delivery: Delivery::Drainer,
             insert_recovery_barriers: true,

@@ -9,6 +9,7 @@
 use crate::model::RecoveryModel;
 use crate::state::{Announce, State};
 use crate::state::{Buffers, NetBuf, PerChannel, PopFront};
+use crate::variant::Variant;
 
 /// One `LocalBufferPool`, under its `availableMemorySegments` monitor.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
@@ -64,6 +65,11 @@ impl RecoveryModel {
         }
         let p = s.pool_index(c);
         while let Some(l) = s.pools[p].listeners.pop_front() {
+            if self.variant == Variant::PoolRecycleSkipsListeners {
+                // The listener stays registered, and the buffer goes back to the pool.
+                s.pools[p].listeners.insert(0, l);
+                break;
+            }
             let listener = &mut s.channels[l as usize];
             let released = listener.released;
             let taken = listener

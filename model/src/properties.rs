@@ -115,6 +115,12 @@ properties! {
     // The alignment timer breaks it when the announced barrier is still in the recovery event
     // stash (docs/findings.md).
     AnnouncedBarrierFound: Always, "convertToPriorityEvent finds the announced barrier", announced_barrier_found;
+    ReleasedManagerHoldsNothing: Always, "a released channel's buffer manager holds nothing",
+        a_released_channels_buffer_manager_holds_nothing;
+    PriorityElementsArePrioritised: Always, "a queued channel with a priority element is in the priority section",
+        a_queued_channel_with_a_priority_element_is_in_the_priority_section;
+    QueuedRecoveryNumbersIncrease: Always, "queued recovery elements are numbered in increasing order",
+        queued_recovery_elements_are_numbered_in_increasing_order;
     // --- liveness ---
     RecoveryCompletes: Eventually, "recovery completes unless released", recovery_completes;
     AllLiveDataDelivered: Eventually, "all live data is delivered", all_live_data_delivered;
@@ -581,20 +587,94 @@ fn priority_channels_have_priority_events(m: &RecoveryModel, s: &State) -> bool 
         || matches!(s.task, TaskPc::Failed { .. })
         || priority.iter().all(|&c| {
             let ch = s.ch(c);
-            let view_barrier = matches!(ch.producer.subpartition.first(), Some(Payload::Barrier(_)));
-            let polling = polling(s, c);
+            ch.released || ch.producer.released || polling(s, c) || has_priority_next(m, s, c)
+        })
+}
+
+/// Once `releaseAllResources` has completed, the channel's `BufferManager` holds no buffer:
+/// `releaseAllBuffers` gave the exclusive segments to the global pool and the floating buffers
+/// to the `LocalBufferPool`, and a buffer recycled to it later goes the same way.
+///
+/// Exempt: a `RecoveredInputChannel` released before its conversion (flag off, Flink 2.3.0).
+/// The model's manager holds the physical channel's exclusive segments from the start, but in
+/// Flink they are requested only when the channel is converted (`RemoteInputChannel.setup()`),
+/// which a released channel never is.
+fn a_released_channels_buffer_manager_holds_nothing(m: &RecoveryModel, s: &State) -> bool {
+    m.is_recovered_channel(s)
+        || s.channels
+            .iter()
+            .all(|ch| !ch.released || ch.releasing || (ch.bm.exclusive.is_empty() && ch.bm.floating.is_empty()))
+}
+
+/// Whether channel `c` would hand out a priority event when polled now (a remote channel's
+/// priority section of `receivedBuffers`; a local channel's view, led to by
+/// `hasPendingPriorityEvent` while it is in recovery or has migrated buffers queued).
+fn has_priority_next(m: &RecoveryModel, s: &State, c: u8) -> bool {
+    let ch = s.ch(c);
+    let view_barrier = matches!(ch.producer.subpartition.first(), Some(Payload::Barrier(_)));
+    match m.cfg.channels[c as usize].kind {
+        ChannelKind::Remote => ch.priority_len > 0,
+        ChannelKind::Local if ch.in_recovery || (m.migrates() && !ch.queue.is_empty()) => {
+            ch.pending_priority && view_barrier
+        }
+        ChannelKind::Local => view_barrier,
+    }
+}
+
+/// Whether the gate was told of a priority event channel `c` will hand out next: a remote
+/// channel's `onBuffer` notifies for every priority element it queues at the head; a local
+/// channel's `notifyPriorityEvent` sets `hasPendingPriorityEvent` (and the view's head is the
+/// event). A priority event already in a subpartition when its view is created, or when the
+/// channel is queued again after recovery, comes with an ordinary notification in Flink too.
+fn priority_notified(m: &RecoveryModel, s: &State, c: u8) -> bool {
+    let ch = s.ch(c);
+    match m.cfg.channels[c as usize].kind {
+        ChannelKind::Remote => ch.priority_len > 0,
+        ChannelKind::Local => {
+            ch.pending_priority && matches!(ch.producer.subpartition.first(), Some(Payload::Barrier(_)))
+        }
+    }
+}
+
+/// A channel in the gate's queue that the gate was told has a priority event next sits in the
+/// queue's priority section (`queueChannel(channel, true)` moves a queued channel there), so the
+/// task polls it before the ordinary channels. Exempt: the channel the task is polling, one
+/// whose producer has yet to notify (`priority_notify_step`, docs/findings.md), a released one.
+fn a_queued_channel_with_a_priority_element_is_in_the_priority_section(m: &RecoveryModel, s: &State) -> bool {
+    let ordinary = &s.gate.channels[s.gate.num_priority as usize..];
+    !m.models_gate_queue()
+        || matches!(s.task, TaskPc::Failed { .. })
+        || ordinary.iter().all(|&c| {
+            let ch = s.ch(c);
             ch.released
                 || ch.producer.released
-                || polling
-                || match m.cfg.channels[c as usize].kind {
-                    ChannelKind::Remote => ch.priority_len > 0,
-                    // In recovery (or with migrated buffers queued) only the flag leads to the view.
-                    ChannelKind::Local if ch.in_recovery || (m.migrates() && !ch.queue.is_empty()) => {
-                        ch.pending_priority && view_barrier
-                    }
-                    ChannelKind::Local => view_barrier,
-                }
+                || ch.producer.notify_pending.is_some()
+                || polling(s, c)
+                || !priority_notified(m, s, c)
         })
+}
+
+/// A remote channel numbers its recovery elements (recovered buffers, recovery barriers, the
+/// end-of-recovery sentinel) as it queues them: each queued one carries a number greater than
+/// every recovery element before it, queued or already consumed. A `RecoveredInputChannel`
+/// (flag off) and what Flink 2.3.0 migrates out of one are numbered when polled instead, which
+/// *recovery sequence numbers* checks.
+fn queued_recovery_elements_are_numbered_in_increasing_order(m: &RecoveryModel, s: &State) -> bool {
+    channels(s).all(|(c, ch)| {
+        if m.cfg.channels[c as usize].kind != ChannelKind::Remote || m.is_recovered_channel(s) || m.migrates() {
+            return true;
+        }
+        let mut last = ch
+            .ghost_delivered
+            .iter()
+            .filter(|d| d.payload.is_recovery_element())
+            .map(|d| d.seq)
+            .max();
+        ch.queue
+            .iter()
+            .filter(|e| e.payload.is_recovery_element())
+            .all(|e| increases(&mut last, e.seq))
+    })
 }
 
 /// L1: every channel's `stateConsumedFuture` completes (normally, or exceptionally on release;

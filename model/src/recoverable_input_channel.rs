@@ -16,11 +16,17 @@ use crate::variant::Variant;
 /// element now; local numbers it when it is consumed. Returns whether the queue was empty: the
 /// caller then notifies the gate (`notifyChannelNonEmpty`).
 fn append_recovered(ch: &mut Channel, kind: ChannelKind, payload: Payload) -> bool {
+    append_numbered(ch, kind, payload, true)
+}
+
+/// [`append_recovered`], the counter advanced or (variant sentinel-keeps-recovery-sequence, for
+/// the sentinel) not.
+fn append_numbered(ch: &mut Channel, kind: ChannelKind, payload: Payload, advance: bool) -> bool {
     let was_empty = ch.queue.is_empty();
     let seq = match kind {
         ChannelKind::Remote => {
-            ch.recovery_seq += 1;
-            ch.recovery_seq - 1
+            ch.recovery_seq += i32::from(advance);
+            ch.recovery_seq - i32::from(advance)
         }
         ChannelKind::Local => 0,
     };
@@ -51,14 +57,19 @@ pub fn on_recovered_state_buffer(ch: &mut Channel, kind: ChannelKind, payload: P
 /// `finishRecoveredBufferDelivery()` after its latch opened: append the sentinel unless
 /// released (`checkState(inRecovery, "Recovery delivery already finished.")`). `Ok(true)`:
 /// notify the gate.
-pub fn finish_recovered_buffer_delivery(ch: &mut Channel, kind: ChannelKind) -> Result<bool, Violation> {
+pub fn finish_recovered_buffer_delivery(
+    ch: &mut Channel,
+    kind: ChannelKind,
+    variant: Variant,
+) -> Result<bool, Violation> {
     if ch.released {
         return Ok(false);
     }
     if !ch.in_recovery {
         return Err(Violation::PushAfterRecovery);
     }
-    Ok(append_recovered(ch, kind, Payload::EndOfRecovery))
+    let advance = variant != Variant::SentinelKeepsRecoverySequence;
+    Ok(append_numbered(ch, kind, Payload::EndOfRecovery, advance))
 }
 
 /// `insertRecoveryCheckpointBarrierIfInRecovery(cp)`: no-op once recovered or released. True:
@@ -197,7 +208,13 @@ impl RecoveryModel {
         ch.upstream_ready = true;
         ch.state_consumed = true;
         let drained = drain_released(ch);
+        let kept = if self.variant == Variant::ReleaseKeepsFloatingBuffers {
+            std::mem::take(&mut ch.bm.floating)
+        } else {
+            Default::default()
+        };
         let floating = ch.bm.release_all_buffers(drained, &mut ch.global_pool);
+        ch.bm.floating = kept;
         self.recycle_all_to_pool(s, c, floating);
     }
 }

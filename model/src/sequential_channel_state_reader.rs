@@ -135,7 +135,7 @@ impl RecoveryModel {
             let notify = recovered::finish_read_recovered_state(s.ch_mut(c));
             return self.pushed(s, c, Ok(notify));
         }
-        let r = rc::finish_recovered_buffer_delivery(s.ch_mut(c), self.kind(c));
+        let r = rc::finish_recovered_buffer_delivery(s.ch_mut(c), self.kind(c), self.variant);
         self.pushed(s, c, r);
         if let TaskPc::AwaitUpstreamReady { .. } = s.task {
             self.convert_from(s, c + 1);

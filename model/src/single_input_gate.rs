@@ -101,6 +101,9 @@ impl RecoveryModel {
             return;
         }
         if priority {
+            if self.variant == Variant::PriorityIgnoredForQueuedChannel && s.gate.contains(c) {
+                return;
+            }
             s.gate.notify_priority_event(c);
         } else {
             s.gate.notify_channel_non_empty(c);
@@ -392,7 +395,7 @@ impl RecoveryModel {
                     s.task = TaskPc::AwaitUpstreamReady { channel: c };
                     return;
                 }
-                let r = rc::finish_recovered_buffer_delivery(s.ch_mut(c), kind);
+                let r = rc::finish_recovered_buffer_delivery(s.ch_mut(c), kind, self.variant);
                 self.pushed(s, c, r);
             } else {
                 let r = rc::on_recovered_state_buffer(s.ch_mut(c), kind, Payload::EndOfRecovery);

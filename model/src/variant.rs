@@ -61,6 +61,18 @@ pub enum Variant {
     /// `CancelTaskException`) and releases nothing of what it has not pushed: the state fetched
     /// for every later push stays (FLINK-40520's leak, before the task's cleanup released it).
     DrainerAbandonsStateOnRelease,
+    /// `BufferManager.releaseAllBuffers` gives back the exclusive segments but leaves the
+    /// floating buffers queued in the released channel's manager.
+    ReleaseKeepsFloatingBuffers,
+    /// `queueChannel(channel, priority)` leaves a channel already queued where it is, even when
+    /// its new element is a priority event.
+    PriorityIgnoredForQueuedChannel,
+    /// The end-of-recovery sentinel takes the remote channel's recovery sequence number without
+    /// advancing the counter: the recovery barrier queued behind it reuses the number.
+    SentinelKeepsRecoverySequence,
+    /// `LocalBufferPool.recycle` puts every buffer back in the pool and never hands one to a
+    /// registered listener: a manager waiting for a floating buffer waits on.
+    PoolRecycleSkipsListeners,
 }
 
 /// One row of the bug zoo: the variant, the bug it reintroduces, the property that catches it
@@ -207,6 +219,34 @@ pub const VARIANTS: &[VariantInfo] = &[
         bug: "FLINK-40520: the drainer stops at a released channel and nothing releases the recovered state it has not pushed",
         property: PropertyId::EveryBufferReturnsHome,
         preset: "local-buffers",
+    },
+    VariantInfo {
+        variant: Variant::ReleaseKeepsFloatingBuffers,
+        name: "release-keeps-floating-buffers",
+        bug: "releaseAllBuffers returns the exclusive segments but leaves the floating buffers in the released channel's manager",
+        property: PropertyId::ReleasedManagerHoldsNothing,
+        preset: "release-floating",
+    },
+    VariantInfo {
+        variant: Variant::PriorityIgnoredForQueuedChannel,
+        name: "priority-ignored-for-queued-channel",
+        bug: "the gate leaves a channel already in its queue where it is when a priority event arrives for it",
+        property: PropertyId::PriorityElementsArePrioritised,
+        preset: "tiny",
+    },
+    VariantInfo {
+        variant: Variant::SentinelKeepsRecoverySequence,
+        name: "sentinel-keeps-recovery-sequence",
+        bug: "the end-of-recovery sentinel does not advance a remote channel's recovery sequence number: the recovery barrier behind it reuses it",
+        property: PropertyId::QueuedRecoveryNumbersIncrease,
+        preset: "tiny",
+    },
+    VariantInfo {
+        variant: Variant::PoolRecycleSkipsListeners,
+        name: "pool-recycle-skips-listeners",
+        bug: "LocalBufferPool.recycle never hands a buffer to a waiting listener: a channel with only floating buffers waits for ever",
+        property: PropertyId::AllLiveDataDelivered,
+        preset: "shared-pool-floating-only",
     },
 ];
 
