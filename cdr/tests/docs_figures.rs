@@ -154,7 +154,7 @@ fn the_bug_zoo_table_of_conformance_md_is_what_the_replays_give() {
         let m = RecoveryModel::new(preset(info.preset).unwrap(), info.variant);
         let actions = shortest_counterexample(&m, info.property).expect("the variant is caught");
         let mut reference = ModelDriver::new(m.clone());
-        let mut driver = ImplDriver::new(&m.cfg);
+        let mut driver = ImplDriver::for_model(&m);
         // A bug outside what impl/ implements replays without a divergence: "none".
         let actual = match lockstep(&mut reference, &mut driver, &actions, Compare::Every) {
             Ok(_) => [

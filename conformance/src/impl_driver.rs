@@ -48,7 +48,8 @@ use recovery_impl::upstream_recovery_tracker::ResumableInputGate;
 use recovery_impl::{BufferId, BufferKind, ChannelError, DeclineReason, NetworkBuffer, RecoverableInputChannel};
 use recovery_model::config::{ChannelKind, Delivery, ModelConfig, Upstream};
 use recovery_model::state::{NetBuf, Payload};
-use recovery_model::{Action, Thread};
+use recovery_model::variant::Variant;
+use recovery_model::{Action, RecoveryModel, Thread};
 use std::collections::VecDeque;
 use std::panic::Location;
 use std::sync::Arc;
@@ -241,6 +242,7 @@ impl Worker {
 
 struct Workers {
     task: Worker,
+    producer: Worker,
     io: Worker,
     netty_client: Worker,
     recycler: Worker,
@@ -251,6 +253,7 @@ impl Workers {
     fn spawn() -> Workers {
         Workers {
             task: Worker::spawn("task"),
+            producer: Worker::spawn("producer"),
             io: Worker::spawn("io"),
             netty_client: Worker::spawn("netty-client"),
             recycler: Worker::spawn("recycler"),
@@ -261,6 +264,7 @@ impl Workers {
     fn of(&mut self, thread: Thread) -> Option<&mut Worker> {
         match thread {
             Thread::Task => Some(&mut self.task),
+            Thread::Producer => Some(&mut self.producer),
             Thread::Io => Some(&mut self.io),
             Thread::NettyClient => Some(&mut self.netty_client),
             Thread::Recycler => Some(&mut self.recycler),
@@ -269,9 +273,10 @@ impl Workers {
         }
     }
 
-    fn all(&mut self) -> [&mut Worker; 5] {
+    fn all(&mut self) -> [&mut Worker; 6] {
         [
             &mut self.task,
+            &mut self.producer,
             &mut self.io,
             &mut self.netty_client,
             &mut self.recycler,
@@ -566,6 +571,16 @@ pub struct ImplDriver {
     workers: Workers,
     sys: System,
     watchdog: Duration,
+    /// Whether `getNextBuffer` stops before the re-read of `hasPendingPriorityEvent` after a
+    /// local channel's recovered poll, as the variant `recovered-buffer-dropped-for-priority-event`
+    /// splits it ([`ImplDriver::for_model`]).
+    reread_step: bool,
+    /// What the task worker's `poll_channel` returned, once it has.
+    turn: Arc<std::sync::Mutex<Option<recovery_impl::Result<ChannelPoll>>>>,
+    /// Gate notifications of calls that wait for the task's turn to end (their thread blocked
+    /// on `inputChannelsWithData` while the task is stopped inside its poll): the channel and
+    /// whether with priority. A snapshot shows them made, as the model makes them in the step.
+    beside_turn: Vec<(Thread, u8, bool)>,
 }
 
 impl ImplDriver {
@@ -578,7 +593,22 @@ impl ImplDriver {
             workers: Workers::spawn(),
             sys: System::new(cfg),
             watchdog: DEFAULT_WATCHDOG,
+            reread_step: false,
+            turn: Arc::default(),
+            beside_turn: Vec::new(),
         }
+    }
+
+    /// A fresh implementation of `model`'s configuration that stops at every pause point where
+    /// the model (its configuration and variant) splits a call in two steps: besides those the
+    /// configuration names, the variant `recovered-buffer-dropped-for-priority-event` makes the
+    /// re-read of `hasPendingPriorityEvent` after a local channel's recovered poll a step of its
+    /// own (`rereadPendingPriorityEvent`), so `getNextBuffer` stops at
+    /// [`PausePoint::RereadPendingPriorityEvent`] then.
+    pub fn for_model(model: &RecoveryModel) -> Self {
+        let mut driver = Self::new(&model.cfg);
+        driver.reread_step = model.variant == Variant::RecoveredBufferDroppedForPriorityEvent;
+        driver
     }
 
     /// How long a call may neither return nor park before the run stops with a harness error
@@ -674,7 +704,7 @@ impl ImplDriver {
             InputChannelHandle::Recovered(recovered) => outcome(recovered.on_recovered_state_buffer(heap)),
             handle => {
                 let channel = handle.as_recoverable().expect("a physical channel");
-                outcome(channel.on_recovered_state_buffer(heap))
+                self.beside_turn(Thread::Io, c, false, move || channel.on_recovered_state_buffer(heap))
             }
         }
     }
@@ -826,7 +856,98 @@ impl ImplDriver {
     /// One turn of the gate's polling loop (`SingleInputGate::poll_channel`): the gate, not
     /// the driver, picks the channel, and it must be the one the model names.
     fn get_next_buffer(&mut self, c: u8) -> Observation {
-        let next = match self.sys.gate.poll_channel() {
+        if !self.reread_step {
+            let polled = self.sys.gate.poll_channel();
+            return self.hand_on(c, polled);
+        }
+        // On the task worker, which stops before the re-read of `hasPendingPriorityEvent` if
+        // it polled a recovered element (`rereadPendingPriorityEvent` resumes it).
+        let timeout = self.watchdog;
+        let (gate, turn) = (Arc::clone(&self.sys.gate), Arc::clone(&self.turn));
+        let job: Job = Box::new(move || {
+            *turn.lock().expect("the turn's slot") = Some(gate.poll_channel());
+            Observation::Done
+        });
+        let observation = self.workers.task.start(c, job, timeout);
+        match self.workers.task.state {
+            WorkerState::Idle => self.end_turn(c),
+            _ => observation,
+        }
+    }
+
+    /// The gate's turn returned: what it polled is handed on.
+    fn end_turn(&mut self, c: u8) -> Observation {
+        let polled = self.turn.lock().expect("the turn's slot").take();
+        match polled {
+            Some(polled) => self.hand_on(c, polled),
+            None => unperformable("the task's poll ended without a result"),
+        }
+    }
+
+    /// Whether the task is stopped inside its poll, holding `inputChannelsWithData`.
+    fn in_turn(&self) -> bool {
+        matches!(
+            self.workers.task.state,
+            WorkerState::Paused {
+                point: PausePoint::RereadPendingPriorityEvent,
+                ..
+            }
+        )
+    }
+
+    /// The model's second half of a local channel's `getNextBuffer`: the task resumes after
+    /// its recovered poll (the fixed code re-reads nothing and returns what it polled), the
+    /// gate's turn ends, the notifications that waited for it land, and what was polled is
+    /// handed on.
+    fn reread_pending_priority_event(&mut self, c: u8) -> Observation {
+        let timeout = self.watchdog;
+        let resumed = self.resume(Thread::Task, c, |p| p == PausePoint::RereadPendingPriorityEvent);
+        if !matches!(self.workers.task.state, WorkerState::Idle) {
+            return resumed;
+        }
+        for (thread, _, _) in std::mem::take(&mut self.beside_turn) {
+            if let Some(worker) = self.workers.of(thread)
+                && matches!(worker.state, WorkerState::Blocked { .. })
+            {
+                worker.wait(timeout);
+            }
+        }
+        self.end_turn(c)
+    }
+
+    /// A call of `thread` that notifies the gate, while the task may be stopped inside its poll:
+    /// then it runs on that thread's worker, which blocks on `inputChannelsWithData` until the
+    /// turn ends (its notification, on `channel` with or without `priority`, is shown as made);
+    /// otherwise inline.
+    fn beside_turn(
+        &mut self,
+        thread: Thread,
+        channel: u8,
+        priority: bool,
+        call: impl FnOnce() -> recovery_impl::Result<()> + Send + 'static,
+    ) -> Observation {
+        if !self.in_turn() {
+            return outcome(call());
+        }
+        let timeout = self.watchdog;
+        let Some(worker) = self.workers.of(thread) else {
+            return unperformable(format!("no {thread} worker"));
+        };
+        let observation = worker.start(channel, Box::new(move || outcome(call())), timeout);
+        match worker.state {
+            // Parked on the gate's lock: the call's own part is done.
+            WorkerState::Blocked { .. } => {
+                self.beside_turn.push((thread, channel, priority));
+                Observation::Done
+            }
+            _ => observation,
+        }
+    }
+
+    /// What the gate's turn returned, handed on as the task's `CheckpointedInputGate` does; the
+    /// channel it polled must be `c`.
+    fn hand_on(&mut self, c: u8, polled: recovery_impl::Result<ChannelPoll>) -> Observation {
+        let next = match polled {
             Ok(ChannelPoll::NoChannel) => return unperformable(format!("the gate has no channel queued to poll {c}")),
             Ok(ChannelPoll::Empty { channel }) if channel == c as usize => return Observation::NothingPolled,
             Ok(ChannelPoll::Buffer { channel, next }) if channel == c as usize => next,
@@ -925,14 +1046,16 @@ impl ImplDriver {
 
     fn emit_checkpoint_barrier(&mut self, c: u8, cp: u8) -> Observation {
         let barrier = NetworkBuffer::event(BufferKind::CheckpointBarrier(cp as i64));
-        outcome(self.ch(c).subpartition.add(barrier))
+        let subpartition = Arc::clone(&self.ch(c).subpartition);
+        self.beside_turn(Thread::Producer, c, true, move || subpartition.add(barrier))
     }
 
     /// The producer takes checkpoint `cp` aligned with a timeout: `add` of a
     /// `TIMEOUTABLE_ALIGNED_CHECKPOINT_BARRIER`, which goes to the tail.
     fn emit_timeoutable_checkpoint_barrier(&mut self, c: u8, cp: u8) -> Observation {
         let barrier = NetworkBuffer::event(BufferKind::TimeoutableAlignedCheckpointBarrier(cp as i64));
-        outcome(self.ch(c).subpartition.add(barrier))
+        let subpartition = Arc::clone(&self.ch(c).subpartition);
+        self.beside_turn(Thread::Producer, c, false, move || subpartition.add(barrier))
     }
 
     /// The alignment timer's mail: `alignedCheckpointTimeout` → `prioritizeAllAnnouncements` →
@@ -962,7 +1085,8 @@ impl ImplDriver {
         };
         let buffer = element_buffer(c, kind, ch.written);
         ch.written += 1;
-        outcome(ch.subpartition.add(buffer))
+        let subpartition = Arc::clone(&ch.subpartition);
+        self.beside_turn(Thread::Producer, c, false, move || subpartition.add(buffer))
     }
 
     /// The Netty client's `exceptionCaught`: the connection to the producer is gone.
@@ -1196,6 +1320,8 @@ impl Driver for ImplDriver {
             }
         }
         self.sys = System::new(&self.cfg);
+        self.beside_turn.clear();
+        *self.turn.lock().expect("the turn's slot") = None;
         Ok(())
     }
 
@@ -1234,6 +1360,7 @@ impl ImplDriver {
             }
             EmitCheckpointBarrier { channel, cp } => self.emit_checkpoint_barrier(channel, cp),
             AddBuffer { channel } => self.add_buffer(channel),
+            RereadPendingPriorityEvent { channel } => self.reread_pending_priority_event(channel),
             ReleasePartition { channel } => outcome(self.ch(channel).subpartition.release()),
             OnError { channel } => self.on_error(channel),
             SendBuffer { channel } => self.send_buffer(channel),
@@ -1249,9 +1376,12 @@ impl ImplDriver {
             ReleaseQueuedBuffers { channel } => {
                 self.resume(Thread::Canceler, channel, |p| p == PausePoint::ReleaseQueuedBuffers)
             }
+            CloseGate if self.in_turn() => {
+                unperformable("the task is stopped inside its poll, holding the gate's lock that close takes")
+            }
             CloseGate => self.close_gate(),
             // impl/ makes these inside `add` and `get_next_buffer` (Action::MODEL_ONLY_KINDS).
-            NotifyPriorityEvent { .. } | ClearPendingPriorityEvent { .. } | RereadPendingPriorityEvent { .. } => {
+            NotifyPriorityEvent { .. } | ClearPendingPriorityEvent { .. } => {
                 unperformable("a model-only step: impl/ makes it inside the call before")
             }
             EmitTimeoutableCheckpointBarrier { channel, cp } => self.emit_timeoutable_checkpoint_barrier(channel, cp),
@@ -1317,9 +1447,28 @@ impl ImplDriver {
             }));
         }
         let queued = self.sys.gate.channels_with_data().snapshot();
+        let (mut queue, mut priority): (Vec<u8>, usize) =
+            (queued.channels.iter().map(|c| *c as u8).collect(), queued.num_priority);
+        // Notifications waiting for the task's turn to end, shown as made (`queueChannel`).
+        for &(_, c, with_priority) in &self.beside_turn {
+            let at = queue.iter().position(|q| *q == c);
+            if at.is_some_and(|at| !with_priority || at < priority) {
+                continue;
+            }
+            if let Some(at) = at {
+                queue.remove(at);
+            }
+            match with_priority {
+                true => {
+                    queue.insert(priority, c);
+                    priority += 1;
+                }
+                false => queue.push(c),
+            }
+        }
         let gate = GateView {
-            queue: queued.channels.iter().map(|c| *c as u8).collect(),
-            priority: queued.num_priority,
+            queue,
+            priority,
             state_consumed: self.sys.gate.all_state_consumed(),
             unrestored_channels: self.sys.gate.upstream_recovery_tracker().num_unrestored_channels() as i32,
         };

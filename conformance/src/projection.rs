@@ -253,6 +253,14 @@ fn model_channel(m: &RecoveryModel, s: &State, c: u8) -> ChannelView {
     }
 }
 
+/// The task inside a local channel's `getNextBuffer`, its recovered poll made, before the
+/// re-read of `hasPendingPriorityEvent` (`rereadPendingPriorityEvent`).
+fn reread_pending(c: u8) -> Pending {
+    Pending::Elsewhere {
+        what: format!("polled channel {c}'s recovered queue; next re-reads hasPendingPriorityEvent"),
+    }
+}
+
 /// The abstract snapshot of model state `s`.
 pub fn model_snapshot(m: &RecoveryModel, s: &State) -> Snapshot {
     let task = match (s.task_announce, s.task) {
@@ -264,6 +272,7 @@ pub fn model_snapshot(m: &RecoveryModel, s: &State) -> Snapshot {
         (None, TaskPc::EnableNotifyRest { channel, .. }) => Pending::Elsewhere {
             what: format!("between the two halves of a split enableNotify on channel {channel}"),
         },
+        (None, TaskPc::RereadPendingPriority { channel, .. }) => reread_pending(channel),
         (None, TaskPc::AwaitUpstreamReady { channel }) => Pending::Elsewhere {
             what: format!("awaiting upstreamReady in finishRecoveredBufferDelivery on channel {channel}"),
         },
@@ -371,6 +380,14 @@ pub fn model_observation(m: &RecoveryModel, pre: &State, action: &Action, post: 
                     error: ErrorKind::Released,
                 };
             }
+            // The variant's re-read: the call has not returned yet; its next step hands on
+            // what it returns.
+            if let TaskPc::RereadPendingPriority { channel, .. } = post.task
+                && channel == c
+                && pre.task != post.task
+            {
+                return Observation::Done;
+            }
             // `priority_notify_step`: the barrier polled from the view is handed out after the
             // task's next step clears the flag, but this call returned it.
             if let TaskPc::ClearPendingPriority { channel, cp, seq } = post.task
@@ -430,6 +447,18 @@ pub fn model_observation(m: &RecoveryModel, pre: &State, action: &Action, post: 
                 };
             }
             Observation::NothingPolled
+        }
+        // The end of the variant's split `getNextBuffer`: what the call returned.
+        Action::RereadPendingPriorityEvent { channel: c } => {
+            let (before, after) = (&pre.ch(c).ghost_delivered, &post.ch(c).ghost_delivered);
+            match after.last() {
+                Some(d) if after.len() > before.len() => Observation::Polled {
+                    item: d.payload.into(),
+                    seq: d.seq,
+                    next: next_after_poll(m, post, c, d.payload),
+                },
+                _ => Observation::Done,
+            }
         }
         // The alignment timer's lookup threw: the task fails with it.
         Action::AlignedCheckpointTimeout { .. } => match post.task {
@@ -717,6 +746,7 @@ pub fn impl_pending(c: u8, ids: IdMap, point: PausePoint) -> Pending {
             n: n as u8,
         },
         PausePoint::EnableNotify => Pending::EnableNotify { channel: c },
+        PausePoint::RereadPendingPriorityEvent => reread_pending(c),
         PausePoint::OnSenderBacklog => Pending::SenderBacklog { channel: c },
         // The canceler is not part of a snapshot; its release shows in the channel's state.
         PausePoint::ReleaseQueuedBuffers => Pending::Elsewhere {

@@ -397,7 +397,7 @@ fn no_bug_zoo_counterexample_is_reproducible_on_the_fixed_implementation() {
         let m = model(info.preset, info.variant);
         let actions = shortest_counterexample(&m, info.property).unwrap_or_else(|| panic!("{}: not caught", info.name));
         let mut reference = ModelDriver::new(m.clone());
-        let mut driver = ImplDriver::new(&m.cfg);
+        let mut driver = ImplDriver::for_model(&m);
         let result = lockstep(&mut reference, &mut driver, &actions, Compare::Every);
         if OUTSIDE_IMPL.contains(&info.name) {
             assert!(result.is_ok(), "{}: replays on impl/ without divergence", info.name);

@@ -632,6 +632,15 @@ impl RecoverableInputChannel for LocalInputChannel {
                 },
             );
             if let Some(next) = polled {
+                drop(state);
+                drop(view_field);
+                // `recoveredBuffers` is released; Flink's second read of
+                // `hasPendingPriorityEvent` comes next, which the fixed code makes only when
+                // nothing was polled: this one returns what it polled. The model's variant
+                // `recovered-buffer-dropped-for-priority-event` re-reads the flag here in a step
+                // of its own (`rereadPendingPriorityEvent`), so a replay may stop here. Nothing
+                // of this channel is locked (the view's field is let go: nothing below reads it).
+                pause_point::reached(PausePoint::RereadPendingPriorityEvent);
                 return Ok(Some(next));
             }
             in_recovery

@@ -2,13 +2,14 @@
 //! Flink makes after it (a credit announcement, handing a floating buffer back, `enableNotify`
 //! after the unstash, `onSenderBacklog` after `onBuffer`'s enqueue, the drain after
 //! `releaseAllResources` set `isReleased`, the drainer's take after `requestBufferBlocking`
-//! was woken). Flink's threads can be
-//! preempted exactly there.
+//! was woken, the re-read of `hasPendingPriorityEvent` after a local channel's poll). Flink's
+//! threads can be preempted exactly there.
 //!
 //! A thread may install a hook that is told when it reaches one; without a hook (the default)
 //! reaching a point does nothing. The hook only observes: the conformance suite uses it to let
 //! other threads run at that point, in the order a model trace says, before it returns. No lock
-//! of this crate is held when a hook runs.
+//! of this crate is held when a hook runs, but for the gate's `inputChannelsWithData` at
+//! [`PausePoint::RereadPendingPriorityEvent`], which Flink's poll holds too.
 
 use std::cell::RefCell;
 use std::panic::Location;
@@ -43,6 +44,13 @@ pub enum PausePoint {
     /// channel released) and released the lock; about to take it and push the recovered buffer
     /// (the drainer's next `onRecoveredStateBuffer`). Until then the buffer stays queued.
     OnRecoveredStateBuffer,
+    /// `LocalInputChannel.getNextBuffer` polled a recovered element and released
+    /// `recoveredBuffers`; Flink's second read of `hasPendingPriorityEvent` comes next (the
+    /// fixed code makes it only when nothing was polled, so this call returns what it polled).
+    /// The call runs inside the gate's turn: `inputChannelsWithData` is held here (the one
+    /// pause point inside a lock), so a notification of the gate waits for the turn, and
+    /// reports so to its thread's wait hook.
+    RereadPendingPriorityEvent,
     /// `releaseAllResources` set `isReleased`; about to release the view, the queue and the
     /// buffers. Other threads read the flag meanwhile while the queues are intact.
     ReleaseQueuedBuffers,

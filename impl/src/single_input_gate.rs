@@ -63,6 +63,13 @@ struct ChannelQueue {
 }
 
 impl ChannelQueue {
+    fn snapshot(&self) -> InputChannelsWithDataSnapshot {
+        InputChannelsWithDataSnapshot {
+            channels: self.channels.iter().copied().collect(),
+            num_priority: self.num_priority,
+        }
+    }
+
     /// `queueChannelUnsafe(channel, priority)`: false for a double notification (already queued,
     /// and with priority if that is asked for).
     fn queue_channel_unsafe(&mut self, channel_index: usize, priority: bool) -> bool {
@@ -104,6 +111,11 @@ fn is_outdated(sequence_number: i32, last_sequence_number: i32) -> bool {
 pub struct InputChannelsWithData {
     queue: Mutex<ChannelQueue>,
     available: Condvar,
+    /// While a turn of [`poll_with`](Self::poll_with) runs: the queue as that turn left it
+    /// after its dequeue (a leaf, taken under `queue`). Only the polling thread changes the
+    /// queue in a turn, so [`snapshot`](Self::snapshot) reads this instead of waiting for the
+    /// turn: a thread stopped at a pause point inside the turn holds `queue`.
+    in_turn: Mutex<Option<InputChannelsWithDataSnapshot>>,
 }
 
 impl Default for InputChannelsWithData {
@@ -111,6 +123,7 @@ impl Default for InputChannelsWithData {
         Self {
             queue: Mutex::new(ChannelQueue::default()),
             available: Condvar::new(),
+            in_turn: Mutex::new(None),
         }
     }
 }
@@ -122,6 +135,7 @@ impl InputChannelsWithData {
     }
 
     /// `notifyChannelNonEmpty(channel)` → `queueChannel(channel, null, false)`.
+    #[track_caller]
     pub fn notify_channel_non_empty(&self, channel_index: usize) {
         self.queue_channel(channel_index, false);
     }
@@ -130,9 +144,10 @@ impl InputChannelsWithData {
     /// with priority: the channel moves to the priority head. The notification comes after the
     /// channel's lock is released, so the task may already have polled the element it announces:
     /// such an outdated notification is dropped.
+    #[track_caller]
     pub fn notify_priority_event(&self, channel_index: usize, priority_sequence_number: i32) {
         let (queued, availability) = {
-            let mut queue = self.queue.lock();
+            let mut queue = self.queue.lock_reporting();
             let last = queue.last_priority_sequence_number.get(&channel_index);
             let queued = !last.is_some_and(|&last| is_outdated(priority_sequence_number, last))
                 && queue.queue_channel_unsafe(channel_index, true);
@@ -147,9 +162,10 @@ impl InputChannelsWithData {
     }
 
     /// `queueChannel(channel, priority)`: ignores double notifications.
+    #[track_caller]
     pub fn queue_channel(&self, channel_index: usize, priority: bool) {
         let availability = {
-            let mut queue = self.queue.lock();
+            let mut queue = self.queue.lock_reporting();
             let queued = queue.queue_channel_unsafe(channel_index, priority);
             queued.then(|| queue.availability.take())
         };
@@ -207,7 +223,10 @@ impl InputChannelsWithData {
         };
         queue.num_priority = queue.num_priority.saturating_sub(1);
         queue.enqueued.remove(&channel);
-        let Some(next) = get_next_buffer(channel)? else {
+        *self.in_turn.lock() = Some(queue.snapshot());
+        let polled = get_next_buffer(channel);
+        *self.in_turn.lock() = None;
+        let Some(next) = polled? else {
             return Ok(ChannelPoll::Empty { channel });
         };
         if next.next_data_type.is_available() {
@@ -243,13 +262,13 @@ impl InputChannelsWithData {
         }
     }
 
-    /// A snapshot taken under the queue lock.
+    /// A snapshot taken under the queue lock; inside a turn of [`poll_with`](Self::poll_with),
+    /// the queue as the turn's dequeue left it (the turn holds the lock).
     pub fn snapshot(&self) -> InputChannelsWithDataSnapshot {
-        let queue = self.queue.lock();
-        InputChannelsWithDataSnapshot {
-            channels: queue.channels.iter().copied().collect(),
-            num_priority: queue.num_priority,
+        if let Some(in_turn) = self.in_turn.lock().clone() {
+            return in_turn;
         }
+        self.queue.lock().snapshot()
     }
 }
 
