@@ -26,7 +26,11 @@ fn table() -> Vec<(&'static str, Split, &'static str)> {
     vec![
         // The drainer woken in `requestBufferBlocking` takes its buffer in the model's next
         // `onRecoveredStateBuffer` of the channel (action.rs `RequestBufferBlocking`; B6).
-        ("onRecoveredStateBuffer", Window(PausePoint::OnRecoveredStateBuffer), "B6, choice 10"),
+        (
+            "onRecoveredStateBuffer",
+            Window(PausePoint::OnRecoveredStateBuffer),
+            "B6, choice 10",
+        ),
         ("requestBufferBlocking", Whole, "B6"),
         ("finishRecoveredBufferDelivery", Whole, "L14"),
         ("convertRecoveredInputChannels", Whole, "G5"),
@@ -38,7 +42,11 @@ fn table() -> Vec<(&'static str, Split, &'static str)> {
         // `onRecoveredStateConsumed`'s `enableNotify` after the unstash (R11).
         ("enableNotify", Window(PausePoint::EnableNotify), "R11, B5"),
         // After `bufferQueue` is released (R6, B3).
-        ("notifyBufferAvailable", Window(PausePoint::Announce { n: 1, channel: None }), "R6, B3"),
+        (
+            "notifyBufferAvailable",
+            Window(PausePoint::Announce { n: 1, channel: None }),
+            "R6, B3",
+        ),
         ("emitCheckpointBarrier", Whole, "P1"),
         ("processTimeoutableCheckpointBarrier", Whole, "P1"),
         ("alignedCheckpointTimeout", Whole, "choice 24"),
@@ -48,7 +56,11 @@ fn table() -> Vec<(&'static str, Split, &'static str)> {
         ("pullPriorityFromSubpartitionView", ModelOnly, "L7"),
         // The variant `recovered-buffer-dropped-for-priority-event`'s re-read after the poll
         // (action.rs `RereadPendingPriorityEvent`; L1, L2).
-        ("rereadPendingPriorityEvent", Window(PausePoint::RereadPendingPriorityEvent), "L1, L2"),
+        (
+            "rereadPendingPriorityEvent",
+            Window(PausePoint::RereadPendingPriorityEvent),
+            "L1, L2",
+        ),
         ("sendBuffer", Whole, "P3, P4"),
         ("addCredit", Whole, "P3"),
         ("resumeConsumption", Whole, "choice 28"),
@@ -60,13 +72,21 @@ fn table() -> Vec<(&'static str, Split, &'static str)> {
         ("sendResumeConsumption", Whole, "choice 28"),
         ("recycle", Whole, "B1, B2"),
         // The floating buffer `recycle` released, back to the pool after `bufferQueue` (B3).
-        ("recycleFloatingBuffer", Window(PausePoint::ReturnFloating { buffer: BufferId(0) }), "B3"),
+        (
+            "recycleFloatingBuffer",
+            Window(PausePoint::ReturnFloating { buffer: BufferId(0) }),
+            "B3",
+        ),
         ("add", Whole, "L9, P1"),
         ("releasePartition", Whole, "P2"),
         ("onError", Whole, "R10"),
         ("releaseAllResources", Whole, "L11, L12, R9"),
         // The rest of `releaseAllResources` after `isReleased` (`release_step`; L12, R9).
-        ("releaseQueuedBuffers", Window(PausePoint::ReleaseQueuedBuffers), "L12, R9"),
+        (
+            "releaseQueuedBuffers",
+            Window(PausePoint::ReleaseQueuedBuffers),
+            "L12, R9",
+        ),
         ("close", Whole, "G4"),
         ("abortPendingCheckpoint", Whole, "choice 5"),
     ]
