@@ -271,6 +271,7 @@ fn impl_md_names_every_module_and_its_loom_tests_exist() {
         "loom_buffer_manager",
         "loom_remote_input_channel",
         "loom_single_input_gate",
+        "loom_local_input_channel",
     ]
     .iter()
     .map(|f| std::fs::read_to_string(format!("{root}/impl/tests/{f}.rs")).unwrap())
