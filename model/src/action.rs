@@ -328,10 +328,12 @@ actions! {
 }
 
 impl Action {
-    /// Kinds impl/ cannot perform, so conformance does not replay them: the two that only
-    /// configurations with `priority_notify_step` reach (impl/ makes each inside one call,
+    /// Kinds no preset's conformance run replays: the two that only configurations with
+    /// `priority_notify_step` reach (impl/ makes each inside one call,
     /// `ResultSubpartition::add` and `LocalInputChannel::get_next_buffer`; a loom test shows the
-    /// race they expose on impl/), and the re-read of a bug variant.
+    /// race they expose on impl/), and the re-read that only the bug variant
+    /// recovered-buffer-dropped-for-priority-event takes as a step of its own (impl/ stops there
+    /// for that variant's replay, `ImplDriver::for_model`).
     pub const MODEL_ONLY_KINDS: &'static [&'static str] = &[
         "notifyPriorityEvent",
         "pullPriorityFromSubpartitionView",
