@@ -313,9 +313,10 @@ pub fn model_snapshot(m: &RecoveryModel, s: &State) -> Snapshot {
     }
 }
 
-/// The error kind of a model assertion.
-pub fn violation_kind(v: Violation) -> ErrorKind {
-    match v {
+/// The error kind of a model assertion; none for a check of the model's own that Flink does not
+/// make (the step itself throws nothing).
+pub fn violation_kind(v: Violation) -> Option<ErrorKind> {
+    Some(match v {
         Violation::DataDuringRecovery => ErrorKind::ProtocolViolation,
         Violation::NoBufferForData => ErrorKind::NoBufferForData,
         Violation::SendWithoutCredit => ErrorKind::SendWithoutCredit,
@@ -323,7 +324,8 @@ pub fn violation_kind(v: Violation) -> ErrorKind {
         | Violation::RecoveryAlreadyFinished
         | Violation::ExpectedPriorityEvent
         | Violation::NotBlocked => ErrorKind::IllegalState,
-    }
+        Violation::RequiredNotBacklogPlusInitialCredit => return None,
+    })
 }
 
 /// The error kind `getNextBuffer` throws after an upstream failure.
@@ -352,10 +354,10 @@ fn next_after_poll(m: &RecoveryModel, post: &State, c: u8, polled: Payload) -> D
 
 /// What the model predicts a caller sees when `action` takes `pre` to `post`.
 pub fn model_observation(m: &RecoveryModel, pre: &State, action: &Action, post: &State) -> Observation {
-    if let (None, Some((_, v))) = (pre.violation, post.violation) {
-        return Observation::Error {
-            error: violation_kind(v),
-        };
+    if let (None, Some((_, v))) = (pre.violation, post.violation)
+        && let Some(error) = violation_kind(v)
+    {
+        return Observation::Error { error };
     }
     match *action {
         Action::GetNextBuffer { channel: c } => {

@@ -3,7 +3,7 @@
 //! graph is acyclic and each predicate is stable (see docs/model.md); `sometimes` properties
 //! prove that the interesting situations are reachable, so the safety checks are not vacuous.
 
-use crate::config::ChannelKind;
+use crate::config::{ChannelConfig, ChannelKind};
 use crate::model::RecoveryModel;
 use crate::state::*;
 use smallvec::SmallVec;
@@ -121,6 +121,8 @@ properties! {
         a_queued_channel_with_a_priority_element_is_in_the_priority_section;
     QueuedRecoveryNumbersIncrease: Always, "queued recovery elements are numbered in increasing order",
         queued_recovery_elements_are_numbered_in_increasing_order;
+    RequiredIsBacklogPlusInitialCredit: Always, "after onSenderBacklog a channel requires its backlog plus its initial credit",
+        requires_backlog_plus_initial_credit_after_on_sender_backlog;
     // --- liveness ---
     RecoveryCompletes: Eventually, "recovery completes unless released", recovery_completes;
     AllLiveDataDelivered: Eventually, "all live data is delivered", all_live_data_delivered;
@@ -675,6 +677,19 @@ fn queued_recovery_elements_are_numbered_in_increasing_order(m: &RecoveryModel, 
             .filter(|e| e.payload.is_recovery_element())
             .all(|e| increases(&mut last, e.seq))
     })
+}
+
+/// `RemoteInputChannel.onSenderBacklog(backlog)` sets the manager's `numRequiredBuffers` to
+/// `backlog + initialCredit`: the sender's backlog plus the exclusive buffers, so that the
+/// channel keeps credit for what is queued upstream (`BufferManager.requestFloatingBuffers`;
+/// unchanged on a released channel). Checked on the step: [`requires_backlog_plus_initial_credit`].
+fn requires_backlog_plus_initial_credit_after_on_sender_backlog(_: &RecoveryModel, s: &State) -> bool {
+    !matches!(s.violation, Some((_, Violation::RequiredNotBacklogPlusInitialCredit)))
+}
+
+/// The check of `onSenderBacklog(backlog)`'s outcome on channel `ch`, configured as `cfg`.
+pub fn requires_backlog_plus_initial_credit(ch: &Channel, cfg: &ChannelConfig, backlog: u8) -> bool {
+    ch.released || ch.bm.required == (backlog + cfg.exclusive) as i8
 }
 
 /// L1: every channel's `stateConsumedFuture` completes (normally, or exceptionally on release;

@@ -8,6 +8,7 @@ use crate::config::ChannelKind;
 use crate::local_buffer_pool::LocalBufferPool;
 use crate::model::RecoveryModel;
 use crate::producer::Wire;
+use crate::properties;
 use crate::state::{Announce, Channel, Entry, Failure, NetBuf, Payload, PopFront, RESUME_CONSUMPTION, Violation};
 use crate::state::{RecyclerPc, SenderBacklog, State, TaskPc};
 use crate::variant::Variant;
@@ -132,9 +133,14 @@ pub fn on_sender_backlog(
     backlog: u8,
     variant: Variant,
 ) -> Option<Announce> {
+    let required = if variant == Variant::OnSenderBacklogWithoutInitialCredit {
+        backlog
+    } else {
+        backlog + cfg.exclusive
+    };
     let n = ch
         .bm
-        .request_floating_buffers(pool, index, ch.released, backlog + cfg.exclusive, variant);
+        .request_floating_buffers(pool, index, ch.released, required, variant);
     (n > 0).then_some(Announce { channel: index, n })
 }
 
@@ -277,8 +283,12 @@ impl RecoveryModel {
     /// `onSenderBacklog(backlog)` of the backlog `onBuffer` handed on.
     pub(crate) fn on_sender_backlog(&self, s: &mut State, c: u8) {
         let backlog = s.client_backlog.take().expect("guarded").backlog;
+        let cfg = &self.cfg.channels[c as usize];
         let (ch, pool) = s.ch_and_pool(c);
-        s.client_announce = on_sender_backlog(ch, pool, &self.cfg.channels[c as usize], c, backlog, self.variant);
+        s.client_announce = on_sender_backlog(ch, pool, cfg, c, backlog, self.variant);
+        if !properties::requires_backlog_plus_initial_credit(s.ch(c), cfg, backlog) {
+            s.violate(c, Violation::RequiredNotBacklogPlusInitialCredit);
+        }
     }
 
     /// The client writes the channel's `AddCredit`: the credit not yet announced, unless the

@@ -399,6 +399,10 @@ pub enum Violation {
     ExpectedPriorityEvent,
     /// `PipelinedSubpartition.resumeConsumption`: "Should be blocked by checkpoint."
     NotBlocked,
+    /// Not an assertion of Flink's: after `onSenderBacklog(backlog)` the manager's
+    /// `numRequiredBuffers` is not `backlog + initialCredit` (an action property, checked on the
+    /// step because the backlog is gone from the state after it).
+    RequiredNotBacklogPlusInitialCredit,
 }
 
 /// One input channel: its consumer side, buffer manager, persister, producer and wire.

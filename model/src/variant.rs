@@ -73,6 +73,9 @@ pub enum Variant {
     /// `LocalBufferPool.recycle` puts every buffer back in the pool and never hands one to a
     /// registered listener: a manager waiting for a floating buffer waits on.
     PoolRecycleSkipsListeners,
+    /// `RemoteInputChannel.onSenderBacklog(backlog)` asks the manager for `backlog` buffers
+    /// instead of `backlog + initialCredit`.
+    OnSenderBacklogWithoutInitialCredit,
 }
 
 /// One row of the bug zoo: the variant, the bug it reintroduces, the property that catches it
@@ -247,6 +250,13 @@ pub const VARIANTS: &[VariantInfo] = &[
         bug: "LocalBufferPool.recycle never hands a buffer to a waiting listener: a channel with only floating buffers waits for ever",
         property: PropertyId::AllLiveDataDelivered,
         preset: "shared-pool-floating-only",
+    },
+    VariantInfo {
+        variant: Variant::OnSenderBacklogWithoutInitialCredit,
+        name: "backlog-without-initial-credit",
+        bug: "onSenderBacklog asks for backlog buffers instead of backlog + initialCredit",
+        property: PropertyId::RequiredIsBacklogPlusInitialCredit,
+        preset: "tiny",
     },
 ];
 
