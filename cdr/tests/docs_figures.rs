@@ -493,3 +493,131 @@ fn the_small_rows_of_model_md_s_end_of_recovery_table_are_current() {
 fn every_row_of_model_md_s_end_of_recovery_table_is_current() {
     check_end_of_recovery_rows(usize::MAX);
 }
+
+/// The rows of the traceability table under the heading `heading` of docs/model.md, as
+/// (action kind, class of the row: the first word in bold of its last cell).
+fn traceability_rows(heading: &str) -> Vec<(String, String)> {
+    let doc = model_md();
+    let section = &doc[doc
+        .find(heading)
+        .unwrap_or_else(|| panic!("docs/model.md has no {heading}"))..];
+    table_rows(
+        section,
+        "| Action | Flink on master | Pull request | Model against master |",
+    )
+    .into_iter()
+    .map(|row| {
+        let last = row.last().unwrap();
+        assert!(!last.to_lowercase().contains("unknown"), "a row says unknown: {row:?}");
+        let class = last.split("**").nth(1).unwrap_or_else(|| panic!("no class in {row:?}"));
+        (row[0].trim_matches('`').to_string(), class.to_string())
+    })
+    .collect()
+}
+
+/// How many rows of each class, in the order the docs' sentence gives them.
+fn class_counts(rows: &[(String, String)]) -> Vec<(String, usize)> {
+    let counts: Vec<(String, usize)> = ["match", "changed", "older", "differs", "not Flink"]
+        .into_iter()
+        .map(|class| (class.to_string(), rows.iter().filter(|(_, c)| c == class).count()))
+        .collect();
+    let classified: usize = counts.iter().map(|(_, n)| n).sum();
+    assert_eq!(classified, rows.len(), "a row's class is none of the five: {rows:?}");
+    counts
+}
+
+fn model_md() -> String {
+    std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/model.md")).unwrap()
+}
+
+/// docs/model.md's traceability tables have one row per action kind of each level, each of
+/// one of five classes, and the sentence under them counts the classes.
+#[test]
+fn the_traceability_tables_cover_every_action_and_their_counts_are_current() {
+    use recovery_model::Action;
+    use recovery_model::task_level::action::TaskAction;
+    use recovery_model::task_level::state::Mail;
+
+    let channel = traceability_rows("### Channel level");
+    let mut named: Vec<&str> = channel.iter().map(|(k, _)| k.as_str()).collect();
+    let mut kinds: Vec<&str> = Action::KINDS.to_vec();
+    named.sort_unstable();
+    kinds.sort_unstable();
+    assert_eq!(
+        named, kinds,
+        "the channel-level traceability table and Action::KINDS differ"
+    );
+
+    // Every task-level action; the match makes a new one fail to compile until it is listed.
+    let all = [
+        TaskAction::ReadInputData { gate: 0 },
+        TaskAction::FinishReadRecoveredState { gate: 0 },
+        TaskAction::ProcessMail { mail: Mail::Suspend },
+        TaskAction::ProcessInput { gate: 0, channel: 0 },
+        TaskAction::ProcessInputNothingToRead,
+        TaskAction::OnGateStateConsumed { gate: 0 },
+        TaskAction::OnAllGatesStateConsumed,
+        TaskAction::CompleteRecovery,
+        TaskAction::RunSuspendCallback,
+        TaskAction::RunResumeCallback,
+        TaskAction::OnInputAvailable,
+        TaskAction::ReadInputDataThrows { gate: 0 },
+        TaskAction::FinishReadRecoveredStateThrows { gate: 0 },
+        TaskAction::RequestPartitionsThrows { gate: 0 },
+        TaskAction::CancelExecution,
+        TaskAction::CancelInvokable,
+        TaskAction::ReleaseResources,
+    ];
+    for a in all {
+        use TaskAction::*;
+        match a {
+            ReadInputData { .. }
+            | FinishReadRecoveredState { .. }
+            | ProcessMail { .. }
+            | ProcessInput { .. }
+            | ProcessInputNothingToRead
+            | OnGateStateConsumed { .. }
+            | OnAllGatesStateConsumed
+            | CompleteRecovery
+            | RunSuspendCallback
+            | RunResumeCallback
+            | OnInputAvailable
+            | ReadInputDataThrows { .. }
+            | FinishReadRecoveredStateThrows { .. }
+            | RequestPartitionsThrows { .. }
+            | CancelExecution
+            | CancelInvokable
+            | ReleaseResources => {}
+        }
+    }
+    let task = traceability_rows("### Task level");
+    let mut named: Vec<&str> = task.iter().map(|(k, _)| k.as_str()).collect();
+    let mut kinds: Vec<&str> = all.iter().map(conformance::task_conform::kind).collect();
+    named.sort_unstable();
+    kinds.sort_unstable();
+    assert_eq!(
+        named, kinds,
+        "the task-level traceability table and the task-level actions differ"
+    );
+
+    let sentence = |counts: Vec<(String, usize)>| {
+        counts
+            .into_iter()
+            .filter(|(_, n)| *n > 0)
+            .map(|(class, n)| {
+                let class = if class == "differs" && n > 1 {
+                    "differ".to_string()
+                } else {
+                    class
+                };
+                format!("{n} {class}")
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let doc = model_md().split_whitespace().collect::<Vec<_>>().join(" ");
+    for (level, rows) in [("Channel level", &channel), ("Task level", &task)] {
+        let figure = format!("{level}: {}.", sentence(class_counts(rows)));
+        assert!(doc.contains(&figure), "docs/model.md should say \"{figure}\"");
+    }
+}
