@@ -3,7 +3,8 @@
 //! graph is acyclic and each predicate is stable (see docs/model.md); `sometimes` properties
 //! prove that the interesting situations are reachable, so the safety checks are not vacuous.
 
-use crate::config::{ChannelConfig, ChannelKind};
+use crate::channel_state_persister::PersistStatus;
+use crate::config::{ChannelConfig, ChannelKind, Delivery};
 use crate::model::RecoveryModel;
 use crate::state::*;
 use smallvec::SmallVec;
@@ -123,6 +124,10 @@ properties! {
         queued_recovery_elements_are_numbered_in_increasing_order;
     RequiredIsBacklogPlusInitialCredit: Always, "after onSenderBacklog a channel requires its backlog plus its initial credit",
         requires_backlog_plus_initial_credit_after_on_sender_backlog;
+    RecoveredDataInLentBuffers: Always, "recovered data on a lending channel sits in a buffer its manager lent",
+        recovered_data_on_a_lending_channel_sits_in_a_lent_buffer;
+    DeclinedCheckpointPersistsNothing: Always, "no channel persists for a checkpoint the task declined",
+        no_channel_persists_for_a_declined_checkpoint;
     // --- liveness ---
     RecoveryCompletes: Eventually, "recovery completes unless released", recovery_completes;
     AllLiveDataDelivered: Eventually, "all live data is delivered", all_live_data_delivered;
@@ -685,6 +690,38 @@ fn queued_recovery_elements_are_numbered_in_increasing_order(m: &RecoveryModel, 
 /// unchanged on a released channel). Checked on the step: [`requires_backlog_plus_initial_credit`].
 fn requires_backlog_plus_initial_credit_after_on_sender_backlog(_: &RecoveryModel, s: &State) -> bool {
     !matches!(s.violation, Some((_, Violation::RequiredNotBacklogPlusInitialCredit)))
+}
+
+/// The drainer fills a channel that lends recovery buffers (a remote channel, a local one with
+/// exclusive buffers) through `requestRecoveryBufferBlocking`, which blocks until its manager
+/// lends a buffer and never returns none: every recovered element queued on such a channel
+/// sits in a network buffer (drainer delivery; a released channel's queue is being emptied).
+fn recovered_data_on_a_lending_channel_sits_in_a_lent_buffer(m: &RecoveryModel, s: &State) -> bool {
+    m.cfg.delivery != Delivery::Drainer
+        || channels(s).all(|(c, ch)| {
+            !m.lends_recovery_buffers(c)
+                || ch.released
+                || ch
+                    .queue
+                    .iter()
+                    .filter(|e| matches!(e.payload, Payload::Recovered(_)))
+                    .all(|e| e.buffer.is_some())
+        })
+}
+
+/// A checkpoint the task declines (`abortInternal` on a missing or later recovery barrier)
+/// closes every channel's persisting window for it (`checkpointStopped` → `stopPersisting`), so
+/// nothing seen afterwards is written for it: no persister is still pending for it.
+fn no_channel_persists_for_a_declined_checkpoint(_: &RecoveryModel, s: &State) -> bool {
+    s.channels.iter().all(|ch| {
+        let p = &ch.persister;
+        p.status != PersistStatus::BarrierPending
+            || p.last_seen_barrier < 1
+            || !matches!(
+                s.checkpoints.get(p.last_seen_barrier as usize - 1),
+                Some(CheckpointStatus::DeclinedMissingBarrier | CheckpointStatus::DeclinedLaterBarrier)
+            )
+    })
 }
 
 /// The check of `onSenderBacklog(backlog)`'s outcome on channel `ch`, configured as `cfg`.

@@ -121,7 +121,7 @@ impl RecoveryModel {
         ch.ghost_pushed += 1;
         // `requestBufferBlocking` throws for a released channel only when it finds no
         // buffer; one it takes goes back at once (`recycleBuffer` of the released channel).
-        let buffer = if self.lends_recovery_buffers(c) {
+        let buffer = if self.lends_recovery_buffers(c) && self.variant != Variant::RecoveryBufferNotLent {
             ch.bm.request_buffer_blocking(pool)
         } else {
             None

@@ -188,9 +188,13 @@ fn maybe_complete(s: &mut State, cp: CheckpointId) {
 }
 
 /// The checkpoint failed on this task: `abortInternal` stops persisting on every channel.
-fn abort(s: &mut State, cp: CheckpointId, status: CheckpointStatus) {
+fn abort(s: &mut State, cp: CheckpointId, status: CheckpointStatus, variant: Variant) {
     s.checkpoints[cp as usize - 1] = status;
-    for ch in s.channels.iter_mut() {
+    for ch in s
+        .channels
+        .iter_mut()
+        .filter(|_| variant != Variant::DeclineKeepsPersisting)
+    {
         ch.persister.stop_persisting(cp);
     }
     s.task = TaskPc::Idle;
@@ -246,7 +250,7 @@ impl RecoveryModel {
         } else if kind == ChannelKind::Remote {
             // Master's branch: subsumed check and in-flight buffers before this channel's barrier.
             if (cp as i8) < ch.last_barrier.0 {
-                return abort(s, cp, CheckpointStatus::Subsumed);
+                return abort(s, cp, CheckpointStatus::Subsumed, variant);
             }
             if cp as i8 > ch.last_barrier.0 {
                 ch.last_barrier = (-1, -1);
@@ -261,9 +265,9 @@ impl RecoveryModel {
         let known = match known {
             Ok(k) => k,
             Err(Declined::MissingBarrier) => {
-                return abort(s, cp, CheckpointStatus::DeclinedMissingBarrier);
+                return abort(s, cp, CheckpointStatus::DeclinedMissingBarrier, variant);
             }
-            Err(Declined::LaterBarrier) => return abort(s, cp, CheckpointStatus::DeclinedLaterBarrier),
+            Err(Declined::LaterBarrier) => return abort(s, cp, CheckpointStatus::DeclinedLaterBarrier, variant),
         };
         let ch = s.ch_mut(c);
         if ch
@@ -271,7 +275,7 @@ impl RecoveryModel {
             .start_persisting(cp, &known, &mut ch.ghost_persisted)
             .is_err()
         {
-            return abort(s, cp, CheckpointStatus::Subsumed);
+            return abort(s, cp, CheckpointStatus::Subsumed, variant);
         }
         if (c as usize) + 1 < cfg.channels.len() {
             s.task = TaskPc::Trigger {

@@ -76,6 +76,12 @@ pub enum Variant {
     /// `RemoteInputChannel.onSenderBacklog(backlog)` asks the manager for `backlog` buffers
     /// instead of `backlog + initialCredit`.
     OnSenderBacklogWithoutInitialCredit,
+    /// The drainer queues a recovered buffer into a lending channel without taking a buffer from
+    /// its manager (`requestRecoveryBufferBlocking` skipped).
+    RecoveryBufferNotLent,
+    /// `abortInternal` does not stop persisting: the channels that started a declined checkpoint
+    /// keep its window open.
+    DeclineKeepsPersisting,
 }
 
 /// One row of the bug zoo: the variant, the bug it reintroduces, the property that catches it
@@ -257,6 +263,20 @@ pub const VARIANTS: &[VariantInfo] = &[
         bug: "onSenderBacklog asks for backlog buffers instead of backlog + initialCredit",
         property: PropertyId::RequiredIsBacklogPlusInitialCredit,
         preset: "tiny",
+    },
+    VariantInfo {
+        variant: Variant::RecoveryBufferNotLent,
+        name: "recovery-buffer-not-lent",
+        bug: "the drainer queues a recovered buffer into a lending channel without a buffer from its manager",
+        property: PropertyId::RecoveredDataInLentBuffers,
+        preset: "tiny",
+    },
+    VariantInfo {
+        variant: Variant::DeclineKeepsPersisting,
+        name: "decline-keeps-persisting",
+        bug: "a declined checkpoint does not stop persisting on the channels that started it",
+        property: PropertyId::DeclinedCheckpointPersistsNothing,
+        preset: "no-trigger",
     },
 ];
 

@@ -14,7 +14,8 @@ use recovery_model::{RecoveryModel, Variant};
 /// release, so that each part of the protocol (both channel kinds, the drainer, the conversion,
 /// the flag-off path, 2.3.0's migration, releases, faults, late writes, stashes, the priority
 /// split, the release split, aligned checkpoints with timeout, a floating buffer released, a
-/// channel living on the shared pool's floating buffers) is under some property.
+/// channel living on the shared pool's floating buffers, the drainer borrowing from the pool and
+/// waiting for it, floating credit arriving late) is under some property.
 const FIXED: &[&str] = &[
     "tiny",
     "local-buffers",
@@ -34,6 +35,12 @@ const FIXED: &[&str] = &[
     "floating",
     "release-floating",
     "shared-pool-floating-only",
+    "shared-pool",
+    "shared-pool-live",
+    "pool-starvation",
+    "drain-wakeup",
+    "late-floating-credit",
+    "borrow",
 ];
 
 /// A remote channel with a floating buffer, released or closed at any point: the smallest
