@@ -55,9 +55,10 @@ use std::cell::RefCell;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::error::ChannelError;
-use crate::network_buffer::{BufferId, BufferSnapshot, CheckpointId};
+use crate::ids::{BufferId, CheckpointId};
+use crate::input_channel_info::InputChannelInfo;
+use crate::network_buffer::BufferSnapshot;
 use crate::pause_point::PausePoint;
-use crate::recoverable_input_channel::InputChannelInfo;
 
 /// One recorded step.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -23,15 +23,18 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+use crate::buffer_and_availability::BufferAndAvailability;
 use crate::buffer_manager::{BufferManager, BufferManagerChannel, BufferManagerSnapshot};
 use crate::channel_state_persister::{ChannelStatePersister, ChannelStatePersisterSnapshot};
 use crate::error::{ChannelError, Result};
 use crate::event_log::{self, Event};
-use crate::network_buffer::{BufferKind, BufferSnapshot, CheckpointId, DataType, NetworkBuffer};
+use crate::ids::CheckpointId;
+use crate::input_channel_info::InputChannelInfo;
+use crate::input_channels_with_data::InputChannelsWithData;
+use crate::network_buffer::{BufferKind, BufferSnapshot, DataType, NetworkBuffer};
 use crate::pause_point::{self, PausePoint};
 use crate::recoverable_input_channel::{
-    BufferAndAvailability, Cause, ChannelContext, ChannelSnapshot, FutureStatus, InputChannelInfo,
-    RecoverableInputChannel, StateConsumedFuture, collect_pre_recovery_barrier,
+    Cause, ChannelContext, FutureStatus, RecoverableInputChannel, StateConsumedFuture, collect_pre_recovery_barrier,
 };
 use crate::result_subpartition::{BufferAvailabilityListener, ResultSubpartition};
 use crate::sync::{Arc, AtomicBool, Latch, Mutex, Ordering};
@@ -72,7 +75,7 @@ pub struct LocalInputChannelSnapshot {
 /// State shared with the buffer manager and the subpartition (as its listener).
 struct LocalChannelShared {
     channel_info: InputChannelInfo,
-    gate: Arc<crate::single_input_gate::InputChannelsWithData>,
+    gate: Arc<InputChannelsWithData>,
     released: AtomicBool,
     has_pending_priority_event: AtomicBool,
     error: Cause,
@@ -773,9 +776,5 @@ impl RecoverableInputChannel for LocalInputChannel {
 
     fn is_released(&self) -> bool {
         self.shared.released.load(Ordering::SeqCst)
-    }
-
-    fn channel_snapshot(&self) -> ChannelSnapshot {
-        ChannelSnapshot::Local(self.snapshot())
     }
 }

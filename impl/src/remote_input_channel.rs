@@ -22,20 +22,23 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+use crate::buffer_and_availability::BufferAndAvailability;
 use crate::buffer_manager::{BufferManager, BufferManagerChannel, BufferManagerSnapshot};
 use crate::channel_state_persister::{ChannelStatePersister, ChannelStatePersisterSnapshot, NO_CHECKPOINT};
 use crate::credit_based_sequence_numbering_view_reader::PartitionRequest;
 use crate::error::{ChannelError, Result};
 use crate::event_log::{self, Event};
+use crate::ids::CheckpointId;
+use crate::input_channel_info::InputChannelInfo;
+use crate::input_channels_with_data::InputChannelsWithData;
 use crate::netty_message::ResumeConsumption;
-use crate::network_buffer::{BufferKind, BufferSnapshot, CheckpointId, DataType, NetworkBuffer};
+use crate::network_buffer::{BufferKind, BufferSnapshot, DataType, NetworkBuffer};
 use crate::pause_point::{self, PausePoint};
 use crate::prioritized_deque::PrioritizedDeque;
 use crate::recoverable_input_channel::{
-    BufferAndAvailability, Cause, ChannelContext, ChannelSnapshot, FutureStatus, InputChannelInfo,
-    RecoverableInputChannel, RecoveryQueue, StateConsumedFuture, collect_pre_recovery_barrier,
+    Cause, ChannelContext, FutureStatus, RecoverableInputChannel, RecoveryQueue, StateConsumedFuture,
+    collect_pre_recovery_barrier,
 };
-use crate::single_input_gate::InputChannelsWithData;
 use crate::sync::{Arc, AtomicBool, AtomicI32, AtomicU32, AtomicU64, Latch, Mutex, Ordering};
 
 /// Flink's `NONE` subpartition id of recovered elements.
@@ -1058,9 +1061,5 @@ impl RecoverableInputChannel for RemoteInputChannel {
 
     fn is_released(&self) -> bool {
         self.shared.released.load(Ordering::SeqCst)
-    }
-
-    fn channel_snapshot(&self) -> ChannelSnapshot {
-        ChannelSnapshot::Remote(self.snapshot())
     }
 }
