@@ -7,7 +7,7 @@
 //! `NetworkBufferPool` (exclusive, via a
 //! [`BufferManager`](crate::buffer_manager::BufferManager)) or from a
 //! [`LocalBufferPool`](crate::buffer_pool::LocalBufferPool) (floating), each the buffer's
-//! [`BufferRecycler`].
+//! `BufferRecycler` (a crate-private interface).
 //!
 //! Locking contract: a `NetworkBuffer` is owned by one thread at a time (it is `Send`, not
 //! `Clone`); [`NetworkBuffer::recycle_buffer`] takes the lock of its recycler only.
