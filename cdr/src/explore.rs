@@ -9,9 +9,9 @@
 //! stateright's `serve` never returns and panics when it cannot bind, so the address is parsed
 //! and bound here first: a bad address or a port in use is a usage error (exit 2).
 
+use crate::report;
+use crate::setup::{self, Setup};
 use clap::Args;
-use conformance::report;
-use conformance::setup::{self, Setup};
 use recovery_model::Action;
 use recovery_model::check::{Status, shortest_counterexample};
 use stateright::Model;
@@ -74,19 +74,19 @@ pub fn base_url(addr: SocketAddr) -> String {
 /// The counterexamples Explorer should open on: (property, shortest path).
 fn counterexamples(setup: &Setup, threads: usize) -> Vec<(&'static str, Vec<Action>)> {
     if let Some(info) = setup.model.variant.info() {
-        let bar = conformance::progress::spinner(conformance::progress::wanted(false));
+        let bar = crate::progress::spinner(crate::progress::wanted(false));
         bar.set_message(format!("shortest counterexample of \"{}\"", info.property));
         let found = shortest_counterexample(&setup.model, info.property);
         bar.finish_and_clear();
         return found.map(|a| (info.property.name(), a)).into_iter().collect();
     }
-    let report = conformance::progress::check_with_progress(
+    let report = crate::progress::check_with_progress(
         setup.model.clone(),
         &setup.label,
         &setup.unreachable,
         threads,
         false,
-        conformance::progress::wanted(false),
+        crate::progress::wanted(false),
     );
     report
         .properties
@@ -133,7 +133,7 @@ pub fn explore(args: ExploreArgs) -> ExitCode {
             "counterexample for \"{property}\" ({} steps), its last state:",
             actions.len()
         );
-        match report::deep_link(&setup.model, actions, &base) {
+        match conformance::trace::deep_link(&setup.model, actions, &base) {
             Ok(link) => {
                 println!("  {link}");
                 // Relative, so that it also works through a tunnel or another host name.

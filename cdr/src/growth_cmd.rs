@@ -5,8 +5,8 @@
 //! Every point is a `cdr check --config FILE --json` of its own, a child process, so that its
 //! wall time and its peak resident memory (the child's `ru_maxrss`, from `wait4`) are its own.
 
+use crate::progress;
 use clap::Args;
-use conformance::progress;
 use recovery_model::config::find_preset;
 use recovery_model::format::grouped;
 use recovery_model::growth::{Dimension, describe, grow};

@@ -1,20 +1,25 @@
 //! `cdr`: model-check, list presets and variants of the Flink channel-recovery model.
 
+mod conform_cmd;
 mod explore;
 mod growth_cmd;
+mod junit;
 mod mermaid;
+mod progress;
+mod report;
+mod setup;
 mod simulate_cmd;
 mod task_check;
+mod task_conform_cmd;
 
 use clap::{Args, Parser, Subcommand};
-use conformance::setup::{self, Setup};
 use conformance::trace::Trace;
-use conformance::{junit, progress, report};
 use recovery_model::Action;
 use recovery_model::check::{CheckReport, Status};
 use recovery_model::config::PRESETS;
 use recovery_model::task_level::variant::TASK_VARIANTS;
 use recovery_model::variant::VARIANTS;
+use setup::Setup;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -43,14 +48,14 @@ enum Command {
     /// check exhaustively; a violation is shrunk and reproducible from its seed.
     Simulate(simulate_cmd::SimulateArgs),
     /// Replay model traces against the implementation and report the first divergence.
-    Conform(conformance::cli::ConformArgs),
+    Conform(conform_cmd::ConformArgs),
     /// Replay one trace file against the implementation.
-    Replay(conformance::cli::ReplayArgs),
+    Replay(conform_cmd::ReplayArgs),
     /// Write a preset's edge-complete traces (or random walks) as JSON Lines or ITF, for replay
     /// outside cdr.
-    Traces(conformance::cli::TracesArgs),
+    Traces(conform_cmd::TracesArgs),
     /// Serve impl/ over the driver protocol on stdin and stdout (docs/driver-protocol.md).
-    ServeDriver(conformance::cli::ServeArgs),
+    ServeDriver(conform_cmd::ServeArgs),
     /// Grow a preset one dimension at a time (channels, recovered buffers, live elements,
     /// checkpoints), checking every step, until a time or memory budget: where the frontier is.
     ///
@@ -437,13 +442,13 @@ fn main() -> ExitCode {
     };
     match cli.command {
         Command::Check(args) => run_check(args),
-        Command::Conform(args) => conformance::cli::conform(args),
+        Command::Conform(args) => conform_cmd::conform(args),
         Command::Simulate(args) => simulate_cmd::simulate(args),
         Command::Explore(args) => explore::explore(args),
         Command::Growth(args) => growth_cmd::growth(args),
-        Command::Replay(args) => conformance::cli::replay(args),
-        Command::Traces(args) => conformance::cli::traces(args),
-        Command::ServeDriver(args) => conformance::cli::serve_driver(args),
+        Command::Replay(args) => conform_cmd::replay(args),
+        Command::Traces(args) => conform_cmd::traces(args),
+        Command::ServeDriver(args) => conform_cmd::serve_driver(args),
         Command::Variants(args) if args.check => check_variants(args),
         Command::Variants(VariantsArgs { json, .. }) => {
             let mut rows = serde_json::to_value(VARIANTS).expect("serializes");

@@ -1,10 +1,10 @@
 //! `cdr simulate`: seeded random walks that evaluate every property, for configurations too
 //! large to check exhaustively (`recovery_model::simulate`).
 
+use crate::conform_cmd::check_output;
+use crate::report;
+use crate::setup::{Setup, load};
 use clap::Args;
-use conformance::cli::check_output;
-use conformance::report;
-use conformance::setup::{Setup, load};
 use conformance::trace::Trace;
 use recovery_model::simulate::{SimStatus, SimulationOptions, SimulationReport, simulate as run};
 use std::path::PathBuf;

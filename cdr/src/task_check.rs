@@ -2,7 +2,7 @@
 //! variants dispatch here, so the channel model's setup stays as it is. The report has the
 //! channel model's shape (text, `--json`, `--junit`); exit codes are the same.
 
-use conformance::junit;
+use crate::junit;
 use recovery_model::check::{CheckReport, Status};
 use recovery_model::task_level::check::{check, shortest_counterexample};
 use recovery_model::task_level::config::{TASK_PRESETS, find_task_preset};
@@ -133,7 +133,7 @@ fn print_report(model: &TaskModel, preset: &str, r: &CheckReport) {
         "states {}  unique {}  max depth {}  {:.2} s",
         r.states, r.unique_states, r.max_depth, r.seconds
     );
-    conformance::report::print_verdicts(r, 62);
+    crate::report::print_verdicts(r, 62);
     for p in r.properties.iter().filter(|p| p.status == Status::Violated) {
         println!("\nshortest counterexample of \"{}\":", p.name);
         if let Some(path) = TaskPropertyId::from_name(p.name).and_then(|id| shortest_counterexample(model, id)) {

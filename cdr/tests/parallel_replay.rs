@@ -6,7 +6,6 @@ use conformance::driver::{Driver, ModelDriver};
 use conformance::generate::Graph;
 use conformance::impl_driver::ImplDriver;
 use conformance::protocol::ProcessDriver;
-use indicatif::ProgressBar;
 use recovery_model::{ModelConfig, RecoveryModel, Variant, preset};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -26,7 +25,7 @@ fn edges(m: &RecoveryModel, jobs: usize, shard: Option<(usize, usize)>) -> Confo
         shard,
         max_divergences: 1,
     };
-    conform_edges(m, &factory, opts, &ProgressBar::hidden()).expect("no harness error")
+    conform_edges(m, &factory, opts, &|| {}).expect("no harness error")
 }
 
 fn walks(m: &RecoveryModel, jobs: usize, n: usize) -> ConformReport {
@@ -35,7 +34,7 @@ fn walks(m: &RecoveryModel, jobs: usize, n: usize) -> ConformReport {
         jobs,
         ..ConformOptions::default()
     };
-    conform_random(m, &factory, n, 11, opts, &ProgressBar::hidden()).expect("no harness error")
+    conform_random(m, &factory, n, 11, opts, &|| {}).expect("no harness error")
 }
 
 /// Everything but the time.

@@ -10,7 +10,6 @@
 use crate::driver::{Driver, DriverError, ModelDriver};
 use crate::generate::{Graph, SplitMix64, random_walk};
 use crate::replay::{Compare, Divergence, ReplayError, lockstep};
-use indicatif::ProgressBar;
 use recovery_model::{Action, RecoveryModel};
 use serde::Serialize;
 use stateright::Model;
@@ -21,6 +20,10 @@ use std::time::Instant;
 
 /// Makes a driver for one worker (each job has its own implementation instance).
 pub type DriverFactory<'a> = dyn Fn() -> Result<Box<dyn Driver>, DriverError> + Sync + 'a;
+
+/// Called by a worker each time it has replayed a trace: the caller's progress line (`cdr` draws
+/// one; the library prints nothing).
+pub type OnTrace<'a> = dyn Fn() + Sync + 'a;
 
 /// How a run is split and shown.
 #[derive(Clone, Copy, Debug)]
@@ -217,7 +220,7 @@ fn run(
     opts: ConformOptions,
     jobs: &mut (dyn Iterator<Item = Job> + Send),
     by_fingerprint: bool,
-    progress: &ProgressBar,
+    progress: &OnTrace,
 ) -> Result<(Tally, String, Vec<String>), HarnessFailure> {
     let source = Mutex::new(jobs);
     let divergences = AtomicUsize::new(0);
@@ -278,7 +281,7 @@ fn run(
                                 stop.store(true, Ordering::SeqCst);
                             }
                         }
-                        progress.inc(1);
+                        progress();
                     }
                     tally
                 })
@@ -359,12 +362,12 @@ fn report(
 
 /// Replays an edge-complete set of traces of `model` (or shard `opts.shard` of it). Observations
 /// are compared at every step; snapshots from the first newly covered edge of each trace on
-/// (the prefix was compared by the trace that covered it). `progress` counts traces.
+/// (the prefix was compared by the trace that covered it). `progress` is called once per trace.
 pub fn conform_edges(
     model: &RecoveryModel,
     factory: &DriverFactory,
     opts: ConformOptions,
-    progress: &ProgressBar,
+    progress: &OnTrace,
 ) -> Result<ConformReport, HarnessFailure> {
     let start = Instant::now();
     let graph = Graph::explore(model);
@@ -414,7 +417,7 @@ pub fn conform_random(
     walks: usize,
     seed: u64,
     opts: ConformOptions,
-    progress: &ProgressBar,
+    progress: &OnTrace,
 ) -> Result<ConformReport, HarnessFailure> {
     let start = Instant::now();
     let mut rng = SplitMix64::new(seed);

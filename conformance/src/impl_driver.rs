@@ -35,15 +35,17 @@ use recovery_impl::channel_state_persister::ChannelStateWriter;
 use recovery_impl::credit_based_sequence_numbering_view_reader::{
     BufferResponse, CreditBasedSequenceNumberingViewReader,
 };
+use recovery_impl::input_channel_info::InputChannelInfo;
+use recovery_impl::input_channels_with_data::ChannelPoll;
 use recovery_impl::local_input_channel::LocalInputChannel;
 use recovery_impl::netty_message::ResumeConsumption;
 use recovery_impl::pause_point::{PausePoint, set_thread_hook, set_thread_wait_hook};
-use recovery_impl::recoverable_input_channel::{ChannelContext, ChannelSnapshot, InputChannelInfo};
+use recovery_impl::recoverable_input_channel::ChannelContext;
 use recovery_impl::recovered_input_channel::{RecoveredChannelKind, RecoveredInputChannel};
 use recovery_impl::remote_input_channel::RemoteInputChannel;
 use recovery_impl::result_subpartition::ResultSubpartition;
 use recovery_impl::single_checkpoint_barrier_handler::{CheckpointableInput, SingleCheckpointBarrierHandler};
-use recovery_impl::single_input_gate::{ChannelPoll, InputChannelHandle, SingleInputGate};
+use recovery_impl::single_input_gate::{ChannelSnapshot, InputChannelHandle, SingleInputGate};
 use recovery_impl::upstream_recovery_tracker::ResumableInputGate;
 use recovery_impl::{BufferId, BufferKind, ChannelError, DeclineReason, NetworkBuffer, RecoverableInputChannel};
 use recovery_model::config::{ChannelKind, Delivery, ModelConfig, Upstream};

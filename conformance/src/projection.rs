@@ -42,8 +42,9 @@ use recovery_impl::buffer_manager::BufferManagerSnapshot;
 use recovery_impl::buffer_pool::{LocalBufferPoolSnapshot, NetworkBufferPoolSnapshot};
 use recovery_impl::channel_state_persister::{self as persister, ChannelStateWriterSnapshot};
 use recovery_impl::pause_point::PausePoint;
-use recovery_impl::recoverable_input_channel::{ChannelSnapshot as ImplChannel, FutureStatus};
+use recovery_impl::recoverable_input_channel::FutureStatus;
 use recovery_impl::result_subpartition::ResultSubpartitionSnapshot;
+use recovery_impl::single_input_gate::ChannelSnapshot as ImplChannel;
 use recovery_impl::{BufferKind, BufferSnapshot};
 use recovery_model::channel_state_persister::PersistStatus as ModelPersist;
 use recovery_model::state::{

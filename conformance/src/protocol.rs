@@ -180,6 +180,17 @@ pub fn features_needed(cfg: &ModelConfig) -> Vec<String> {
     f
 }
 
+/// The hello of impl/ served over the protocol: every action and feature, nothing unobserved.
+pub fn impl_capabilities() -> Capabilities {
+    Capabilities {
+        name: "impl".into(),
+        protocol: PROTOCOL_VERSION,
+        actions: Action::KINDS.iter().map(|k| k.to_string()).collect(),
+        features: all_features(),
+        unobserved: Vec::new(),
+    }
+}
+
 /// The features every configuration of this model can need, for a driver that has them all.
 pub fn all_features() -> Vec<String> {
     let mut f: Vec<String> = ["no-recovery", "legacy", "drainer", "conversion"]

@@ -1,9 +1,8 @@
-//! `cdr conform` of a task-level preset: the task-level model's traces replayed step by step
-//! against impl/'s `StreamTask` ([`crate::task_driver`]), edge-complete or by random walks,
-//! stopping at the first divergence, which is saved as a trace file.
+//! The library behind `cdr conform` of a task-level preset: the task-level model's traces
+//! replayed step by step against impl/'s `StreamTask` ([`crate::task_driver`]), edge-complete or
+//! by random walks, stopping at the first divergence (which `cdr` saves as a trace file).
 
 use std::path::Path;
-use std::process::ExitCode;
 use std::time::Instant;
 
 use recovery_model::task_level::config::find_task_preset;
@@ -196,7 +195,7 @@ pub fn record_trace(
 
 /// Replays `trace` (recorded by [`record_trace`]) on `driver`, comparing every step with its
 /// predictions. Returns the divergence, if any, with the trace cut after the diverging step.
-fn replay(
+pub fn replay(
     model: &TaskModel,
     trace: &TaskTrace,
     driver: &mut TaskImplDriver,
@@ -329,52 +328,6 @@ pub fn conform_task_variant(
     Ok(report)
 }
 
-/// Prints `report` and saves its divergence to `save`; the exit code is the verdict.
-pub fn finish(report: &TaskConformReport, json: bool, save: &Path, require_complete: bool) -> ExitCode {
-    let complete = report.is_complete();
-    if let Some(d) = &report.divergence {
-        let text = serde_json::to_string_pretty(&d.trace).expect("serializes");
-        if let Err(e) = std::fs::write(save, text) {
-            eprintln!("warning: cannot save the diverging trace to {}: {e}", save.display());
-        }
-    }
-    if json {
-        println!("{}", serde_json::to_string_pretty(report).expect("serializes"));
-    } else {
-        println!("model task-level / preset {} / impl StreamTask", report.preset);
-        println!(
-            "graph: {} states, {} edges; replayed {} traces, {} steps ({} of {} edges, {} of {} action kinds) in {:.2} s",
-            report.states,
-            report.edges,
-            report.traces,
-            report.steps,
-            report.edges_replayed,
-            report.edges,
-            report.action_kinds_replayed.len(),
-            report.action_kinds.len(),
-            report.elapsed_s
-        );
-        match &report.divergence {
-            None => println!("no divergence"),
-            Some(d) => {
-                println!(
-                    "DIVERGENCE at step {} of a trace from shape `{}`: {}",
-                    d.step, d.trace.shape_label, d.first_difference
-                );
-                for (i, step) in d.trace.steps.iter().enumerate() {
-                    println!("  {:>3}. {:?}", i + 1, step.action);
-                }
-                println!("saved to {}", save.display());
-            }
-        }
-    }
-    if report.divergence.is_some() || (require_complete && !complete) {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    }
-}
-
 /// Why a task-level trace file cannot be replayed.
 fn unusable(path: &Path, why: impl std::fmt::Display) -> String {
     format!("{}: {why}", path.display())
@@ -424,45 +377,4 @@ pub fn read_trace(path: &Path) -> Result<(TaskModel, TaskTrace), String> {
         ));
     }
     Ok((model, trace))
-}
-
-/// `cdr replay` of a task-level trace file against impl/'s `StreamTask`.
-pub fn replay_file(path: &Path, json: bool) -> ExitCode {
-    let (model, trace) = match read_trace(path) {
-        Ok(t) => t,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    let steps = trace.steps.len();
-    let mut driver = TaskImplDriver::new(model.clone());
-    match replay(&model, &trace, &mut driver) {
-        Err(e) => {
-            eprintln!("error: {e}\nno verdict: the harness failed, not the implementation");
-            ExitCode::from(2)
-        }
-        Ok(None) => {
-            if json {
-                println!(
-                    "{}",
-                    serde_json::json!({"steps": steps, "diverged_at": null, "driver": "impl-task"})
-                );
-            } else {
-                println!("replay {}: {} steps, no divergence\nPASSED", path.display(), steps);
-            }
-            ExitCode::SUCCESS
-        }
-        Ok(Some(d)) => {
-            if json {
-                println!(
-                    "{}",
-                    serde_json::json!({"steps": steps, "diverged_at": d.step, "driver": "impl-task", "first_difference": d.first_difference})
-                );
-            } else {
-                println!("DIVERGENCE at step {}: {}", d.step, d.first_difference);
-            }
-            ExitCode::from(1)
-        }
-    }
 }

@@ -182,6 +182,13 @@ pub fn explorer_fragment(model: &RecoveryModel, actions: &[Action]) -> Result<St
     Ok(format!("#/steps/{}", to_path(model, actions)?.encode(model)))
 }
 
+/// The Explorer page of `actions` on a server at `base` (`http://127.0.0.1:3000/`): the deep
+/// link that opens on the path's last state.
+pub fn deep_link(model: &RecoveryModel, actions: &[Action], base: &str) -> Result<String, String> {
+    let fragment = explorer_fragment(model, actions).map_err(|e| e.to_string())?;
+    Ok(format!("{base}{fragment}"))
+}
+
 /// The stateright path of `actions`, or the first step that is not enabled.
 pub fn to_path(model: &RecoveryModel, actions: &[Action]) -> Result<Path<State, Action>, TraceError> {
     let init = model.init_states().remove(0);

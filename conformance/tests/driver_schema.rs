@@ -2,11 +2,10 @@
 //! accepts every line a real session writes in both directions, and it refuses malformed
 //! messages. Regenerate the file with `UPDATE_SCHEMA=1 cargo test -p conformance --test driver_schema`.
 
-use conformance::cli::impl_capabilities;
 use conformance::driver::{Driver, DriverError};
 use conformance::generate::{SplitMix64, random_walk};
 use conformance::impl_driver::ImplDriver;
-use conformance::protocol::{Request, json_schema, serve};
+use conformance::protocol::{Request, impl_capabilities, json_schema, serve};
 use recovery_model::{ModelConfig, RecoveryModel, Variant, preset};
 use serde_json::Value;
 use std::path::PathBuf;

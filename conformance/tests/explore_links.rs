@@ -3,7 +3,7 @@
 //! Explorer's way (init index, then the index of each action among those enabled) to the same
 //! last state, and the picture of that state names the violated property.
 
-use conformance::report::deep_link;
+use conformance::trace::deep_link;
 use recovery_model::check::shortest_counterexample;
 use recovery_model::config::find_preset;
 use recovery_model::svg;

@@ -7,7 +7,7 @@
 //! documented (model/src/action.rs's doc of the action, docs/model.md's "Unlocked accesses"
 //! row). A new action kind fails the test until it is classified here.
 
-use recovery_impl::network_buffer::BufferId;
+use recovery_impl::ids::BufferId;
 use recovery_impl::pause_point::PausePoint;
 use recovery_model::Action;
 

@@ -20,9 +20,10 @@ use recovery_impl::credit_based_sequence_numbering_view_reader::{
     BufferResponse, CreditBasedSequenceNumberingViewReader,
 };
 use recovery_impl::event_log::{Event, EventLog, Recorded, Recorder, set_thread_recorder};
+use recovery_impl::input_channel_info::InputChannelInfo;
 use recovery_impl::local_input_channel::LocalInputChannel;
 use recovery_impl::netty_message::ResumeConsumption;
-use recovery_impl::recoverable_input_channel::{ChannelContext, InputChannelInfo};
+use recovery_impl::recoverable_input_channel::ChannelContext;
 use recovery_impl::recovered_input_channel::{RecoveredChannelKind, RecoveredInputChannel};
 use recovery_impl::remote_input_channel::RemoteInputChannel;
 use recovery_impl::result_subpartition::ResultSubpartition;

@@ -17,11 +17,13 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use crate::buffer_pool::{BufferListener, LocalBufferPool, NetworkBufferPool};
+use crate::buffer_recycler::BufferRecycler;
 use crate::error::{ChannelError, Result};
 use crate::event_log::{self, Event};
-use crate::network_buffer::{BufferId, BufferRecycler, NetworkBuffer};
+use crate::ids::BufferId;
+use crate::input_channel_info::InputChannelInfo;
+use crate::network_buffer::{NetworkBuffer, Recycler};
 use crate::pause_point::{self, PausePoint};
-use crate::recoverable_input_channel::InputChannelInfo;
 use std::sync::Weak;
 
 use crate::sync::{Arc, Condvar, Mutex};
@@ -237,7 +239,7 @@ impl BufferManager {
             return Some(floating);
         }
         let id = queue.exclusive.pop_front()?;
-        Some(NetworkBuffer::pooled(id, BufferRecycler::Exclusive(self.this())))
+        Some(NetworkBuffer::pooled(id, Recycler::Exclusive(self.this())))
     }
 
     /// `requestExclusiveBuffers(n)`: takes `n` segments from the global pool (outside the lock)
@@ -531,9 +533,15 @@ impl BufferListener for BufferManager {
     }
 }
 
+impl BufferRecycler for BufferManager {
+    fn recycle(self: Arc<Self>, id: BufferId) -> Result<()> {
+        BufferManager::recycle(&self, id)
+    }
+}
+
 impl NetworkBuffer {
     /// `buffer.getRecycler() == BufferManager.this`.
     pub(crate) fn recycler_is(&self, manager: &BufferManager) -> bool {
-        matches!(self.recycler_ref(), BufferRecycler::Exclusive(m) if std::ptr::eq(Arc::as_ptr(m), manager))
+        matches!(self.recycler_ref(), Recycler::Exclusive(m) if std::ptr::addr_eq(Arc::as_ptr(m), manager))
     }
 }

@@ -15,9 +15,11 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+use crate::buffer_recycler::BufferRecycler;
 use crate::error::{ChannelError, Result};
 use crate::event_log::{self, Event};
-use crate::network_buffer::{BufferId, BufferRecycler, NetworkBuffer};
+use crate::ids::BufferId;
+use crate::network_buffer::{NetworkBuffer, Recycler};
 use crate::sync::{Arc, Mutex};
 
 /// Flink's `BufferListener`: told by a [`LocalBufferPool`] that a floating buffer is free.
@@ -145,6 +147,12 @@ enum RecycleTo {
     Listener(Arc<dyn BufferListener>),
 }
 
+impl BufferRecycler for LocalBufferPool {
+    fn recycle(self: Arc<Self>, id: BufferId) -> Result<()> {
+        LocalBufferPool::recycle(&self, id)
+    }
+}
+
 impl LocalBufferPool {
     /// `NetworkBufferPool.createBufferPool(size, size)`: takes `size` segments from `global`.
     pub fn new(global: Arc<NetworkBufferPool>, size: usize) -> Result<Arc<Self>> {
@@ -169,7 +177,7 @@ impl LocalBufferPool {
         }
         let id = segments.available.pop_front()?;
         segments.lent.insert(id);
-        Some(NetworkBuffer::pooled(id, BufferRecycler::Floating(Arc::clone(self))))
+        Some(NetworkBuffer::pooled(id, Recycler::Floating(Arc::<Self>::clone(self))))
     }
 
     /// `addBufferListener(listener)`: registers `listener` if no buffer is free; false if a
@@ -215,7 +223,7 @@ impl LocalBufferPool {
                 RecycleTo::Listener(listener) => {
                     let offered = buffer
                         .take()
-                        .unwrap_or_else(|| NetworkBuffer::pooled(id, BufferRecycler::Floating(Arc::clone(self))));
+                        .unwrap_or_else(|| NetworkBuffer::pooled(id, Recycler::Floating(Arc::<Self>::clone(self))));
                     match listener.notify_buffer_available(offered) {
                         Ok(()) => return Ok(()),
                         Err(unused) => buffer = Some(unused),

@@ -16,8 +16,9 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{ChannelError, Result};
-use crate::network_buffer::{BufferKind, BufferSnapshot, CheckpointId, NetworkBuffer};
-use crate::recoverable_input_channel::InputChannelInfo;
+use crate::ids::CheckpointId;
+use crate::input_channel_info::InputChannelInfo;
+use crate::network_buffer::{BufferKind, BufferSnapshot, NetworkBuffer};
 use crate::sync::Mutex;
 
 /// Flink's `ChannelStateWriter.NO_CHECKPOINT` / the persister's initial `lastSeenBarrier`.

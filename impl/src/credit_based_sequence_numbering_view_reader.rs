@@ -13,8 +13,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{ChannelError, Result};
 use crate::event_log::{self, Event};
+use crate::input_channel_info::InputChannelInfo;
 use crate::network_buffer::{DataType, NetworkBuffer};
-use crate::recoverable_input_channel::InputChannelInfo;
 use crate::result_subpartition::ResultSubpartition;
 use crate::sync::Arc;
 

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::network_buffer::{BufferId, CheckpointId};
+use crate::ids::{BufferId, CheckpointId};
 
 /// Why a checkpoint was declined: Flink's `CheckpointFailureReason` values used by the channels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

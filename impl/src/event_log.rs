@@ -55,9 +55,11 @@ use std::cell::RefCell;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::error::ChannelError;
-use crate::network_buffer::{BufferId, BufferSnapshot, CheckpointId};
+use crate::ids::{BufferId, CheckpointId};
+use crate::input_channel_info::InputChannelInfo;
+use crate::network_buffer::{BufferKind, BufferSnapshot, NetworkBuffer};
 use crate::pause_point::PausePoint;
-use crate::recoverable_input_channel::InputChannelInfo;
+use crate::sync::{AtomicBool, Ordering};
 
 /// One recorded step.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -436,4 +438,99 @@ pub(crate) fn record_atomic<R>(op: impl FnOnce() -> R, make: impl FnOnce(&R) -> 
     #[cfg(loom)]
     let _ = make;
     op()
+}
+
+/// A physical channel's append of a recovered element (`offerRecoveredBuffer` of a local
+/// channel, `appendRecoveredBuffer` of a remote one): whether its queue was empty before, or the
+/// element back with the `checkState` that refused it.
+pub(crate) type Appended = Result<bool, (NetworkBuffer, ChannelError)>;
+
+// The three recovered-state calls below are the same in `LocalInputChannel` and
+// `RemoteInputChannel` but for the queue they append to: each runs under that channel's lock,
+// and `releaseAllResources` sets `released` outside it, so the read of the flag and the append
+// are one step of the log's order, as the release's store is ([`record_atomic`]).
+
+/// `onRecoveredStateBuffer(buffer)`, recorded: `append` queues `buffer` unless the channel is
+/// released. Returns whether the queue was empty, or the buffer to recycle with the error, if
+/// any, to throw.
+pub(crate) fn on_recovered_state_buffer(
+    channel: InputChannelInfo,
+    released: &AtomicBool,
+    buffer: NetworkBuffer,
+    append: impl FnOnce(NetworkBuffer) -> Appended,
+) -> Result<bool, (NetworkBuffer, Option<ChannelError>)> {
+    let snapshot = buffer.snapshot();
+    record_atomic(
+        || {
+            if released.load(Ordering::SeqCst) {
+                Err((buffer, None))
+            } else {
+                append(buffer).map_err(|(buffer, error)| (buffer, Some(error)))
+            }
+        },
+        |appended| {
+            Some(Event::OnRecoveredStateBuffer {
+                channel,
+                buffer: snapshot,
+                outcome: match appended {
+                    Ok(_) => Ok(true),
+                    Err((_, None)) => Ok(false),
+                    Err((_, Some(error))) => Err(error.clone()),
+                },
+            })
+        },
+    )
+}
+
+/// `finishRecoveredBufferDelivery()`'s append of the `EndOfFetchedChannelStateEvent` sentinel,
+/// recorded; `in_recovery` is the channel's flag, read under the same lock. Returns whether the
+/// queue was empty (false on a released channel, which appends nothing).
+pub(crate) fn finish_recovered_buffer_delivery(
+    channel: InputChannelInfo,
+    released: &AtomicBool,
+    in_recovery: bool,
+    append: impl FnOnce(NetworkBuffer) -> Appended,
+) -> Result<bool, ChannelError> {
+    record_atomic(
+        || {
+            if released.load(Ordering::SeqCst) {
+                // A released channel appends nothing.
+                Ok(false)
+            } else if !in_recovery {
+                Err(ChannelError::illegal_state("Recovery delivery already finished."))
+            } else {
+                let sentinel = NetworkBuffer::event(BufferKind::EndOfFetchedChannelState);
+                append(sentinel).map_err(|(_, error)| error)
+            }
+        },
+        |appended| {
+            Some(Event::FinishRecoveredBufferDelivery {
+                channel,
+                outcome: appended.as_ref().map(|_| ()).map_err(Clone::clone),
+            })
+        },
+    )
+}
+
+/// `insertRecoveryCheckpointBarrierIfInRecovery(checkpointId)`'s append of the
+/// `RecoveryCheckpointBarrier`, recorded; nothing is appended once the channel is released or
+/// out of recovery (`in_recovery`, read under the channel's lock). Returns whether the queue
+/// was empty.
+pub(crate) fn insert_recovery_checkpoint_barrier_if_in_recovery(
+    channel: InputChannelInfo,
+    released: &AtomicBool,
+    in_recovery: bool,
+    checkpoint_id: CheckpointId,
+    append: impl FnOnce(NetworkBuffer) -> Appended,
+) -> Result<bool, ChannelError> {
+    record_atomic(
+        || {
+            if released.load(Ordering::SeqCst) || !in_recovery {
+                return Ok(false);
+            }
+            let barrier = NetworkBuffer::event(BufferKind::RecoveryCheckpointBarrier(checkpoint_id));
+            append(barrier).map_err(|(_, error)| error)
+        },
+        |_| Some(Event::InsertRecoveryCheckpointBarrierIfInRecovery { channel, checkpoint_id }),
+    )
 }

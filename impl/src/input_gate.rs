@@ -12,8 +12,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::completable_future::CompletableFuture;
 use crate::error::{ChannelError, Result};
+use crate::input_channel_info::InputChannelInfo;
 use crate::network_buffer::BufferKind;
-use crate::recoverable_input_channel::InputChannelInfo;
 use crate::single_input_gate::{InputChannelHandle, SingleInputGate};
 use crate::sync::Arc;
 

@@ -7,14 +7,19 @@
 //! what each lock guards and the lock order.
 #![deny(missing_docs)]
 
+pub mod buffer_and_availability;
 pub mod buffer_manager;
 pub mod buffer_pool;
+pub(crate) mod buffer_recycler;
 pub mod channel_state_persister;
 pub mod completable_future;
 pub mod credit_based_sequence_numbering_view_reader;
 pub mod error;
 pub mod event_log;
 pub mod executor;
+pub mod ids;
+pub mod input_channel_info;
+pub mod input_channels_with_data;
 pub mod input_gate;
 pub mod local_input_channel;
 pub mod mailbox_processor;
@@ -35,5 +40,7 @@ pub mod task;
 pub mod upstream_recovery_tracker;
 
 pub use error::{ChannelError, DeclineReason, Result};
-pub use network_buffer::{BufferId, BufferKind, BufferSnapshot, CheckpointId, DataType, NetworkBuffer};
-pub use recoverable_input_channel::{InputChannelInfo, RecoverableInputChannel};
+pub use ids::{BufferId, CheckpointId};
+pub use input_channel_info::InputChannelInfo;
+pub use network_buffer::{BufferKind, BufferSnapshot, DataType, NetworkBuffer};
+pub use recoverable_input_channel::RecoverableInputChannel;

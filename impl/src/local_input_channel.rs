@@ -23,15 +23,18 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+use crate::buffer_and_availability::BufferAndAvailability;
 use crate::buffer_manager::{BufferManager, BufferManagerChannel, BufferManagerSnapshot};
 use crate::channel_state_persister::{ChannelStatePersister, ChannelStatePersisterSnapshot};
 use crate::error::{ChannelError, Result};
 use crate::event_log::{self, Event};
-use crate::network_buffer::{BufferKind, BufferSnapshot, CheckpointId, DataType, NetworkBuffer};
+use crate::ids::CheckpointId;
+use crate::input_channel_info::InputChannelInfo;
+use crate::input_channels_with_data::InputChannelsWithData;
+use crate::network_buffer::{BufferKind, BufferSnapshot, DataType, NetworkBuffer};
 use crate::pause_point::{self, PausePoint};
 use crate::recoverable_input_channel::{
-    BufferAndAvailability, Cause, ChannelContext, ChannelSnapshot, FutureStatus, InputChannelInfo,
-    RecoverableInputChannel, StateConsumedFuture, collect_pre_recovery_barrier,
+    Cause, ChannelContext, FutureStatus, RecoverableInputChannel, StateConsumedFuture, collect_pre_recovery_barrier,
 };
 use crate::result_subpartition::{BufferAvailabilityListener, ResultSubpartition};
 use crate::sync::{Arc, AtomicBool, Latch, Mutex, Ordering};
@@ -72,7 +75,7 @@ pub struct LocalInputChannelSnapshot {
 /// State shared with the buffer manager and the subpartition (as its listener).
 struct LocalChannelShared {
     channel_info: InputChannelInfo,
-    gate: Arc<crate::single_input_gate::InputChannelsWithData>,
+    gate: Arc<InputChannelsWithData>,
     released: AtomicBool,
     has_pending_priority_event: AtomicBool,
     error: Cause,
@@ -450,31 +453,9 @@ impl RecoverableInputChannel for LocalInputChannel {
     fn on_recovered_state_buffer(&self, buffer: NetworkBuffer) -> Result<()> {
         let offered = {
             let mut state = self.recovered_buffers.lock();
-            let snapshot = buffer.snapshot();
-            // `releaseAllResources` sets the flag outside this lock: the read and the append
-            // are one step of the event log's order, as the release's store is.
-            event_log::record_atomic(
-                || {
-                    if self.shared.released.load(Ordering::SeqCst) {
-                        Err((buffer, None))
-                    } else {
-                        state
-                            .offer_recovered_buffer(buffer)
-                            .map_err(|(buffer, error)| (buffer, Some(error)))
-                    }
-                },
-                |offered| {
-                    Some(Event::OnRecoveredStateBuffer {
-                        channel: self.context.channel_info,
-                        buffer: snapshot,
-                        outcome: match offered {
-                            Ok(_) => Ok(true),
-                            Err((_, None)) => Ok(false),
-                            Err((_, Some(error))) => Err(error.clone()),
-                        },
-                    })
-                },
-            )
+            event_log::on_recovered_state_buffer(self.context.channel_info, &self.shared.released, buffer, |buffer| {
+                state.offer_recovered_buffer(buffer)
+            })
         };
         match offered {
             Ok(was_empty) => {
@@ -495,27 +476,13 @@ impl RecoverableInputChannel for LocalInputChannel {
         self.upstream_ready.wait();
         let was_empty = {
             let mut state = self.recovered_buffers.lock();
-            // The release flag is read in the event log's order (see `on_recovered_state_buffer`).
-            let offered = event_log::record_atomic(
-                || {
-                    if self.shared.released.load(Ordering::SeqCst) {
-                        // A released channel appends nothing.
-                        Ok(false)
-                    } else if !state.in_recovery {
-                        Err(ChannelError::illegal_state("Recovery delivery already finished."))
-                    } else {
-                        let sentinel = NetworkBuffer::event(BufferKind::EndOfFetchedChannelState);
-                        state.offer_recovered_buffer(sentinel).map_err(|(_, error)| error)
-                    }
-                },
-                |offered| {
-                    Some(Event::FinishRecoveredBufferDelivery {
-                        channel: self.context.channel_info,
-                        outcome: offered.as_ref().map(|_| ()).map_err(Clone::clone),
-                    })
-                },
-            );
-            offered?
+            let in_recovery = state.in_recovery;
+            event_log::finish_recovered_buffer_delivery(
+                self.context.channel_info,
+                &self.shared.released,
+                in_recovery,
+                |sentinel| state.offer_recovered_buffer(sentinel),
+            )?
         };
         if was_empty {
             self.notify_channel_non_empty();
@@ -526,23 +493,14 @@ impl RecoverableInputChannel for LocalInputChannel {
     fn insert_recovery_checkpoint_barrier_if_in_recovery(&self, checkpoint_id: CheckpointId) -> Result<()> {
         let was_empty = {
             let mut state = self.recovered_buffers.lock();
-            // The release flag is read in the event log's order (see `on_recovered_state_buffer`).
-            let inserted = event_log::record_atomic(
-                || {
-                    if self.shared.released.load(Ordering::SeqCst) || !state.in_recovery {
-                        return Ok(false);
-                    }
-                    let barrier = NetworkBuffer::event(BufferKind::RecoveryCheckpointBarrier(checkpoint_id));
-                    state.offer_recovered_buffer(barrier).map_err(|(_, error)| error)
-                },
-                |_| {
-                    Some(Event::InsertRecoveryCheckpointBarrierIfInRecovery {
-                        channel: self.context.channel_info,
-                        checkpoint_id,
-                    })
-                },
-            );
-            inserted?
+            let in_recovery = state.in_recovery;
+            event_log::insert_recovery_checkpoint_barrier_if_in_recovery(
+                self.context.channel_info,
+                &self.shared.released,
+                in_recovery,
+                checkpoint_id,
+                |barrier| state.offer_recovered_buffer(barrier),
+            )?
         };
         if was_empty {
             self.notify_channel_non_empty();
@@ -773,9 +731,5 @@ impl RecoverableInputChannel for LocalInputChannel {
 
     fn is_released(&self) -> bool {
         self.shared.released.load(Ordering::SeqCst)
-    }
-
-    fn channel_snapshot(&self) -> ChannelSnapshot {
-        ChannelSnapshot::Local(self.snapshot())
     }
 }

@@ -12,8 +12,8 @@
 //! Decoding never panics: a short, malformed or foreign frame is a typed [`WireError`].
 
 use crate::credit_based_sequence_numbering_view_reader::PartitionRequest;
-use crate::network_buffer::CheckpointId;
-use crate::recoverable_input_channel::InputChannelInfo;
+use crate::ids::CheckpointId;
+use crate::input_channel_info::InputChannelInfo;
 
 /// `NettyMessage.MAGIC_NUMBER`.
 pub const MAGIC_NUMBER: u32 = 0xBADC_0FFE;

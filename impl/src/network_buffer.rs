@@ -5,7 +5,9 @@
 //! copy into a consumer segment keeps the data recognisable. Events and the recovery sentinels
 //! are unpooled (Flink's `FreeingBufferRecycler`); pooled segments come from the
 //! `NetworkBufferPool` (exclusive, via a
-//! [`BufferManager`]) or from a [`LocalBufferPool`] (floating).
+//! [`BufferManager`](crate::buffer_manager::BufferManager)) or from a
+//! [`LocalBufferPool`](crate::buffer_pool::LocalBufferPool) (floating), each the buffer's
+//! `BufferRecycler` (a crate-private interface).
 //!
 //! Locking contract: a `NetworkBuffer` is owned by one thread at a time (it is `Send`, not
 //! `Clone`); [`NetworkBuffer::recycle_buffer`] takes the lock of its recycler only.
@@ -14,23 +16,10 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::buffer_manager::BufferManager;
-use crate::buffer_pool::LocalBufferPool;
+use crate::buffer_recycler::BufferRecycler;
 use crate::error::Result;
+use crate::ids::{BufferId, CheckpointId};
 use crate::sync::Arc;
-
-/// A checkpoint id, Flink's `long checkpointId`; `-1` is Flink's `NONE`.
-pub type CheckpointId = i64;
-
-/// The identity of a memory segment (or of an unpooled event buffer), so that a test can
-/// recycle one specific buffer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-pub struct BufferId(pub u32);
-
-impl BufferId {
-    /// The id of the sentinels and events a channel creates itself (`EventSerializer.toBuffer`).
-    pub const UNPOOLED: BufferId = BufferId(u32::MAX);
-}
 
 /// What a buffer carries: Flink's `Buffer.DataType` together with the event class.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -148,13 +137,14 @@ pub struct BufferSnapshot {
     pub payload: u64,
 }
 
-/// Who gets the segment back on recycle: Flink's `BufferRecycler` of the buffer.
+/// Who gets the segment back on recycle: Flink's `BufferRecycler` of the buffer, with the kind
+/// of segment it lends (for `Debug` and for [`is_pooled`](NetworkBuffer::is_pooled)).
 #[derive(Clone)]
-pub(crate) enum BufferRecycler {
+pub(crate) enum Recycler {
     /// An exclusive segment of a channel: `BufferManager.recycle(segment)`.
-    Exclusive(Arc<BufferManager>),
+    Exclusive(Arc<dyn BufferRecycler>),
     /// A floating buffer: `LocalBufferPool.recycle(segment)`.
-    Floating(Arc<LocalBufferPool>),
+    Floating(Arc<dyn BufferRecycler>),
     /// `FreeingBufferRecycler`: heap memory, nothing to return.
     Unpooled,
 }
@@ -164,11 +154,11 @@ pub struct NetworkBuffer {
     id: BufferId,
     kind: BufferKind,
     payload: u64,
-    recycler: BufferRecycler,
+    recycler: Recycler,
 }
 
 impl NetworkBuffer {
-    pub(crate) fn pooled(id: BufferId, recycler: BufferRecycler) -> Self {
+    pub(crate) fn pooled(id: BufferId, recycler: Recycler) -> Self {
         Self {
             id,
             kind: BufferKind::Data,
@@ -184,7 +174,7 @@ impl NetworkBuffer {
             id,
             kind,
             payload,
-            recycler: BufferRecycler::Unpooled,
+            recycler: Recycler::Unpooled,
         }
     }
 
@@ -229,7 +219,7 @@ impl NetworkBuffer {
 
     /// Whether the segment belongs to a pool (not `FreeingBufferRecycler`).
     pub fn is_pooled(&self) -> bool {
-        !matches!(self.recycler, BufferRecycler::Unpooled)
+        !matches!(self.recycler, Recycler::Unpooled)
     }
 
     /// The plain-data view used by snapshots.
@@ -245,13 +235,12 @@ impl NetworkBuffer {
     /// segment that is not lent out is [`ChannelError::DoubleRecycle`](crate::ChannelError).
     pub fn recycle_buffer(self) -> Result<()> {
         match self.recycler {
-            BufferRecycler::Exclusive(manager) => manager.recycle(self.id),
-            BufferRecycler::Floating(pool) => pool.recycle(self.id),
-            BufferRecycler::Unpooled => Ok(()),
+            Recycler::Exclusive(recycler) | Recycler::Floating(recycler) => recycler.recycle(self.id),
+            Recycler::Unpooled => Ok(()),
         }
     }
 
-    pub(crate) fn recycler_ref(&self) -> &BufferRecycler {
+    pub(crate) fn recycler_ref(&self) -> &Recycler {
         &self.recycler
     }
 
@@ -265,9 +254,9 @@ impl NetworkBuffer {
 impl fmt::Debug for NetworkBuffer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let owner = match self.recycler {
-            BufferRecycler::Exclusive(_) => "exclusive",
-            BufferRecycler::Floating(_) => "floating",
-            BufferRecycler::Unpooled => "unpooled",
+            Recycler::Exclusive(_) => "exclusive",
+            Recycler::Floating(_) => "floating",
+            Recycler::Unpooled => "unpooled",
         };
         write!(f, "{:?}#{}({:?}, {owner})", self.kind, self.id.0, self.payload)
     }

@@ -14,7 +14,7 @@
 use std::cell::RefCell;
 use std::panic::Location;
 
-use crate::network_buffer::BufferId;
+use crate::ids::BufferId;
 
 /// A point between two critical sections of one call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

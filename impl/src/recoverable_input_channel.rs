@@ -1,44 +1,20 @@
 //! Mirrors Flink's `RecoverableInputChannel` interface (FLINK-38544), merged with the abstract
 //! `InputChannel` methods the gate and the task call, plus the types they share: the channel
-//! identity, `BufferAndAvailability`, the state-consumed future, and `collectPreRecoveryBarrier`.
+//! context, the state-consumed future, and `collectPreRecoveryBarrier`.
 //!
 //! Locking contract: implementations guard their queue and `inRecovery` with one channel lock;
 //! blocking waits (`finish_recovered_buffer_delivery`, `request_recovery_buffer_blocking`) happen
 //! outside it, and gate notifications and credit announcements happen after it is released.
 
-use serde::{Deserialize, Serialize};
-
+use crate::buffer_and_availability::BufferAndAvailability;
 use crate::buffer_pool::{LocalBufferPool, NetworkBufferPool};
 use crate::channel_state_persister::ChannelStateWriter;
 use crate::error::{ChannelError, DeclineReason, Result};
-use crate::local_input_channel::LocalInputChannelSnapshot;
-use crate::network_buffer::{BufferKind, BufferSnapshot, CheckpointId, DataType, NetworkBuffer};
-use crate::recovered_input_channel::RecoveredInputChannelSnapshot;
-use crate::remote_input_channel::RemoteInputChannelSnapshot;
-use crate::single_input_gate::InputChannelsWithData;
+use crate::ids::CheckpointId;
+use crate::input_channel_info::InputChannelInfo;
+use crate::input_channels_with_data::InputChannelsWithData;
+use crate::network_buffer::{BufferKind, BufferSnapshot, NetworkBuffer};
 use crate::sync::{Arc, Mutex};
-
-/// Flink's `InputChannelInfo`: (gate index, channel index).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-pub struct InputChannelInfo {
-    /// `gateIdx`.
-    pub gate_idx: u32,
-    /// `inputChannelIdx`.
-    pub input_channel_idx: u32,
-}
-
-/// Flink's `InputChannel.BufferAndAvailability`: a polled buffer and what follows it.
-#[derive(Debug)]
-pub struct BufferAndAvailability {
-    /// The polled buffer; the caller recycles it.
-    pub buffer: NetworkBuffer,
-    /// `nextDataType`: `None` means nothing visible follows.
-    pub next_data_type: DataType,
-    /// `buffersInBacklog`.
-    pub buffers_in_backlog: i32,
-    /// `sequenceNumber`: from `i32::MIN` for recovered elements, from 0 for live upstream ones.
-    pub sequence_number: i32,
-}
 
 pub use crate::completable_future::FutureStatus;
 
@@ -61,17 +37,6 @@ pub struct ChannelContext {
     pub writer: Arc<ChannelStateWriter>,
     /// `networkBuffersPerChannel`: exclusive buffers (remote initial credit).
     pub network_buffers_per_channel: usize,
-}
-
-/// The snapshot of any channel kind, for the gate's snapshot.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub enum ChannelSnapshot {
-    /// A `RecoveredInputChannel` not converted yet.
-    Recovered(RecoveredInputChannelSnapshot),
-    /// A `LocalInputChannel`.
-    Local(LocalInputChannelSnapshot),
-    /// A `RemoteInputChannel`.
-    Remote(RemoteInputChannelSnapshot),
 }
 
 /// Mirrors Flink's `RecoverableInputChannel` (push-based recovery, FLINK-38544) together with
@@ -125,9 +90,6 @@ pub trait RecoverableInputChannel: Send + Sync {
 
     /// `InputChannel.isReleased()`.
     fn is_released(&self) -> bool;
-
-    /// A read-only snapshot taken under the channel lock.
-    fn channel_snapshot(&self) -> ChannelSnapshot;
 }
 
 /// A queue that `collect_pre_recovery_barrier` can walk by index.

@@ -13,17 +13,17 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+use crate::buffer_and_availability::BufferAndAvailability;
 use crate::buffer_manager::{BufferManager, BufferManagerChannel, BufferManagerSnapshot};
 use crate::channel_state_persister::NO_CHECKPOINT;
 use crate::error::{ChannelError, DeclineReason, Result};
+use crate::ids::CheckpointId;
+use crate::input_channel_info::InputChannelInfo;
 use crate::local_input_channel::LocalInputChannel;
-use crate::network_buffer::{BufferKind, BufferSnapshot, CheckpointId, DataType, NetworkBuffer};
-use crate::recoverable_input_channel::{
-    BufferAndAvailability, ChannelContext, FutureStatus, InputChannelInfo, RecoverableInputChannel, StateConsumedFuture,
-};
+use crate::network_buffer::{BufferKind, BufferSnapshot, DataType, NetworkBuffer};
+use crate::recoverable_input_channel::{ChannelContext, FutureStatus, RecoverableInputChannel, StateConsumedFuture};
 use crate::remote_input_channel::RemoteInputChannel;
 use crate::result_subpartition::ResultSubpartition;
-use crate::single_input_gate::InputChannelHandle;
 use crate::sync::{Arc, AtomicBool, Mutex, Ordering};
 
 /// Which physical channel a [`RecoveredInputChannel`] turns into.
@@ -78,6 +78,17 @@ struct ReceivedBuffers {
     last_stopped_checkpoint_id: CheckpointId,
     /// `bufferFilteringCompleteFuture`: `finishReadRecoveredState` ran.
     finished: bool,
+}
+
+/// What `toInputChannel` makes: Flink returns the physical `InputChannel`, and the gate puts it
+/// in its channel array. The gate's `InputChannelHandle` names this class, so the conversion
+/// returns the physical kinds alone and the gate wraps them.
+#[derive(Debug, Clone)]
+pub enum PhysicalInputChannel {
+    /// A `LocalInputChannel`.
+    Local(Arc<LocalInputChannel>),
+    /// A `RemoteInputChannel`.
+    Remote(Arc<RemoteInputChannel>),
 }
 
 /// Mirrors Flink's `RecoveredInputChannel`.
@@ -232,7 +243,7 @@ impl RecoveredInputChannel {
     /// `EndOfFetchedChannelStateEvent` sentinel directly through `on_recovered_state_buffer`,
     /// never through `finish_recovered_buffer_delivery`, which would wait for an upstream that
     /// only this thread can request (bug B5). Without: the queue must be empty.
-    pub fn to_input_channel(&self, needs_recovery: bool) -> Result<InputChannelHandle> {
+    pub fn to_input_channel(&self, needs_recovery: bool) -> Result<PhysicalInputChannel> {
         let (queued, last_stopped) = {
             let mut state = self.received_buffers.lock();
             if self.shared.released.load(Ordering::SeqCst) {
@@ -250,14 +261,14 @@ impl RecoveredInputChannel {
                 state.last_stopped_checkpoint_id,
             )
         };
-        let (handle, channel): (InputChannelHandle, Arc<dyn RecoverableInputChannel>) = match &self.kind {
+        let (handle, channel): (PhysicalInputChannel, Arc<dyn RecoverableInputChannel>) = match &self.kind {
             RecoveredChannelKind::Local { partition } => {
                 let channel = LocalInputChannel::new(self.context.clone(), Arc::clone(partition), needs_recovery);
-                (InputChannelHandle::Local(Arc::clone(&channel)), channel)
+                (PhysicalInputChannel::Local(Arc::clone(&channel)), channel)
             }
             RecoveredChannelKind::Remote => {
                 let channel = RemoteInputChannel::new(self.context.clone(), needs_recovery);
-                (InputChannelHandle::Remote(Arc::clone(&channel)), channel)
+                (PhysicalInputChannel::Remote(Arc::clone(&channel)), channel)
             }
         };
         if let Err(error) = channel.setup() {
@@ -290,7 +301,7 @@ impl RecoveredInputChannel {
     /// (`toInputChannelInternal(ArrayDeque<Buffer>)`); a remote channel is then set up. Also
     /// returns whether the new channel has buffers in use (`getBuffersInUseCount() > 0`), for
     /// the gate to queue it.
-    pub fn to_input_channel_migrating(&self) -> Result<(InputChannelHandle, bool)> {
+    pub fn to_input_channel_migrating(&self) -> Result<(PhysicalInputChannel, bool)> {
         let (queued, last_stopped) = {
             let mut state = self.received_buffers.lock();
             if !state.finished {
@@ -301,17 +312,18 @@ impl RecoveredInputChannel {
                 state.last_stopped_checkpoint_id,
             )
         };
-        let (handle, in_use, channel): (InputChannelHandle, bool, Arc<dyn RecoverableInputChannel>) = match &self.kind {
+        let (handle, in_use, channel): (PhysicalInputChannel, bool, Arc<dyn RecoverableInputChannel>) = match &self.kind
+        {
             RecoveredChannelKind::Local { partition } => {
                 let channel = LocalInputChannel::with_migrated(self.context.clone(), Arc::clone(partition), queued);
                 let in_use = channel.buffers_in_use_count() > 0;
-                (InputChannelHandle::Local(Arc::clone(&channel)), in_use, channel)
+                (PhysicalInputChannel::Local(Arc::clone(&channel)), in_use, channel)
             }
             RecoveredChannelKind::Remote => {
                 let channel = RemoteInputChannel::with_migrated(self.context.clone(), queued);
                 channel.setup()?;
                 let in_use = channel.buffers_in_use_count() > 0;
-                (InputChannelHandle::Remote(Arc::clone(&channel)), in_use, channel)
+                (PhysicalInputChannel::Remote(Arc::clone(&channel)), in_use, channel)
             }
         };
         channel.checkpoint_stopped(last_stopped);

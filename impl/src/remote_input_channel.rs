@@ -22,20 +22,23 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+use crate::buffer_and_availability::BufferAndAvailability;
 use crate::buffer_manager::{BufferManager, BufferManagerChannel, BufferManagerSnapshot};
 use crate::channel_state_persister::{ChannelStatePersister, ChannelStatePersisterSnapshot, NO_CHECKPOINT};
 use crate::credit_based_sequence_numbering_view_reader::PartitionRequest;
 use crate::error::{ChannelError, Result};
 use crate::event_log::{self, Event};
+use crate::ids::CheckpointId;
+use crate::input_channel_info::InputChannelInfo;
+use crate::input_channels_with_data::InputChannelsWithData;
 use crate::netty_message::ResumeConsumption;
-use crate::network_buffer::{BufferKind, BufferSnapshot, CheckpointId, DataType, NetworkBuffer};
+use crate::network_buffer::{BufferKind, BufferSnapshot, DataType, NetworkBuffer};
 use crate::pause_point::{self, PausePoint};
 use crate::prioritized_deque::PrioritizedDeque;
 use crate::recoverable_input_channel::{
-    BufferAndAvailability, Cause, ChannelContext, ChannelSnapshot, FutureStatus, InputChannelInfo,
-    RecoverableInputChannel, RecoveryQueue, StateConsumedFuture, collect_pre_recovery_barrier,
+    Cause, ChannelContext, FutureStatus, RecoverableInputChannel, RecoveryQueue, StateConsumedFuture,
+    collect_pre_recovery_barrier,
 };
-use crate::single_input_gate::InputChannelsWithData;
 use crate::sync::{Arc, AtomicBool, AtomicI32, AtomicU32, AtomicU64, Latch, Mutex, Ordering};
 
 /// Flink's `NONE` subpartition id of recovered elements.
@@ -765,31 +768,9 @@ impl RecoverableInputChannel for RemoteInputChannel {
     fn on_recovered_state_buffer(&self, buffer: NetworkBuffer) -> Result<()> {
         let appended = {
             let mut state = self.received_buffers.lock();
-            let snapshot = buffer.snapshot();
-            // `releaseAllResources` sets the flag outside this lock: the read and the append
-            // are one step of the event log's order, as the release's store is.
-            event_log::record_atomic(
-                || {
-                    if self.shared.released.load(Ordering::SeqCst) {
-                        Err((buffer, None))
-                    } else {
-                        state
-                            .append_recovered_buffer(buffer)
-                            .map_err(|(buffer, error)| (buffer, Some(error)))
-                    }
-                },
-                |appended| {
-                    Some(Event::OnRecoveredStateBuffer {
-                        channel: self.context.channel_info,
-                        buffer: snapshot,
-                        outcome: match appended {
-                            Ok(_) => Ok(true),
-                            Err((_, None)) => Ok(false),
-                            Err((_, Some(error))) => Err(error.clone()),
-                        },
-                    })
-                },
-            )
+            event_log::on_recovered_state_buffer(self.context.channel_info, &self.shared.released, buffer, |buffer| {
+                state.append_recovered_buffer(buffer)
+            })
         };
         match appended {
             Ok(was_empty) => {
@@ -811,27 +792,13 @@ impl RecoverableInputChannel for RemoteInputChannel {
         self.upstream_ready.wait();
         let was_empty = {
             let mut state = self.received_buffers.lock();
-            // The release flag is read in the event log's order (see `on_recovered_state_buffer`).
-            let appended = event_log::record_atomic(
-                || {
-                    if self.shared.released.load(Ordering::SeqCst) {
-                        // A released channel appends nothing.
-                        Ok(false)
-                    } else if !state.in_recovery {
-                        Err(ChannelError::illegal_state("Recovery delivery already finished."))
-                    } else {
-                        let sentinel = NetworkBuffer::event(BufferKind::EndOfFetchedChannelState);
-                        state.append_recovered_buffer(sentinel).map_err(|(_, error)| error)
-                    }
-                },
-                |appended| {
-                    Some(Event::FinishRecoveredBufferDelivery {
-                        channel: self.context.channel_info,
-                        outcome: appended.as_ref().map(|_| ()).map_err(Clone::clone),
-                    })
-                },
-            );
-            appended?
+            let in_recovery = state.in_recovery;
+            event_log::finish_recovered_buffer_delivery(
+                self.context.channel_info,
+                &self.shared.released,
+                in_recovery,
+                |sentinel| state.append_recovered_buffer(sentinel),
+            )?
         };
         if was_empty {
             self.context.gate.notify_channel_non_empty(self.channel_index());
@@ -842,23 +809,14 @@ impl RecoverableInputChannel for RemoteInputChannel {
     fn insert_recovery_checkpoint_barrier_if_in_recovery(&self, checkpoint_id: CheckpointId) -> Result<()> {
         let was_empty = {
             let mut state = self.received_buffers.lock();
-            // The release flag is read in the event log's order (see `on_recovered_state_buffer`).
-            let inserted = event_log::record_atomic(
-                || {
-                    if self.shared.released.load(Ordering::SeqCst) || !state.in_recovery {
-                        return Ok(false);
-                    }
-                    let barrier = NetworkBuffer::event(BufferKind::RecoveryCheckpointBarrier(checkpoint_id));
-                    state.append_recovered_buffer(barrier).map_err(|(_, error)| error)
-                },
-                |_| {
-                    Some(Event::InsertRecoveryCheckpointBarrierIfInRecovery {
-                        channel: self.context.channel_info,
-                        checkpoint_id,
-                    })
-                },
-            );
-            inserted?
+            let in_recovery = state.in_recovery;
+            event_log::insert_recovery_checkpoint_barrier_if_in_recovery(
+                self.context.channel_info,
+                &self.shared.released,
+                in_recovery,
+                checkpoint_id,
+                |barrier| state.append_recovered_buffer(barrier),
+            )?
         };
         if was_empty {
             self.context.gate.notify_channel_non_empty(self.channel_index());
@@ -1058,9 +1016,5 @@ impl RecoverableInputChannel for RemoteInputChannel {
 
     fn is_released(&self) -> bool {
         self.shared.released.load(Ordering::SeqCst)
-    }
-
-    fn channel_snapshot(&self) -> ChannelSnapshot {
-        ChannelSnapshot::Remote(self.snapshot())
     }
 }

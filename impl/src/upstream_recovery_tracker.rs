@@ -9,7 +9,7 @@
 use std::collections::BTreeSet;
 
 use crate::error::{ChannelError, Result};
-use crate::recoverable_input_channel::InputChannelInfo;
+use crate::input_channel_info::InputChannelInfo;
 use crate::sync::Mutex;
 
 /// The calls `UpstreamRecoveryTrackerImpl` makes on its `InputGate`.

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use loom::sync::atomic::{AtomicUsize, Ordering};
 use loom::thread;
 use recovery_impl::completable_future::CompletableFuture;
-use recovery_impl::single_input_gate::InputChannelsWithData;
+use recovery_impl::input_channels_with_data::InputChannelsWithData;
 
 #[test]
 fn then_run_racing_complete_runs_once() {

@@ -13,10 +13,11 @@ use std::sync::Arc;
 use loom::thread;
 use recovery_impl::buffer_pool::{LocalBufferPool, NetworkBufferPool};
 use recovery_impl::channel_state_persister::ChannelStateWriter;
+use recovery_impl::input_channels_with_data::ChannelPoll;
 use recovery_impl::local_input_channel::LocalInputChannel;
 use recovery_impl::remote_input_channel::RemoteInputChannel;
 use recovery_impl::result_subpartition::ResultSubpartition;
-use recovery_impl::single_input_gate::{ChannelPoll, InputChannelHandle, SingleInputGate};
+use recovery_impl::single_input_gate::{InputChannelHandle, SingleInputGate};
 use recovery_impl::{BufferId, BufferKind, NetworkBuffer, RecoverableInputChannel};
 
 fn event(id: u32) -> NetworkBuffer {

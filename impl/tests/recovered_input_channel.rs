@@ -6,10 +6,10 @@ mod common;
 use std::sync::Arc;
 
 use common::{Fixture, data};
-use recovery_impl::recoverable_input_channel::{ChannelSnapshot, FutureStatus};
+use recovery_impl::recoverable_input_channel::FutureStatus;
 use recovery_impl::recovered_input_channel::{RecoveredChannelKind, RecoveredInputChannel};
 use recovery_impl::result_subpartition::ResultSubpartition;
-use recovery_impl::single_input_gate::InputChannelHandle;
+use recovery_impl::single_input_gate::{ChannelSnapshot, InputChannelHandle};
 use recovery_impl::{BufferId, BufferKind, ChannelError, DeclineReason};
 
 fn recovered(fixture: &Fixture, kind: RecoveredChannelKind) -> Arc<RecoveredInputChannel> {
@@ -212,7 +212,7 @@ fn migration_moves_the_leftovers_and_the_sentinel_into_the_remote_channel_renumb
     let ids = read_two_buffers(&channel);
     // The task polls the first buffer from the recovered channel: i32::MIN.
     let first = fixture.gate.poll_channel().unwrap();
-    let recovery_impl::single_input_gate::ChannelPoll::Buffer { next, .. } = first else {
+    let recovery_impl::input_channels_with_data::ChannelPoll::Buffer { next, .. } = first else {
         panic!("expected a buffer, got {first:?}");
     };
     assert_eq!((next.buffer.id(), next.sequence_number), (ids[0], i32::MIN));

@@ -1,13 +1,15 @@
-//! The `conform` and `replay` subcommands of `cdr`.
+//! The `conform`, `replay`, `traces` and `serve-driver` subcommands of `cdr`: arguments, output
+//! files, progress and reports around the library's `conformance::conform` and `replay`.
 
-use crate::conform::{ConformOptions, ConformReport, conform_edges, conform_random};
-use crate::driver::{Driver, DriverError, ModelDriver};
-use crate::impl_driver::ImplDriver;
-use crate::protocol::{Capabilities, PROTOCOL_VERSION, ProcessDriver, all_features, serve};
-use crate::replay::{Divergence, ReplayError, replay as replay_trace};
-use crate::trace::Trace;
+use crate::task_conform_cmd;
 use crate::{junit, progress};
 use clap::Args;
+use conformance::conform::{ConformOptions, ConformReport, conform_edges, conform_random};
+use conformance::driver::{Driver, DriverError, ModelDriver};
+use conformance::impl_driver::ImplDriver;
+use conformance::protocol::{ProcessDriver, impl_capabilities, serve};
+use conformance::replay::{Divergence, ReplayError, replay as replay_trace};
+use conformance::trace::Trace;
 use recovery_model::config::preset_names;
 use recovery_model::{Action, ModelConfig, RecoveryModel, Variant, preset};
 use std::path::{Path, PathBuf};
@@ -88,73 +90,12 @@ pub fn check_output(path: &Path, create: bool) -> Result<(), String> {
     crate::junit::check_writable(path)
 }
 
-/// `traces` of a task-level preset: one task-level trace file per line (`cdr replay` reads each).
-fn task_traces(args: &TracesArgs) -> ExitCode {
-    if args.format == TraceFormat::Itf {
-        return usage_error("--format itf is not available for the task level: its traces are written as JSON lines");
-    }
-    if args.random == Some(0) {
-        return usage_error("--random needs at least one walk");
-    }
-    if let Err(e) = check_output(&args.out, false) {
-        return usage_error(e);
-    }
-    let traces = match crate::task_conform::task_traces(&args.preset, args.random, args.seed) {
-        Ok(t) => t,
-        Err(e) => return usage_error(e),
-    };
-    let lines: Vec<String> = traces
-        .iter()
-        .map(|t| serde_json::to_string(t).expect("a trace serializes"))
-        .collect();
-    if let Err(e) = std::fs::write(&args.out, lines.join("\n") + "\n") {
-        return usage_error(format!("cannot write {}: {e}", args.out.display()));
-    }
-    println!("wrote {} traces to {}", traces.len(), args.out.display());
-    ExitCode::SUCCESS
-}
-
 /// `--save` (its default's directory is made) and `--junit` can be written.
-fn check_conform_outputs(args: &ConformArgs) -> Result<(), String> {
+pub(crate) fn check_conform_outputs(args: &ConformArgs) -> Result<(), String> {
     check_output(&args.save, args.save == Path::new(DEFAULT_SAVE))?;
     match &args.junit {
         Some(path) => check_output(path, false),
         None => Ok(()),
-    }
-}
-
-/// `conform` of a task-level preset: impl/'s `StreamTask` in this process, one job.
-fn conform_task_level(preset: &str, args: &ConformArgs) -> ExitCode {
-    let not_here = [
-        (args.driver_cmd.is_some(), "--driver-cmd"),
-        (args.shard.is_some(), "--shard"),
-    ];
-    if let Some((_, flag)) = not_here.iter().find(|(given, _)| *given) {
-        return usage_error(format!(
-            "{flag} is not available for the task level: its traces replay against impl/'s StreamTask in this process"
-        ));
-    }
-    if args.random == Some(0) {
-        return usage_error("--random needs at least one walk");
-    }
-    if let Err(e) = check_conform_outputs(args) {
-        return usage_error(e);
-    }
-    match crate::task_conform::conform_task(preset, args.random, args.seed) {
-        Ok(report) => {
-            if let Some(path) = &args.junit {
-                let case = junit::task_conform_case(&report, args.require_complete);
-                if let Err(e) = junit::write(path, vec![junit::suite_of("conform", case)]) {
-                    eprintln!("error: {e}");
-                    return ExitCode::from(2);
-                }
-            }
-            crate::task_conform::finish(&report, args.json, &args.save, args.require_complete)
-        }
-        Err(e) => {
-            eprintln!("error: {e}\nno verdict: the harness failed, not the implementation");
-            ExitCode::from(2)
-        }
     }
 }
 
@@ -221,17 +162,6 @@ pub struct TracesArgs {
 #[derive(Args, Debug)]
 pub struct ServeArgs {}
 
-/// The hello of impl/ served over the protocol: every action and feature, nothing unobserved.
-pub fn impl_capabilities() -> Capabilities {
-    Capabilities {
-        name: "impl".into(),
-        protocol: PROTOCOL_VERSION,
-        actions: Action::KINDS.iter().map(|k| k.to_string()).collect(),
-        features: all_features(),
-        unobserved: Vec::new(),
-    }
-}
-
 /// A driver of `cfg`: impl/ in this process, or the `--driver-cmd` process, with a watchdog
 /// of `watchdog` seconds.
 pub fn make_driver(cfg: &ModelConfig, driver_cmd: Option<&str>, watchdog: u64) -> Result<Box<dyn Driver>, DriverError> {
@@ -248,7 +178,7 @@ pub fn make_driver(cfg: &ModelConfig, driver_cmd: Option<&str>, watchdog: u64) -
 pub fn traces(args: TracesArgs) -> ExitCode {
     use std::io::Write;
     if recovery_model::task_level::config::find_task_preset(&args.preset).is_some() {
-        return task_traces(&args);
+        return task_conform_cmd::traces(&args);
     }
     let Some(cfg) = preset(&args.preset) else {
         return usage_error(format!(
@@ -271,13 +201,13 @@ pub fn traces(args: TracesArgs) -> ExitCode {
     let model = RecoveryModel::new(cfg, Variant::Fixed);
     let walks: Box<dyn Iterator<Item = Vec<Action>>> = match args.random {
         None => {
-            let graph = crate::generate::Graph::explore(&model);
+            let graph = conformance::generate::Graph::explore(&model);
             Box::new(graph.edge_cover().map(|t| t.actions).collect::<Vec<_>>().into_iter())
         }
         Some(n) => {
-            let mut rng = crate::generate::SplitMix64::new(args.seed);
+            let mut rng = conformance::generate::SplitMix64::new(args.seed);
             let m = model.clone();
-            Box::new((0..n).map(move |_| crate::generate::random_walk(&m, &mut rng, 10_000).0))
+            Box::new((0..n).map(move |_| conformance::generate::random_walk(&m, &mut rng, 10_000).0))
         }
     };
     let bar = progress::counter(progress::wanted(false), "traces written");
@@ -294,7 +224,7 @@ pub fn traces(args: TracesArgs) -> ExitCode {
         });
         let line = match args.format {
             TraceFormat::Jsonl => serde_json::to_string(&trace).expect("a trace serializes"),
-            TraceFormat::Itf => match crate::itf::from_trace(&trace) {
+            TraceFormat::Itf => match conformance::itf::from_trace(&trace) {
                 Ok(v) => v.to_string(),
                 Err(e) => return usage_error(e),
             },
@@ -331,7 +261,7 @@ pub fn serve_driver(_args: ServeArgs) -> ExitCode {
     }
 }
 
-fn usage_error(msg: impl std::fmt::Display) -> ExitCode {
+pub(crate) fn usage_error(msg: impl std::fmt::Display) -> ExitCode {
     eprintln!("error: {msg}");
     ExitCode::from(2)
 }
@@ -411,7 +341,7 @@ pub fn conform(args: ConformArgs) -> ExitCode {
         .as_deref()
         .filter(|p| recovery_model::task_level::config::find_task_preset(p).is_some())
     {
-        return conform_task_level(preset, &args);
+        return task_conform_cmd::conform(preset, &args);
     }
     // The same resolution and validation as `check`: a preset, or a config file.
     let setup = match crate::setup::load(
@@ -453,9 +383,10 @@ pub fn conform(args: ConformArgs) -> ExitCode {
     };
     let factory = factory(args.driver_cmd.as_deref());
     let bar = progress::counter(progress::wanted(args.json), "traces");
+    let on_trace = || bar.inc(1);
     let result = match args.random {
-        Some(n) => conform_random(&model, &factory, n, args.seed, opts, &bar),
-        None => conform_edges(&model, &factory, opts, &bar),
+        Some(n) => conform_random(&model, &factory, n, args.seed, opts, &on_trace),
+        None => conform_edges(&model, &factory, opts, &on_trace),
     };
     bar.finish_and_clear();
     let report = match result {
@@ -503,13 +434,15 @@ pub fn conform(args: ConformArgs) -> ExitCode {
 pub fn replay(args: ReplayArgs) -> ExitCode {
     let trace = match Trace::read(&args.file) {
         Ok(t) => t,
-        Err(crate::trace::TraceError::WrongModel { found }) if found == crate::task_conform::TASK_MODEL_NAME => {
+        Err(conformance::trace::TraceError::WrongModel { found })
+            if found == conformance::task_conform::TASK_MODEL_NAME =>
+        {
             if args.driver_cmd.is_some() {
                 return usage_error(
                     "--driver-cmd is not available for the task level: its traces replay against impl/'s StreamTask in this process",
                 );
             }
-            return crate::task_conform::replay_file(&args.file, args.json);
+            return task_conform_cmd::replay(&args.file, args.json);
         }
         Err(e) => return usage_error(format!("{}: {e}", args.file.display())),
     };

@@ -2,7 +2,7 @@
 //! per preset of a conformance run. Written with `quick-junit`; `--junit FILE` on `check`,
 //! `conform` and `variants --check`.
 
-use crate::conform::ConformReport;
+use conformance::conform::ConformReport;
 use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
 use recovery_model::check::{CheckReport, Status};
 use std::path::Path;
@@ -87,7 +87,7 @@ pub fn conform_case(preset: &str, r: &ConformReport, require_complete: bool) -> 
 
 /// The test case of a task-level conformance run: failing on a divergence, or (with
 /// `require_complete`) on an edge or action kind not replayed.
-pub fn task_conform_case(r: &crate::task_conform::TaskConformReport, require_complete: bool) -> TestCase {
+pub fn task_conform_case(r: &conformance::task_conform::TaskConformReport, require_complete: bool) -> TestCase {
     let mut problems = Vec::new();
     if let Some(d) = &r.divergence {
         problems.push(format!("divergence at step {}: {}", d.step, d.first_difference));

@@ -2,6 +2,7 @@
 //! what changed), the state after the last step, and how to open the same path in Explorer.
 
 use crate::setup::Setup;
+use conformance::trace::deep_link;
 use recovery_model::check::{AcyclicBy, CheckReport, Status};
 use recovery_model::format;
 use recovery_model::{Action, RecoveryModel};
@@ -40,13 +41,6 @@ pub fn step_table(model: &RecoveryModel, actions: &[Action]) -> String {
         }
     }
     out
-}
-
-/// The Explorer page of `actions` on a server at `base` (`http://127.0.0.1:3000/`): the deep
-/// link that opens on the path's last state.
-pub fn deep_link(model: &RecoveryModel, actions: &[Action], base: &str) -> Result<String, String> {
-    let fragment = crate::trace::explorer_fragment(model, actions).map_err(|e| e.to_string())?;
-    Ok(format!("{base}{fragment}"))
 }
 
 /// One counterexample for the terminal: heading, step table, last state, Explorer hint.
