@@ -128,6 +128,8 @@ properties! {
         recovered_data_on_a_lending_channel_sits_in_a_lent_buffer;
     DeclinedCheckpointPersistsNothing: Always, "no channel persists for a checkpoint the task declined",
         no_channel_persists_for_a_declined_checkpoint;
+    SubsumedOnlyByNewer: Always, "a checkpoint is subsumed only by a newer one",
+        a_checkpoint_is_subsumed_only_by_a_newer_one;
     // --- liveness ---
     RecoveryCompletes: Eventually, "recovery completes unless released", recovery_completes;
     AllLiveDataDelivered: Eventually, "all live data is delivered", all_live_data_delivered;
@@ -721,6 +723,22 @@ fn no_channel_persists_for_a_declined_checkpoint(_: &RecoveryModel, s: &State) -
                 s.checkpoints.get(p.last_seen_barrier as usize - 1),
                 Some(CheckpointStatus::DeclinedMissingBarrier | CheckpointStatus::DeclinedLaterBarrier)
             )
+    })
+}
+
+/// `CHECKPOINT_SUBSUMED` means a newer checkpoint overtook this one: the barrier handler
+/// triggered a later one, or a channel saw a later barrier (`ChannelStatePersister`'s
+/// `lastSeenBarrier`, a remote channel's `lastBarrierId`).
+fn a_checkpoint_is_subsumed_only_by_a_newer_one(_: &RecoveryModel, s: &State) -> bool {
+    s.checkpoints.iter().enumerate().all(|(i, status)| {
+        let k = i as i8 + 1;
+        *status != CheckpointStatus::Subsumed
+            || s.checkpoints[i + 1..]
+                .iter()
+                .any(|c| *c != CheckpointStatus::NotTriggered)
+            || s.channels
+                .iter()
+                .any(|ch| ch.persister.last_seen_barrier > k || ch.last_barrier.0 > k)
     })
 }
 

@@ -5,6 +5,7 @@
 
 use crate::action::Action;
 use crate::action::Thread;
+use crate::channel_state_persister::PersistStatus;
 use crate::config::{ChannelKind, Delivery, ModelConfig};
 use crate::model::{GatePolling, RecoveryModel};
 use crate::recoverable_input_channel::{self as rc, Declined};
@@ -270,10 +271,14 @@ impl RecoveryModel {
             Err(Declined::LaterBarrier) => return abort(s, cp, CheckpointStatus::DeclinedLaterBarrier, variant),
         };
         let ch = s.ch_mut(c);
-        if ch
-            .persister
-            .start_persisting(cp, &known, &mut ch.ghost_persisted)
-            .is_err()
+        let older_seen = variant == Variant::SubsumedByOlderBarrier
+            && ch.persister.status == PersistStatus::BarrierReceived
+            && ch.persister.last_seen_barrier < cp as i8;
+        if older_seen
+            || ch
+                .persister
+                .start_persisting(cp, &known, &mut ch.ghost_persisted)
+                .is_err()
         {
             return abort(s, cp, CheckpointStatus::Subsumed, variant);
         }

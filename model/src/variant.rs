@@ -82,6 +82,9 @@ pub enum Variant {
     /// `abortInternal` does not stop persisting: the channels that started a declined checkpoint
     /// keep its window open.
     DeclineKeepsPersisting,
+    /// `startPersisting` throws `CHECKPOINT_SUBSUMED` when the barrier the persister last saw is
+    /// older than the checkpoint starting (the comparison turned round).
+    SubsumedByOlderBarrier,
 }
 
 /// One row of the bug zoo: the variant, the bug it reintroduces, the property that catches it
@@ -277,6 +280,13 @@ pub const VARIANTS: &[VariantInfo] = &[
         bug: "a declined checkpoint does not stop persisting on the channels that started it",
         property: PropertyId::DeclinedCheckpointPersistsNothing,
         preset: "no-trigger",
+    },
+    VariantInfo {
+        variant: Variant::SubsumedByOlderBarrier,
+        name: "subsumed-by-older-barrier",
+        bug: "startPersisting declines a checkpoint as subsumed when the barrier its channel last saw is older",
+        property: PropertyId::SubsumedOnlyByNewer,
+        preset: "subsume",
     },
 ];
 
