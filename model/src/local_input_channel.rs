@@ -65,7 +65,11 @@ pub fn get_next_buffer(ch: &mut Channel, variant: Variant) -> Result<Option<Poll
         return Ok(None);
     }
     let payload = poll_view(ch);
-    let seq = ch.producer.next_seq - 1;
+    let seq = if variant == Variant::LocalPollMisnumbersLive {
+        ch.producer.next_seq
+    } else {
+        ch.producer.next_seq - 1
+    };
     ch.persister.check_for_barrier(payload);
     ch.persister.maybe_persist(payload, &mut ch.ghost_persisted);
     Ok(Some(Polled {

@@ -130,6 +130,8 @@ properties! {
         no_channel_persists_for_a_declined_checkpoint;
     SubsumedOnlyByNewer: Always, "a checkpoint is subsumed only by a newer one",
         a_checkpoint_is_subsumed_only_by_a_newer_one;
+    LiveNumbersFromTheProducer: Always, "live elements carry the numbers their producer gave them",
+        live_elements_carry_the_numbers_their_producer_gave_them;
     // --- liveness ---
     RecoveryCompletes: Eventually, "recovery completes unless released", recovery_completes;
     AllLiveDataDelivered: Eventually, "all live data is delivered", all_live_data_delivered;
@@ -739,6 +741,23 @@ fn a_checkpoint_is_subsumed_only_by_a_newer_one(_: &RecoveryModel, s: &State) ->
             || s.channels
                 .iter()
                 .any(|ch| ch.persister.last_seen_barrier > k || ch.last_barrier.0 > k)
+    })
+}
+
+/// A live element's sequence number is the one its producer gave it when it left the
+/// subpartition (a local view's poll, the server's `BufferResponse`): below the producer's next
+/// number, and each delivered once.
+fn live_elements_carry_the_numbers_their_producer_gave_them(_: &RecoveryModel, s: &State) -> bool {
+    s.channels.iter().all(|ch| {
+        let mut seen: SmallVec<[i32; 8]> = SmallVec::new();
+        ch.ghost_delivered
+            .iter()
+            .filter(|d| !d.payload.is_recovery_element())
+            .all(|d| {
+                let fresh = !seen.contains(&d.seq);
+                seen.push(d.seq);
+                fresh && d.seq < ch.producer.next_seq
+            })
     })
 }
 

@@ -85,6 +85,9 @@ pub enum Variant {
     /// `startPersisting` throws `CHECKPOINT_SUBSUMED` when the barrier the persister last saw is
     /// older than the checkpoint starting (the comparison turned round).
     SubsumedByOlderBarrier,
+    /// A local channel's poll of its view returns the view's next sequence number instead of
+    /// the one of the element it polled.
+    LocalPollMisnumbersLive,
 }
 
 /// One row of the bug zoo: the variant, the bug it reintroduces, the property that catches it
@@ -287,6 +290,13 @@ pub const VARIANTS: &[VariantInfo] = &[
         bug: "startPersisting declines a checkpoint as subsumed when the barrier its channel last saw is older",
         property: PropertyId::SubsumedOnlyByNewer,
         preset: "subsume",
+    },
+    VariantInfo {
+        variant: Variant::LocalPollMisnumbersLive,
+        name: "local-poll-misnumbers-live",
+        bug: "a local channel's poll returns the view's next sequence number instead of the polled element's",
+        property: PropertyId::LiveNumbersFromTheProducer,
+        preset: "tiny",
     },
 ];
 
