@@ -14,7 +14,6 @@ use conformance::validate::{Step, steps, validate};
 use recovery_impl::buffer_pool::{LocalBufferPool, NetworkBufferPool};
 use recovery_impl::channel_state_persister::ChannelStateWriter;
 use recovery_impl::event_log::{Event, EventLog, Recorded, Recorder, set_thread_recorder};
-use recovery_impl::fetched_channel_state_drainer::FetchedChannelStateDrainer;
 use recovery_impl::local_input_channel::LocalInputChannel;
 use recovery_impl::recoverable_input_channel::FutureStatus;
 use recovery_impl::result_subpartition::ResultSubpartition;
@@ -94,10 +93,7 @@ fn run(cfg: &ModelConfig, seed: u64) -> Run {
     });
 
     // IO thread: the drainer's program, every channel's recovered buffers, then the sentinels.
-    // FetchedChannelStateDrainer's lock: the trigger's insertions are one critical section.
-    let drainer = Arc::new(FetchedChannelStateDrainer::new());
     let (io_channels, io_cfg, io_recorder) = (channels.clone(), cfg.clone(), recorder());
-    let io_drainer = Arc::clone(&drainer);
     let io_done = Arc::new(AtomicBool::new(false));
     let io_flag = Arc::clone(&io_done);
     let io = thread::Builder::new().name("io".into()).spawn(move || {
@@ -108,8 +104,7 @@ fn run(cfg: &ModelConfig, seed: u64) -> Run {
                 jitter(&mut rng);
                 let payload = payload_of(c as u8, &Item::Known(Payload::Recovered(i)));
                 let id = BufferId(60_000 + 100 * c as u32 + i as u32);
-                io_drainer
-                    .deliver(&**ch, NetworkBuffer::unpooled(id, BufferKind::Data, payload))
+                ch.on_recovered_state_buffer(NetworkBuffer::unpooled(id, BufferKind::Data, payload))
                     .unwrap();
             }
         }
@@ -136,7 +131,6 @@ fn run(cfg: &ModelConfig, seed: u64) -> Run {
     // gate must wake it); before that nothing has to arrive, so it polls. Then it blocks once
     // more, unrecorded, until the gate's close wakes it with nothing.
     let (task_gate, task_channels, task_recorder) = (Arc::clone(&gate), channels.clone(), recorder());
-    let task_drainer = Arc::clone(&drainer);
     let expected_live: usize = cfg.channels.iter().map(|cc| cc.upstream.len() + 1).sum();
     let (finished, task_finished) = mpsc::channel();
     let task = thread::Builder::new().name("task".into()).spawn(move || {
@@ -177,12 +171,9 @@ fn run(cfg: &ModelConfig, seed: u64) -> Run {
                         triggered = true;
                         // The recovery trigger inserts on every channel, then the gate starts
                         // the checkpoint channel by channel until one throws.
-                        task_drainer
-                            .snapshot_and_insert_barriers(
-                                task_channels.iter().map(|ch| &**ch as &dyn RecoverableInputChannel),
-                                cp as i64,
-                            )
-                            .unwrap();
+                        for ch in &task_channels {
+                            ch.insert_recovery_checkpoint_barrier_if_in_recovery(cp as i64).unwrap();
+                        }
                         for ch in &task_channels {
                             if ch.checkpoint_started(cp as i64).is_err() {
                                 ended = true;

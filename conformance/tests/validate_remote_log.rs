@@ -20,7 +20,6 @@ use recovery_impl::credit_based_sequence_numbering_view_reader::{
     BufferResponse, CreditBasedSequenceNumberingViewReader,
 };
 use recovery_impl::event_log::{Event, EventLog, Recorded, Recorder, set_thread_recorder};
-use recovery_impl::fetched_channel_state_drainer::FetchedChannelStateDrainer;
 use recovery_impl::input_channel_info::InputChannelInfo;
 use recovery_impl::local_input_channel::LocalInputChannel;
 use recovery_impl::netty_message::ResumeConsumption;
@@ -198,11 +197,8 @@ fn run(cfg: &ModelConfig, seed: u64) -> Run {
 
     // IO: the drainer's program (drainer delivery only).
     let io_done = Arc::new(AtomicBool::new(cfg.delivery == Delivery::Conversion));
-    // FetchedChannelStateDrainer's lock: the trigger's insertions are one critical section.
-    let drainer = Arc::new(FetchedChannelStateDrainer::new());
     if cfg.delivery == Delivery::Drainer {
         let (gate, cfg, done) = (Arc::clone(&gate), cfg.clone(), Arc::clone(&io_done));
-        let drainer = Arc::clone(&drainer);
         threads.push(spawn("io", &log, move || {
             let mut rng = SplitMix64::new(seed ^ 0x10);
             let channels: Vec<_> = (0..cfg.channels.len())
@@ -213,13 +209,13 @@ fn run(cfg: &ModelConfig, seed: u64) -> Run {
                     jitter(&mut rng);
                     // A local channel's recovered data is in heap memory.
                     if cfg.channels[c].kind == ChannelKind::Local {
-                        drainer.deliver(&**ch, recovered_buffer(c as u8, i)).unwrap();
+                        ch.on_recovered_state_buffer(recovered_buffer(c as u8, i)).unwrap();
                         continue;
                     }
                     match ch.request_recovery_buffer_blocking() {
                         Ok(buffer) => {
                             let buffer = buffer.fill(BufferKind::Data, recovered_payload(c as u8, i));
-                            drainer.deliver(&**ch, buffer).unwrap();
+                            ch.on_recovered_state_buffer(buffer).unwrap();
                         }
                         // A released channel: the model's drainer goes on, pushing into it.
                         Err(ChannelError::Released(_)) => {}
@@ -403,7 +399,6 @@ fn run(cfg: &ModelConfig, seed: u64) -> Run {
     let task_requested = Arc::clone(&partitions_requested);
     let task_released_done = Arc::clone(&released_done);
     let checkpoints = cfg.checkpoints as usize;
-    let task_drainer = Arc::clone(&drainer);
     let task = spawn("task", &log, move || {
         let mut rng = SplitMix64::new(seed ^ 0x30);
         let request_after = if conversion { 0 } else { rng.below(4) };
@@ -471,10 +466,12 @@ fn run(cfg: &ModelConfig, seed: u64) -> Run {
                     triggered = true;
                     // The recovery trigger inserts on every channel, then the gate starts the
                     // checkpoint channel by channel until one throws.
-                    let recoverable: Vec<_> = all.iter().map(|ch| ch.as_recoverable().unwrap()).collect();
-                    task_drainer
-                        .snapshot_and_insert_barriers(recoverable.iter().map(|ch| &**ch), cp as i64)
-                        .unwrap();
+                    for ch in &all {
+                        let recoverable = ch.as_recoverable().unwrap();
+                        recoverable
+                            .insert_recovery_checkpoint_barrier_if_in_recovery(cp as i64)
+                            .unwrap();
+                    }
                     for ch in &all {
                         if ch.checkpoint_started(cp as i64).is_err() {
                             ended = true;

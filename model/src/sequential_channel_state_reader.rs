@@ -51,10 +51,7 @@ impl RecoveryModel {
                 let woken = ch.released || ch.bm.available() > 0;
                 let takes = ch.released || ch.bm.can_request_buffer_blocking(s.pool_of(c));
                 if heap || (ch.upstream_ready && if s.io_waiting { woken } else { takes }) {
-                    // The delivery and its commit wait for the drainer's lock.
-                    if !self.trigger_holds_drainer_lock(s) {
-                        out.push(Action::OnRecoveredStateBuffer { channel: c });
-                    }
+                    out.push(Action::OnRecoveredStateBuffer { channel: c });
                 } else if ch.upstream_ready && !s.io_waiting {
                     out.push(Action::RequestBufferBlocking { channel: c });
                 }
@@ -65,17 +62,6 @@ impl RecoveryModel {
             }
             _ => {}
         }
-    }
-
-    /// Whether the checkpoint trigger is inside `FetchedChannelStateDrainer.snapshotAndInsertBarriers`:
-    /// it has inserted a `RecoveryCheckpointBarrier` into a channel and not yet into the last.
-    /// The insertions and the snapshot of the undrained state are one critical section of the
-    /// drainer's lock, which each delivery (`onRecoveredStateBuffer` with the reader's commit)
-    /// takes too; taking the buffer, reading the spill file and `finishRecoveredBufferDelivery`
-    /// run outside it.
-    fn trigger_holds_drainer_lock(&self, s: &State) -> bool {
-        self.cfg.delivery == Delivery::Drainer
-            && matches!(s.task, TaskPc::Trigger { inserted: false, channel, .. } if channel > 0)
     }
 
     /// Whether the drainer has run its whole program.
