@@ -305,6 +305,15 @@ fn performance_md_counts_the_property_predicates_the_model_has() {
         doc.contains(&format!("the {n} property predicates")),
         "docs/performance.md should say the {n} property predicates"
     );
+    // The reductions section counts the predicates and the channel model's action kinds.
+    let flat = doc.split_whitespace().collect::<Vec<_>>().join(" ");
+    let kinds = recovery_model::Action::KINDS.len();
+    for figure in [
+        format!("leaves all {n} predicates unchanged"),
+        format!("over the {kinds} kinds of action"),
+    ] {
+        assert!(flat.contains(&figure), "docs/performance.md should say \"{figure}\"");
+    }
 }
 
 #[test]
@@ -620,4 +629,52 @@ fn the_traceability_tables_cover_every_action_and_their_counts_are_current() {
         let figure = format!("{level}: {}.", sentence(class_counts(rows)));
         assert!(doc.contains(&figure), "docs/model.md should say \"{figure}\"");
     }
+}
+
+/// docs/model.md's actions table has one row per variant of `Action`, named as in the code.
+#[test]
+fn model_md_s_actions_table_has_a_row_per_action() {
+    let schema = serde_json::to_value(schemars::schema_for!(recovery_model::Action)).unwrap();
+    // Every variant is tagged `"action": "<kebab-case name>"`.
+    fn tags(v: &serde_json::Value, out: &mut Vec<String>) {
+        match v {
+            serde_json::Value::Object(map) => {
+                if let Some(tag) = map.get("properties").and_then(|p| p.get("action")) {
+                    let names = tag.get("const").into_iter().chain(
+                        tag.get("enum")
+                            .into_iter()
+                            .flat_map(|e| e.as_array().into_iter().flatten()),
+                    );
+                    out.extend(names.filter_map(|n| n.as_str().map(str::to_string)));
+                }
+                map.values().for_each(|v| tags(v, out));
+            }
+            serde_json::Value::Array(items) => items.iter().for_each(|v| tags(v, out)),
+            _ => {}
+        }
+    }
+    let mut variants = Vec::new();
+    tags(&schema, &mut variants);
+    variants.sort();
+    variants.dedup();
+    assert_eq!(variants.len(), recovery_model::Action::KINDS.len(), "{variants:?}");
+    let kebab = |name: &str| {
+        let mut out = String::new();
+        for (i, ch) in name.chars().enumerate() {
+            if ch.is_uppercase() && i > 0 {
+                out.push('-');
+            }
+            out.push(ch.to_ascii_lowercase());
+        }
+        out
+    };
+    let mut rows: Vec<String> = table_rows(&model_md(), "| action | thread | Flink method(s)")
+        .iter()
+        .map(|r| kebab(r[0].trim_matches('`')))
+        .collect();
+    rows.sort();
+    assert_eq!(
+        rows, variants,
+        "docs/model.md's actions table and the Action enum differ"
+    );
 }
