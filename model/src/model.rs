@@ -1,8 +1,22 @@
 //! [`RecoveryModel`]: the stateright `Model` tying the components together. Each action's
-//! guard is in the program of the thread that runs it (`task_actions` in task.rs, `io_actions`
-//! in sequential_channel_state_reader.rs, ...) and its effect is a method in the file of the
-//! Flink class it calls, which `action.rs`'s table names. What is left here: the
-//! configuration-wide queries, the initial state, and the order the threads' programs are asked.
+//! guard is in the program of the thread that runs it and its effect is a method in the file of
+//! the Flink class it calls, which `action.rs`'s table names:
+//!
+//! | thread | its program | the effects of its actions |
+//! |---|---|---|
+//! | task | `task_actions`, task.rs | single_input_gate.rs: `ConvertRecoveredInputChannels`, `RequestPartitions`, `GetNextBuffer`, `ClearPendingPriorityEvent`, `RereadPendingPriorityEvent`; task.rs: `InsertRecoveryCheckpointBarrier`, `CheckpointStarted`, `AlignedCheckpointTimeout`; recoverable_input_channel.rs: `OnRecoveredStateConsumed`; remote_input_channel.rs: `EnableNotify` |
+//! | io | `io_actions`, sequential_channel_state_reader.rs | sequential_channel_state_reader.rs: `OnRecoveredStateBuffer`, `RequestBufferBlocking`, `FinishRecoveredBufferDelivery` |
+//! | producer | `producer_actions`, producer.rs | producer.rs: `EmitCheckpointBarrier`, `EmitTimeoutableCheckpointBarrier`, `NotifyPriorityEvent`, `AddBuffer`, `ReleasePartition` |
+//! | netty-server | `netty_server_actions`, producer.rs | producer.rs: `SendBuffer`, `OnAddCredit`, `OnResumeConsumption`, `AnnounceBacklog` |
+//! | netty-client | `netty_client_actions`, remote_input_channel.rs | remote_input_channel.rs: `OnBuffer`, `OnSenderBacklog`, `SendAddCredit`, `SendResumeConsumption`, `OnError` |
+//! | recycler | `recycler_actions`, buffer_manager.rs | buffer_manager.rs: `Recycle`, `ReturnFloatingBuffer` |
+//! | canceler | `canceler_actions`, recoverable_input_channel.rs | recoverable_input_channel.rs: `ReleaseAllResources`, `ReleaseQueuedBuffers`; single_input_gate.rs: `CloseGate` |
+//! | coordinator | `coordinator_actions`, producer.rs | producer.rs: `AbortPendingCheckpoint` |
+//! | the thread that computed the credit | the pending announcement of each thread's program | remote_input_channel.rs: `NotifyBufferAvailable` |
+//!
+//! `model/tests/layout.rs` checks the table against `action.rs` and the sources. What is left
+//! here: the configuration-wide queries, the initial state, and the order the threads'
+//! programs are asked.
 
 use crate::action::{Action, Thread};
 use crate::config::{ChannelConfig, ChannelKind, Delivery, ModelConfig};
