@@ -6,7 +6,7 @@
 //!
 //! Locking contract: like Flink's, the reader is confined to the netty server thread and has
 //! no lock (`&mut self`); it polls the subpartition, whose own lock it takes briefly. Its
-//! `addCredit` is recorded in the [`event_log`](crate::event_log) where it happens (the thread
+//! `addCredit` is recorded in the [`crate::event_log`] where it happens (the thread
 //! owns the reader); what it sends is the subpartition's `pollBuffer` event.
 
 use serde::{Deserialize, Serialize};

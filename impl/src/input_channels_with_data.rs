@@ -186,7 +186,7 @@ impl InputChannelsWithData {
     /// One turn of `waitAndGetNextData` under this lock: `getChannel(false)`, then
     /// `get_next_buffer(channel)` (the channel's `getNextBuffer()`), then `queueChannelUnsafe`
     /// again if it reported more (at the priority head for a priority event), and remember a
-    /// polled priority element's sequence number for [`is_outdated`]. `get_next_buffer` must not
+    /// polled priority element's sequence number for `is_outdated`. `get_next_buffer` must not
     /// notify this queue: the lock is not reentrant, and no channel notifies from its poll.
     pub fn poll_with(
         &self,

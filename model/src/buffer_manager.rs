@@ -65,7 +65,7 @@ impl BufferManager {
 
     /// `requestBufferBlocking()` once it returns (the caller waits while it would not): lends a
     /// buffer to recovery, floating first, else one straight from the `LocalBufferPool`.
-    /// [INFER] A drainer that finds neither registers as the pool's listener in Flink
+    /// \[INFER\] A drainer that finds neither registers as the pool's listener in Flink
     /// (`isWaitingForFloatingBuffers`, `numRequiredBuffers = 1`); the model does not: it waits
     /// until a buffer is queued or the pool has one, and takes it then.
     pub fn request_buffer_blocking(&mut self, pool: &mut LocalBufferPool) -> Option<NetBuf> {

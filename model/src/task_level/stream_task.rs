@@ -88,7 +88,7 @@ pub fn io_program_len(shape: &TaskShape) -> u8 {
 /// outlives the task's cleanup fails: flag off, a released gate's channels throw
 /// `CancelTaskException` at the first buffer requested for them
 /// (`BufferManager.requestBufferBlocking`); flag on, the cleanup deleted the spill directory,
-/// and a failed fetch deletes its own [INFER].
+/// and a failed fetch deletes its own \[INFER\].
 pub fn read_input_data(shape: &TaskShape, variant: TaskVariant, s: &mut TaskState, g: u8) {
     let gate = &s.gates[g as usize];
     let has_buffers = gate.channels.iter().any(|c| c.recovered > 0);
