@@ -678,3 +678,38 @@ fn model_md_s_actions_table_has_a_row_per_action() {
         "docs/model.md's actions table and the Action enum differ"
     );
 }
+
+/// Docs and sources describe the code as it is: no development history, and no reference to
+/// documents outside the repository.
+#[test]
+fn docs_and_sources_carry_no_history() {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+    let mut files = vec![std::path::PathBuf::from(format!("{root}/README.md"))];
+    for dir in [
+        "docs",
+        "model/src",
+        "model/src/task_level",
+        "impl/src",
+        "conformance/src",
+        "cdr/src",
+    ] {
+        for entry in std::fs::read_dir(format!("{root}/{dir}")).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "md" || e == "rs") {
+                files.push(path);
+            }
+        }
+    }
+    let mut found = Vec::new();
+    for path in &files {
+        let text = std::fs::read_to_string(path).unwrap().to_lowercase();
+        // Joined lines, so that a phrase broken across two lines is found too.
+        let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        for phrase in ["the brief", "no longer", "as before", "previously"] {
+            if text.contains(phrase) {
+                found.push(format!("{}: \"{phrase}\"", path.display()));
+            }
+        }
+    }
+    assert!(found.is_empty(), "history or outside references: {found:#?}");
+}

@@ -456,8 +456,8 @@ impl Driver for ProcessDriver {
         &self.caps.unobserved
     }
 
-    /// Writes the whole trace at once: the driver answers each request in turn as before, while
-    /// `cdr` no longer waits for one answer before it sends the next request (a round trip
+    /// Writes the whole trace at once: the driver answers each request in turn, while `cdr`
+    /// sends the next request without waiting for the answer to the one before (a round trip
     /// through two processes per call otherwise dominates the replay).
     fn send_ahead(&mut self, actions: &[Action], snapshots_from: usize) -> Result<bool, DriverError> {
         if !actions

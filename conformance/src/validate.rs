@@ -574,7 +574,7 @@ impl Builder<'_> {
                             step.action.method()
                         ));
                     }
-                    // The step ends at the flag: no longer deferrable, it spans its parts.
+                    // The step ends at the flag: not deferrable, it spans its parts.
                     step.deferrable = false;
                 }
             }

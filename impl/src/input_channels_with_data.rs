@@ -252,7 +252,7 @@ impl InputChannelsWithData {
 pub enum ChannelPoll {
     /// No channel is queued.
     NoChannel,
-    /// The head channel returned nothing; it is no longer queued.
+    /// The head channel returned nothing; it leaves the queue.
     Empty {
         /// Its index.
         channel: usize,

@@ -81,7 +81,7 @@ pub struct ChannelConfig {
     pub upstream: Vec<Upstream>,
     /// Exclusive buffers (`networkBuffersPerChannel`): a remote channel's initial credit; a local
     /// channel's recovery `BufferManager` lends them to the drainer (0: the drainer fills a local
-    /// channel with heap buffers, as before the drainer PR).
+    /// channel with heap buffers, as every channel is without the drainer).
     #[serde(default)]
     pub exclusive: u8,
     /// Floating buffers the gate's `LocalBufferPool` can lend this remote channel.
@@ -125,7 +125,7 @@ pub struct ModelConfig {
     /// Whether the upstreams may fail, each at most once and after the partition request: a
     /// remote channel's connection reports an error (`onError`), a local channel's producer
     /// releases its subpartition under the reader (`ResultSubpartition.release()`). Not written
-    /// when off, so traces of configurations without faults read as before.
+    /// when off, so traces of configurations without faults do not mention it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub faults: bool,
     /// Whether `releaseAllResources` is two steps, as in Flink's code: `isReleased` first, then,

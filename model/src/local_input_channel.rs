@@ -32,7 +32,7 @@ pub fn has_next(ch: &Channel) -> bool {
 
 /// `getNextBuffer()` under the `inRecovery` predicate of PR2; `None` when there is nothing to
 /// return (a released channel has no view and returns nothing, as in Flink; between
-/// `isReleased` and the view's release, `release_step`, it still polls as before).
+/// `isReleased` and the view's release, `release_step`, it still polls as a live channel does).
 pub fn get_next_buffer(ch: &mut Channel, variant: Variant) -> Result<Option<Polled>, Violation> {
     if ch.released && !ch.releasing {
         return Ok(None);

@@ -79,7 +79,7 @@ macro_rules! properties {
             }
         }
 
-        // In JSON a property is its name, as before it had a key.
+        // In JSON a property is its name, not its key.
         impl ::serde::Serialize for $key {
             fn serialize<S: ::serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
                 s.serialize_str(self.name())

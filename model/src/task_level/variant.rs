@@ -13,7 +13,7 @@ pub enum TaskVariant {
     /// B1: `StreamMultipleInputProcessor.processInput` returns NOTHING_AVAILABLE when no input
     /// is selectable, even once every input has finished.
     MultiInputNothingAvailableWhenFinished,
-    /// B4: END_OF_INPUT always suspends the mailbox loop, as before defer-finish.
+    /// B4: END_OF_INPUT always suspends the mailbox loop, as without defer-finish.
     SuspendOnEndOfInputDuringRecovery,
     /// B7: flag off, the partitions of every gate are requested only once all gates' recovered
     /// state is consumed.
