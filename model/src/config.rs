@@ -37,8 +37,9 @@ pub enum Delivery {
     /// `onRecoveredStateBuffer`, then `finishRecoveredBufferDelivery` once upstream is ready.
     #[default]
     Drainer,
-    /// PR3's in-memory path: the task thread converts `RecoveredInputChannel`s with
-    /// `toInputChannel(true)`, pushing every queued buffer and then the sentinel directly.
+    /// The in-memory path of apache/flink#28652 to #28662 (never released; #28663 deleted it):
+    /// the task thread converts `RecoveredInputChannel`s with `toInputChannel(true)`, pushing
+    /// every queued buffer and then the sentinel directly.
     Conversion,
     /// Nothing to recover: the channels are created with `needsRecovery = false` (not in
     /// recovery, `stateConsumedFuture` complete, credit notification on, full initial credit
@@ -616,7 +617,7 @@ pub const PRESETS: &[Preset] = &[
     },
     Preset {
         name: "conversion",
-        summary: "PR3's in-memory path: toInputChannel(true) pushes everything on the task thread",
+        summary: "apache/flink#28652 to #28662 (never released; #28663 deleted it): toInputChannel(true) pushes everything on the task thread",
         config: || ModelConfig {
             // The local upstream has written nothing: after recovery the gate polls a local
             // channel with an empty subpartition (re-queued by onRecoveredStateConsumed).
@@ -637,7 +638,7 @@ pub const PRESETS: &[Preset] = &[
     },
     Preset {
         name: "no-trigger",
-        summary: "PR3's checkpoints: no RecoveryCheckpointBarrier is inserted, so checkpoints in recovery decline",
+        summary: "apache/flink#28659 (before #28660's trigger): no RecoveryCheckpointBarrier is inserted, so checkpoints in recovery decline",
         config: || ModelConfig {
             channels: vec![local(1, &[O, D]), remote(1, &[O, D], 1, 0)],
             checkpoints: 1,
