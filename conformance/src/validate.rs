@@ -8,11 +8,7 @@
 //!
 //! Threads. Real threads are named after the model's ([`Thread`]'s names: `task`, `io`,
 //! `netty-client`, `netty-server`, `producer`, `recycler`, `canceler`) and each must play one
-//! model thread. `notifyBufferAvailable` takes its model thread from the name of the thread
-//! that announced. Recycling is a model step (`recycle`, `recycleFloatingBuffer`) on the
-//! `recycler` thread only; a buffer recycled on any other thread is part of what that thread is
-//! doing (a push into a released channel, a `BufferResponse` a released channel discards, a
-//! release).
+//! model thread.
 //!
 //! Order. `recovery-impl` records each event inside the critical section that decided it (an
 //! atomic operation is performed inside the recorder's order), and the log's own lock puts all
@@ -21,35 +17,29 @@
 //! `window > 1`, an event may be placed before up to `window - 1` earlier events of other
 //! threads, a bounded search for an interleaving the model accepts.
 //!
-//! Compound steps. Some model actions are one step where the implementation takes several
-//! critical sections, with other threads free to run between them:
-//! - `onBuffer`: `requestBuffer()` (data only) or `onBlockingUpstream`'s
-//!   `releaseFloatingBuffers()` (a blocking event on a channel without exclusive buffers, with
-//!   the recycles of the floating buffers and the announcement of a listener that takes one)
-//!   under `bufferQueue`, then the `onBuffer` decision under `receivedBuffers`
-//!   (`onSenderBacklog`'s `requestFloatingBuffers` after it is a model step of its own);
-//! - the task's `getNextBuffer` of the last channel's `EndOfOutputChannelStateEvent`: the poll,
-//!   then the `UpstreamRecoveryTracker`'s `resumeConsumption` of every channel (a local one's
-//!   subpartition, a remote one's credit reset and queued message);
-//! - a remote `onRecoveredStateBuffer`: the drainer's `requestBufferBlocking()` under
-//!   `bufferQueue`, then the append under `receivedBuffers`;
-//! - `recycle` / `recycleFloatingBuffer` of a floating buffer: `LocalBufferPool.recycle`, then
-//!   the waiting manager's `notifyBufferAvailable(Buffer)` under `bufferQueue` (and the pool
-//!   again if it refuses);
-//! - `releaseAllResources`: `isReleased` set, the queue drained (a local channel's view with
-//!   it), then `releaseAllBuffers` under `bufferQueue` and the floating buffers recycled; where
-//!   the model's configuration has `release_step`, the drain starts a step of its own
-//!   (`releaseQueuedBuffers`), as the model splits the call there;
-//! - `convertRecoveredInputChannels`: the conversion's pushes into each new channel.
+//! From events to steps. [`steps`] reads the log event by event through a dispatch table
+//! (`Builder::event`): one arm per event, calling a method named after the Flink method the
+//! event stands for, whose documentation gives the rule it applies. Most events are a step of
+//! their own. Some model actions are one step where the implementation takes several critical
+//! sections, with other threads free to run between them: a *compound step*, which its first
+//! event opens and the others continue or close, each a part of it. Per thread, the builder
+//! keeps the thread's last step and what it still expects (`Open`):
 //!
-//! A drainer whose `requestBufferBlocking()` parks logs the wait
-//! ([`Event::RequestBufferBlockingWait`]): the model's `requestBufferBlocking`. The buffer it
-//! takes once woken begins the `onRecoveredStateBuffer` that follows.
+//! | `Open` | opened by | what follows |
+//! |---|---|---|
+//! | `Done` | any other event | a new step |
+//! | `Push(c)` | the drainer's `requestBufferBlocking()` | the append (`onRecoveredStateBuffer`) closes it |
+//! | `Response(c)` | `requestBuffer()`, `releaseFloatingBuffers()` | `onBuffer` closes it |
+//! | `Backlog(c)` | `onBuffer` queued or stashed | `requestFloatingBuffers`, the model's `onSenderBacklog` |
+//! | `Offered(b)` | `LocalBufferPool.recycle` to a waiting listener | the listener's decision |
+//! | `Refused(b)` | the listener refused `b` | `LocalBufferPool.recycle` takes it back |
+//! | `Converting` | `convertRecoveredInputChannels` | the pushes of `toInputChannel` continue it |
 //!
-//! The gate's hand-off (`pollNext`) is no step of its own: the model's `getNextBuffer` hands
-//! on what it polls. [`steps`] checks it instead: every element a channel's poll returned (the
-//! sentinel aside) must be handed on before the task polls again, so an element polled and
-//! then dropped is refused.
+//! Other parts join the thread's last step whatever it expects: the resumption of every channel
+//! in the task's poll of the last `EndOfOutputChannelStateEvent`, the rest of
+//! `releaseAllResources`, a buffer recycled on a thread other than the recycler, a priority flag
+//! set or cleared after its `add` or poll. The gate's hand-off (`pollNext`) is no step: each
+//! element a poll returned must be handed on before the thread polls again.
 //!
 //! Each part is recorded where it happens, and [`steps`] joins the parts of one call into one
 //! step, placed at its first part. The step's *span* is the number of later-starting steps of
@@ -59,18 +49,9 @@
 //! such point works. This is as strong as the model's granularity allows and no stronger:
 //! where a real interleaving between two parts yields a state no linearization point of the
 //! model's step reaches, the log is rejected, and that is a finding about the model's
-//! granularity (see `docs/conformance.md`).
-//!
-//! A local channel's `hasPendingPriorityEvent` is written outside any lock the consumer shares
-//! with the producer: the producer's `ResultSubpartition.add` of a priority barrier is recorded
-//! under the subpartition's lock, its `notifyPriorityEvent` sets the flag after that lock, and
-//! the task's `pullPriorityFromSubpartitionView` clears it after the view's lock. Both writes
-//! are recorded ([`Event::NotifyPriorityEvent`], [`Event::ClearPendingPriorityEvent`]). Where
-//! the model's channel has `priority_notify_step` they are steps of their own, as in the code;
-//! otherwise each is a part of its call (`add`, the poll), which then spans up to it. An `add`
-//! with no notification logged after it (no listener yet, or not the first priority element)
-//! is *deferrable*: other threads' steps may be placed before it whatever the window, as long as
-//! the model accepts every step.
+//! granularity (see `docs/conformance.md`). A producer's `add` of a priority barrier with no
+//! notification logged after it is *deferrable*: other threads' steps may be placed before it
+//! whatever the window, as long as the model accepts every step.
 //!
 //! Names. Elements are named by their payload ([`item_of`]) and network buffers by the driver's
 //! segment ids ([`IdMap`] of the model's configuration), so a run must build its pools as
@@ -81,7 +62,7 @@ use crate::observation::{Buf, DataType, Item, Observation, Pending, WireElement}
 use crate::projection::{IdMap, impl_pending, item_of, model_observation, model_snapshot};
 use recovery_impl::event_log::{Event, Recorded};
 use recovery_impl::pause_point::PausePoint;
-use recovery_impl::{BufferId, BufferKind, BufferSnapshot, ChannelError, InputChannelInfo};
+use recovery_impl::{BufferId, BufferKind, BufferSnapshot, ChannelError, CheckpointId, InputChannelInfo};
 use recovery_model::model::GatePolling;
 use recovery_model::state::{NetBuf, State};
 use recovery_model::{Action, ChannelKind, RecoveryModel, Thread};
@@ -225,7 +206,8 @@ struct Builder<'a> {
     unhanded: HashMap<String, (usize, Item)>,
 }
 
-fn outcome(r: &Result<(), ChannelError>) -> Observation {
+/// The observation of a call's result.
+fn outcome_of(r: &Result<(), ChannelError>) -> Observation {
     match r {
         Ok(()) => Observation::Done,
         Err(e) => Observation::Error { error: error_kind(e) },
@@ -234,6 +216,25 @@ fn outcome(r: &Result<(), ChannelError>) -> Observation {
 
 fn at(channel: InputChannelInfo) -> u8 {
     channel.input_channel_idx as u8
+}
+
+/// The event being mapped: its index in the log and the thread that recorded it.
+#[derive(Clone, Copy)]
+struct Ev<'r> {
+    k: usize,
+    thread: &'r str,
+}
+
+impl Ev<'_> {
+    /// A step of the recording thread.
+    fn step(&self, action: Action, observation: Observation) -> Step {
+        Step::new(self.thread, action, observation)
+    }
+
+    /// Whether the recording thread is the model's `recycler`.
+    fn recycler(&self) -> bool {
+        model_thread(self.thread) == Some(Thread::Recycler)
+    }
 }
 
 impl Builder<'_> {
@@ -293,6 +294,11 @@ impl Builder<'_> {
         self.open.get(thread).copied()
     }
 
+    /// What the thread's last step still expects (`Done` if the thread has none).
+    fn open(&self, thread: &str) -> Open {
+        self.last(thread).map_or(Open::Done, |(_, o)| o)
+    }
+
     /// Makes event `k` a part of the thread's last step, now expecting `open`.
     fn continue_step(&mut self, k: usize, thread: &str, open: Open) -> Result<&mut Step, String> {
         let Some((i, _)) = self.last(thread) else {
@@ -303,514 +309,695 @@ impl Builder<'_> {
         Ok(&mut self.steps[i])
     }
 
+    /// The thread's part of its last step whatever that step expects, which it leaves as it
+    /// is: the part of a call with no event of its own in the model.
+    fn part_of_last(&mut self, e: Ev) -> Result<&mut Step, String> {
+        let open = self.open(e.thread);
+        self.continue_step(e.k, e.thread, open)
+    }
+
+    /// Event `e` is a step of its own: it opens no compound step.
+    fn single(&mut self, e: Ev, action: Action, observation: Observation) -> Result<(), String> {
+        self.start(e.k, e.step(action, observation), Open::Done);
+        Ok(())
+    }
+
+    /// The dispatch table: one arm per logged event (or group of events handled alike), each
+    /// calling the method named after the Flink method the event stands for. Each method's
+    /// documentation says whether the event is a step of its own, or opens, continues or closes
+    /// a compound step.
+    // One line per pattern, a table: rustfmt would spread the longer patterns over several lines.
+    #[rustfmt::skip]
     fn event(&mut self, k: usize, r: &Recorded) -> Result<(), String> {
-        let thread = r.thread.as_str();
-        let last = self.last(thread);
-        let open = last.map_or(Open::Done, |(_, o)| o);
-        let recycler = model_thread(thread) == Some(Thread::Recycler);
-        let new = |action, observation| Step::new(thread, action, observation);
+        use Event::*;
+        let e = Ev { k, thread: r.thread.as_str() };
         match &r.event {
-            Event::RequestPartitions { .. } => {
-                self.start(k, new(Action::RequestPartitions, Observation::Done), Open::Done)
+            RequestPartitions { .. } => self.request_partitions(e),
+            ConvertRecoveredInputChannels { .. } => self.convert_recovered_input_channels(e),
+            OnRecoveredStateBuffer { channel, buffer, outcome } => {
+                self.on_recovered_state_buffer(e, at(*channel), buffer, outcome)
             }
-            Event::ConvertRecoveredInputChannels { .. } => self.start(
-                k,
-                new(Action::ConvertRecoveredInputChannels, Observation::Done),
-                Open::Converting,
-            ),
-            Event::OnRecoveredStateBuffer {
-                channel,
-                buffer,
-                outcome: o,
-            } => {
-                let c = at(*channel);
-                let item = item_of(c, buffer);
-                let name = self.name(c, buffer.id);
-                let observation = match o {
-                    Ok(_) => Observation::Done,
-                    Err(e) => Observation::Error { error: error_kind(e) },
-                };
-                let appended = matches!(o, Ok(true));
-                match open {
-                    Open::Converting => {
-                        let step = self.continue_step(k, thread, Open::Converting)?;
-                        if appended {
-                            step.pushed.push((c, item));
-                        }
-                        if step.observation == Observation::Done {
-                            step.observation = observation;
-                        }
-                    }
-                    Open::Push(p) if p == c => {
-                        let step = self.continue_step(k, thread, Open::Done)?;
-                        if appended {
-                            step.pushed.push((c, item));
-                            step.buffer = Some(name);
-                        }
-                        step.observation = observation;
-                    }
-                    _ => {
-                        let mut step = new(Action::OnRecoveredStateBuffer { channel: c }, observation);
-                        if appended {
-                            step.pushed.push((c, item));
-                        }
-                        self.start(k, step, Open::Done);
-                    }
-                }
+            RequestBufferBlocking { channel, outcome } => self.request_buffer_blocking(e, at(*channel), outcome),
+            RequestBufferBlockingWait { channel } => self.request_buffer_blocking_wait(e, at(*channel)),
+            ReleaseFloatingBuffers { channel, .. } => self.release_floating_buffers(e, at(*channel)),
+            NotifyBufferAvailable { .. } if self.in_on_buffer(e) => self.notify_buffer_available_in_on_buffer(e),
+            ResumeConsumption { channel } => self.resume_consumption(e, at(*channel)),
+            SendResumeConsumption { channel, .. } => self.send_resume_consumption(e, at(*channel)),
+            SubpartitionResumeConsumption { subpartition, outcome } => {
+                self.subpartition_resume_consumption(e, *subpartition, outcome)
             }
-            Event::RequestBufferBlocking { channel, outcome: o } => {
-                let c = at(*channel);
-                match o {
-                    Ok(_) => self.start(
-                        k,
-                        new(Action::OnRecoveredStateBuffer { channel: c }, Observation::Done),
-                        Open::Push(c),
-                    ),
-                    // The drainer of a released channel stops quietly (CancelTaskException).
-                    Err(ChannelError::Released(_)) => self.start(
-                        k,
-                        new(Action::OnRecoveredStateBuffer { channel: c }, Observation::Done),
-                        Open::Done,
-                    ),
-                    Err(e) => self.start(
-                        k,
-                        new(
-                            Action::OnRecoveredStateBuffer { channel: c },
-                            Observation::Error { error: error_kind(e) },
-                        ),
-                        Open::Done,
-                    ),
-                }
+            FinishRecoveredBufferDelivery { channel, outcome } => {
+                self.finish_recovered_buffer_delivery(e, at(*channel), outcome)
             }
-            // The drainer parks: the model's `requestBufferBlocking`; its wake-up and push is
-            // the `onRecoveredStateBuffer` that `RequestBufferBlocking` starts later.
-            Event::RequestBufferBlockingWait { channel } => self.start(
-                k,
-                new(
-                    Action::RequestBufferBlocking { channel: at(*channel) },
-                    Observation::Blocked,
-                ),
-                Open::Done,
-            ),
-            // `onBlockingUpstream`, before `onBuffer`'s lock: the first part of the model's
-            // `onBuffer` (the floating buffers it gives back, and a listener's announcement of
-            // one it takes, are parts too).
-            Event::ReleaseFloatingBuffers { channel, .. } => {
-                let c = at(*channel);
-                self.start(
-                    k,
-                    new(Action::OnBuffer { channel: c }, Observation::Done),
-                    Open::Response(c),
-                );
+            InsertRecoveryCheckpointBarrierIfInRecovery { channel, checkpoint_id } => {
+                self.insert_recovery_checkpoint_barrier(e, at(*channel), *checkpoint_id)
             }
-            Event::NotifyBufferAvailable { .. } if matches!(open, Open::Response(_)) => {
-                self.continue_step(k, thread, open)?;
+            CheckpointStarted { channel, checkpoint_id, outcome } => {
+                self.checkpoint_started(e, at(*channel), *checkpoint_id, outcome)
             }
-            // Part of the task's poll of the last `EndOfOutputChannelStateEvent`: the gate's
-            // tracker resumes every channel in the same model step.
-            Event::ResumeConsumption { channel } => {
-                let step = self.continue_step(k, thread, open)?;
-                if !matches!(step.action, Action::GetNextBuffer { .. }) {
-                    return Err(format!(
-                        "channel {} resumed after {}, not in the poll of an end-of-output event",
-                        at(*channel),
-                        step.action.method()
-                    ));
-                }
+            OnRecoveredStateConsumed { channel, outcome } => self.on_recovered_state_consumed(e, at(*channel), outcome),
+            GetNextBuffer { channel, buffer, sequence_number } => {
+                self.get_next_buffer(e, at(*channel), buffer, *sequence_number)
             }
-            Event::SendResumeConsumption { channel, .. } => self.start(
-                k,
-                new(
-                    Action::SendResumeConsumption { channel: at(*channel) },
-                    Observation::Done,
-                ),
-                Open::Done,
-            ),
-            // A local channel's view resumes in the task's poll; a remote channel's view reader on
-            // the Netty server, from the `ResumeConsumption` message (a model step).
-            Event::SubpartitionResumeConsumption {
-                subpartition,
-                outcome: o,
-            } => {
-                let c = self.of_subpartition(*subpartition)?;
-                match self.kind(c)? {
-                    ChannelKind::Local => {
-                        let step = self.continue_step(k, thread, open)?;
-                        if !matches!(step.action, Action::GetNextBuffer { .. }) {
-                            return Err(format!(
-                                "channel {c}'s subpartition resumed after {}, not in the poll of an end-of-output event",
-                                step.action.method()
-                            ));
-                        }
-                        if let Err(e) = o {
-                            step.observation = Observation::Error { error: error_kind(e) };
-                        }
-                    }
-                    ChannelKind::Remote => self.start(
-                        k,
-                        new(Action::OnResumeConsumption { channel: c }, outcome(o)),
-                        Open::Done,
-                    ),
-                }
+            PollNext { channel, buffer } => self.poll_next(e, at(*channel), buffer),
+            Add { subpartition, buffer } => self.add(e, *subpartition, buffer),
+            NotifyPriorityEvent { channel } => self.priority_flag(e, at(*channel), true),
+            ClearPendingPriorityEvent { channel } => self.priority_flag(e, at(*channel), false),
+            PollBuffer { subpartition, buffer, sequence_number, backlog } => {
+                self.poll_buffer(e, *subpartition, buffer, *sequence_number, *backlog)
             }
-            Event::FinishRecoveredBufferDelivery { channel, outcome: o } => self.start(
-                k,
-                new(
-                    Action::FinishRecoveredBufferDelivery { channel: at(*channel) },
-                    outcome(o),
-                ),
-                Open::Done,
-            ),
-            Event::InsertRecoveryCheckpointBarrierIfInRecovery { channel, checkpoint_id } => self.start(
-                k,
-                new(
-                    Action::InsertRecoveryCheckpointBarrier {
-                        channel: at(*channel),
-                        cp: *checkpoint_id as u8,
-                    },
-                    Observation::Done,
-                ),
-                Open::Done,
-            ),
-            Event::CheckpointStarted {
-                channel,
-                checkpoint_id,
-                outcome: o,
-            } => {
-                let (c, cp) = (at(*channel), *checkpoint_id as u8);
-                let observation = match o {
-                    Ok(buffers) => Observation::Persisted {
-                        checkpoint: cp,
-                        buffers: buffers.iter().map(|b| item_of(c, b)).collect(),
-                    },
-                    Err(e) => failure(cp, e),
-                };
-                self.start(
-                    k,
-                    new(Action::CheckpointStarted { channel: c, cp }, observation),
-                    Open::Done,
-                );
+            RequestBuffer { channel, .. } => self.request_buffer(e, at(*channel)),
+            OnBuffer { channel, buffer, sequence_number, backlog, outcome } => {
+                self.on_buffer(e, at(*channel), buffer, *sequence_number, *backlog, outcome)
             }
-            Event::OnRecoveredStateConsumed { channel, outcome: o } => self.start(
-                k,
-                new(Action::OnRecoveredStateConsumed { channel: at(*channel) }, outcome(o)),
-                Open::Done,
-            ),
-            Event::GetNextBuffer {
-                channel,
-                buffer,
-                sequence_number,
-            } => {
-                let c = at(*channel);
-                self.polled(k, thread, c, buffer)?;
-                let observation = Observation::Polled {
-                    item: item_of(c, buffer),
-                    seq: *sequence_number,
-                    next: DataType::None,
-                };
-                let mut step = new(Action::GetNextBuffer { channel: c }, observation);
-                step.buffer = Some(self.name(c, buffer.id));
-                self.start(k, step, Open::Done);
+            RequestFloatingBuffers { channel, announce, .. } => {
+                self.request_floating_buffers(e, at(*channel), *announce)
             }
-            // The gate's hand-off of what the poll returned: part of the model's
-            // `getNextBuffer`, which hands it on in the same step.
-            Event::PollNext { channel, buffer } => {
-                let c = at(*channel);
-                let item = item_of(c, buffer);
-                match self.unhanded.remove(thread) {
-                    Some((_, polled)) if polled == item => {}
-                    Some((at, polled)) => {
-                        return Err(format!(
-                            "pollNext handed on {item} of channel {c}, but the poll at event {} returned {polled}",
-                            at + 1
-                        ));
-                    }
-                    None => {
-                        return Err(format!(
-                            "pollNext handed on {item} of channel {c}, which no poll returned"
-                        ));
-                    }
-                }
+            EnableNotify { channel, outcome } => self.enable_notify(e, at(*channel), outcome),
+            NotifyBufferAvailable { channel, number_of_buffers } => {
+                self.notify_buffer_available(e, at(*channel), *number_of_buffers)
             }
-            Event::Add { subpartition, buffer } => {
-                let c = self.of_subpartition(*subpartition)?;
-                let BufferKind::CheckpointBarrier(cp) = buffer.kind else {
-                    return Err("the producer adds only checkpoint barriers during a run".into());
-                };
-                let action = Action::EmitCheckpointBarrier {
-                    channel: c,
-                    cp: cp as u8,
-                };
-                self.start(k, new(action, Observation::Done), Open::Done);
+            GetAndResetUnannouncedCredit { channel, credit, released } => {
+                self.get_and_reset_unannounced_credit(e, at(*channel), *credit, *released)
             }
-            // The listener's flag is a step of its own only where the model splits it off
-            // (`priority_notify_step`); otherwise it is part of the producer's `add` or the
-            // task's poll.
-            Event::NotifyPriorityEvent { channel } | Event::ClearPendingPriorityEvent { channel } => {
-                let c = at(*channel);
-                let notify = matches!(r.event, Event::NotifyPriorityEvent { .. });
-                if self
-                    .m
-                    .cfg
-                    .channels
-                    .get(c as usize)
-                    .is_some_and(|cc| cc.priority_notify_step)
-                {
-                    let action = match notify {
-                        true => Action::NotifyPriorityEvent { channel: c },
-                        false => Action::ClearPendingPriorityEvent { channel: c },
-                    };
-                    self.start(k, new(action, Observation::Done), Open::Done);
-                } else {
-                    let step = self.continue_step(k, thread, Open::Done)?;
-                    let same = match step.action {
-                        Action::EmitCheckpointBarrier { channel, .. } => notify && channel == c,
-                        Action::GetNextBuffer { channel } => !notify && channel == c,
-                        _ => false,
-                    };
-                    if !same {
-                        return Err(format!(
-                            "thread {thread} changed channel {c}'s priority flag after {}, not in an add or a poll of that channel",
-                            step.action.method()
-                        ));
-                    }
-                    // The step ends at the flag: not deferrable, it spans its parts.
-                    step.deferrable = false;
-                }
+            AddCredit { receiver, credit } => self.add_credit(e, at(*receiver), *credit),
+            ReleaseAllResources { channel } => self.release_all_resources(e, at(*channel)),
+            ReleaseQueuedBuffers { channel } if self.m.cfg.release_step => self.release_queued_buffers(e, at(*channel)),
+            Recycle { channel, buffer, then } if e.recycler() => self.recycle(e, at(*channel), *buffer, *then),
+            LocalBufferPoolRecycle { buffer, to_listener } if e.recycler() => {
+                self.local_buffer_pool_recycle(e, *buffer, *to_listener)
             }
-            Event::PollBuffer {
-                subpartition,
-                buffer,
-                sequence_number,
-                backlog,
-            } => {
-                let c = self.of_subpartition(*subpartition)?;
-                let item = item_of(c, buffer);
-                if self.kind(c)? == ChannelKind::Local {
-                    self.polled(k, thread, c, buffer)?;
-                }
-                let step = match self.kind(c)? {
-                    ChannelKind::Local => new(
-                        Action::GetNextBuffer { channel: c },
-                        Observation::Polled {
-                            item,
-                            seq: *sequence_number,
-                            next: DataType::None,
-                        },
-                    ),
-                    // The view reader of a remote channel sends what it polls.
-                    ChannelKind::Remote => new(
-                        Action::SendBuffer { channel: c },
-                        Observation::Sent {
-                            sent: WireElement {
-                                item,
-                                seq: *sequence_number,
-                                backlog: *backlog,
-                            },
-                            next: DataType::None,
-                        },
-                    ),
-                };
-                self.start(k, step, Open::Done);
+            BufferListenerNotifyBufferAvailable { channel, buffer, taken, announce } if e.recycler() => {
+                self.buffer_listener_notify_buffer_available(e, at(*channel), *buffer, *taken, *announce)
             }
-            Event::RequestBuffer { channel, .. } => {
-                let c = at(*channel);
-                self.start(
-                    k,
-                    new(Action::OnBuffer { channel: c }, Observation::Done),
-                    Open::Response(c),
-                );
+            Recycle { .. } | LocalBufferPoolRecycle { .. } | BufferListenerNotifyBufferAvailable { .. } => {
+                self.recycled_in_call(e)
             }
-            Event::OnBuffer {
-                channel,
-                buffer,
-                sequence_number,
-                backlog,
-                outcome: o,
-            } => {
-                let c = at(*channel);
-                let item = item_of(c, buffer);
-                let name = self.name(c, buffer.id);
-                let next = match o {
-                    Ok(true) => Open::Backlog(c),
-                    _ => Open::Done,
-                };
-                let step = match open {
-                    Open::Response(p) if p == c => self.continue_step(k, thread, next)?,
-                    _ => {
-                        self.start(k, new(Action::OnBuffer { channel: c }, Observation::Done), next);
-                        self.steps.last_mut().expect("just started")
-                    }
-                };
-                step.received = Some(Received::Response(WireElement {
-                    item,
-                    seq: *sequence_number,
-                    backlog: *backlog,
-                }));
-                match o {
-                    Ok(true) if buffer.kind.is_buffer() => {
-                        step.buffer = Some(name);
-                        step.pending = Some(Pending::SenderBacklog { channel: c });
-                    }
-                    Ok(true) => step.pending = Some(Pending::SenderBacklog { channel: c }),
-                    Ok(false) => step.pending = Some(Pending::Idle),
-                    Err(e) => step.observation = Observation::Error { error: error_kind(e) },
-                }
+            ReleaseQueuedBuffers { .. } | ReleaseAllBuffers { .. } => self.released_in_call(e),
+        }
+    }
+
+    /// `SingleInputGate.requestPartitions`, with no recovered channel to convert: a step of its
+    /// own.
+    fn request_partitions(&mut self, e: Ev) -> Result<(), String> {
+        self.single(e, Action::RequestPartitions, Observation::Done)
+    }
+
+    /// `SingleInputGate.convertRecoveredInputChannels` (its `requestPartitions`): opens a
+    /// compound step (`Converting`) that the pushes of each new channel's `toInputChannel`
+    /// continue ([`Self::on_recovered_state_buffer`]).
+    fn convert_recovered_input_channels(&mut self, e: Ev) -> Result<(), String> {
+        let step = e.step(Action::ConvertRecoveredInputChannels, Observation::Done);
+        self.start(e.k, step, Open::Converting);
+        Ok(())
+    }
+
+    /// `onRecoveredStateBuffer`, the append of a recovered buffer (`Ok(true)`; a released
+    /// channel recycles it, `Ok(false)`, and nothing is pushed). In a conversion (`Converting`)
+    /// it continues the conversion's step; after the drainer's `requestBufferBlocking()` of the
+    /// same channel (`Push`) it closes that step; otherwise (a local channel's, whose buffer
+    /// needs no request) it is a step of its own.
+    fn on_recovered_state_buffer(
+        &mut self,
+        e: Ev,
+        c: u8,
+        buffer: &BufferSnapshot,
+        outcome: &Result<bool, ChannelError>,
+    ) -> Result<(), String> {
+        let pushed = matches!(outcome, Ok(true)).then(|| (c, item_of(c, buffer)));
+        let observation = match outcome {
+            Ok(_) => Observation::Done,
+            Err(err) => Observation::Error { error: error_kind(err) },
+        };
+        match self.open(e.thread) {
+            Open::Converting => self.push_in_conversion(e, pushed, observation),
+            Open::Push(p) if p == c => self.push_of_requested_buffer(e, pushed, self.name(c, buffer.id), observation),
+            _ => {
+                let mut step = e.step(Action::OnRecoveredStateBuffer { channel: c }, observation);
+                step.pushed.extend(pushed);
+                self.start(e.k, step, Open::Done);
+                Ok(())
             }
-            Event::RequestFloatingBuffers { channel, announce, .. } => {
-                let c = at(*channel);
-                if open != Open::Backlog(c) {
-                    return Err(format!("requestFloatingBuffers outside an onBuffer of channel {c}"));
-                }
-                // `onSenderBacklog`, the model's next Netty-client step after `onBuffer`.
-                let mut step = new(Action::OnSenderBacklog { channel: c }, Observation::Done);
-                step.pending = Some(Self::announce(c, *announce));
-                self.start(k, step, Open::Done);
-            }
-            Event::EnableNotify { channel, outcome: o } => {
-                let c = at(*channel);
-                let (observation, pending) = match o {
-                    Ok(n) => (Observation::Done, Some(Self::announce(c, *n))),
-                    Err(e) => (Observation::Error { error: error_kind(e) }, None),
-                };
-                let mut step = new(Action::EnableNotify { channel: c }, observation);
-                step.pending = pending;
-                self.start(k, step, Open::Done);
-            }
-            Event::NotifyBufferAvailable {
-                channel,
-                number_of_buffers,
-            } => {
-                let Some(t) = model_thread(thread) else {
-                    return Err(format!("thread {thread} is not named after a model thread"));
-                };
-                let action = Action::NotifyBufferAvailable {
-                    thread: t,
-                    channel: at(*channel),
-                    n: *number_of_buffers as u8,
-                };
-                let mut step = new(action, Observation::Done);
-                step.pending = Some(Pending::Idle);
-                self.start(k, step, Open::Done);
-            }
-            Event::GetAndResetUnannouncedCredit {
-                channel,
-                credit,
-                released,
-            } => {
-                let credit = (*credit > 0 && !released).then_some(*credit);
-                let step = new(
-                    Action::SendAddCredit { channel: at(*channel) },
-                    Observation::CreditSent { credit },
-                );
-                self.start(k, step, Open::Done);
-            }
-            Event::AddCredit { receiver, credit } => {
-                let mut step = new(Action::OnAddCredit { channel: at(*receiver) }, Observation::Done);
-                step.received = Some(Received::Credit(*credit));
-                self.start(k, step, Open::Done);
-            }
-            Event::ReleaseAllResources { channel } => self.start(
-                k,
-                new(Action::ReleaseAllResources { channel: at(*channel) }, Observation::Done),
-                Open::Done,
-            ),
-            // The second part of the release: a step of its own where the model splits the
-            // release (`release_step`), otherwise a part of `releaseAllResources`.
-            Event::ReleaseQueuedBuffers { channel } if self.m.cfg.release_step => self.start(
-                k,
-                new(
-                    Action::ReleaseQueuedBuffers { channel: at(*channel) },
-                    Observation::Done,
-                ),
-                Open::Done,
-            ),
-            // Buffers leaving a manager or recycled: a model step on the recycler only.
-            Event::Recycle { channel, buffer, then } if recycler => {
-                let c = at(*channel);
-                let (_, b) = self.buffer(*buffer)?;
-                let mut step = new(Action::Recycle { channel: c, buffer: b }, Observation::Done);
-                step.pending = Some(self.pending(c, *then));
-                self.start(k, step, Open::Done);
-            }
-            Event::LocalBufferPoolRecycle { buffer, to_listener } if recycler => {
-                let next = match to_listener {
-                    true => Open::Offered(*buffer),
-                    false => Open::Done,
-                };
-                match open {
-                    Open::Offered(b) | Open::Refused(b) if b == *buffer => {
-                        let step = self.continue_step(k, thread, next)?;
-                        if !to_listener {
-                            step.pending = Some(Pending::Idle);
-                        }
-                    }
-                    _ => {
-                        let (c, b) = self.buffer(*buffer)?;
-                        // Handed back by this thread's `recycle` of an exclusive buffer?
-                        let returned = last.is_some_and(|(i, _)| {
-                            self.steps[i].pending
-                                == Some(Pending::ReturnFloating {
-                                    channel: c,
-                                    buffer: Buf(b),
-                                })
-                        });
-                        let action = match returned {
-                            true => Action::ReturnFloatingBuffer { channel: c, buffer: b },
-                            false => Action::Recycle { channel: c, buffer: b },
-                        };
-                        let mut step = new(action, Observation::Done);
-                        if !to_listener {
-                            step.pending = Some(Pending::Idle);
-                        }
-                        self.start(k, step, next);
-                    }
-                }
-            }
-            Event::BufferListenerNotifyBufferAvailable {
-                channel,
-                buffer,
-                taken,
-                announce,
-            } if recycler => {
-                if open != Open::Offered(*buffer) {
-                    return Err(format!("a listener decided on {} no recycle offered it", buffer.0));
-                }
-                let c = at(*channel);
-                let next = match taken {
-                    true => Open::Done,
-                    false => Open::Refused(*buffer),
-                };
-                let step = self.continue_step(k, thread, next)?;
-                if *taken {
-                    step.pending = Some(Self::announce(c, *announce));
-                }
-            }
-            Event::Recycle { .. }
-            | Event::LocalBufferPoolRecycle { .. }
-            | Event::BufferListenerNotifyBufferAvailable { .. }
-            | Event::ReleaseQueuedBuffers { .. }
-            | Event::ReleaseAllBuffers { .. } => {
-                if recycler {
-                    return Err("releaseAllBuffers on the recycler thread".into());
-                }
-                self.continue_step(k, thread, open)?;
-            }
+        }
+    }
+
+    /// A push of `toInputChannel` in `convertRecoveredInputChannels`: continues the conversion
+    /// (`Converting`), whose observation is the first error of its pushes.
+    fn push_in_conversion(
+        &mut self,
+        e: Ev,
+        pushed: Option<(u8, Item)>,
+        observation: Observation,
+    ) -> Result<(), String> {
+        let step = self.continue_step(e.k, e.thread, Open::Converting)?;
+        step.pushed.extend(pushed);
+        if step.observation == Observation::Done {
+            step.observation = observation;
         }
         Ok(())
     }
 
-    /// A channel's poll (event `k`) returned `buffer`: `pollNext` must hand it on before the
-    /// thread polls again, except the sentinel, which the gate consumes itself.
-    fn polled(&mut self, k: usize, thread: &str, c: u8, buffer: &BufferSnapshot) -> Result<(), String> {
-        if let Some((at, item)) = self.unhanded.remove(thread) {
+    /// The append, under `receivedBuffers`, of the buffer the drainer's
+    /// `requestBufferBlocking()` took: closes the remote `onRecoveredStateBuffer` (`Push`), which
+    /// then names the network buffer the element is in.
+    fn push_of_requested_buffer(
+        &mut self,
+        e: Ev,
+        pushed: Option<(u8, Item)>,
+        name: Option<Buf>,
+        observation: Observation,
+    ) -> Result<(), String> {
+        let step = self.continue_step(e.k, e.thread, Open::Done)?;
+        if pushed.is_some() {
+            step.buffer = Some(name);
+        }
+        step.pushed.extend(pushed);
+        step.observation = observation;
+        Ok(())
+    }
+
+    /// `BufferManager.requestBufferBlocking()` returned: the drainer's buffer for a remote
+    /// channel's recovered buffer, under `bufferQueue`. With a buffer it opens the
+    /// `onRecoveredStateBuffer` (`Push`) that the append under `receivedBuffers` closes. The
+    /// drainer of a released channel stops quietly (`CancelTaskException`); another error
+    /// fails the call: a step of its own either way.
+    fn request_buffer_blocking(
+        &mut self,
+        e: Ev,
+        c: u8,
+        outcome: &Result<BufferId, ChannelError>,
+    ) -> Result<(), String> {
+        let action = Action::OnRecoveredStateBuffer { channel: c };
+        match outcome {
+            Ok(_) => self.start(e.k, e.step(action, Observation::Done), Open::Push(c)),
+            Err(ChannelError::Released(_)) => self.start(e.k, e.step(action, Observation::Done), Open::Done),
+            Err(err) => self.start(
+                e.k,
+                e.step(action, Observation::Error { error: error_kind(err) }),
+                Open::Done,
+            ),
+        }
+        Ok(())
+    }
+
+    /// `BufferManager.requestBufferBlocking()` parks the drainer in `bufferQueue.wait()`: the
+    /// model's `requestBufferBlocking`, a step of its own. The buffer it takes once woken opens
+    /// the `onRecoveredStateBuffer` that follows ([`Self::request_buffer_blocking`]).
+    fn request_buffer_blocking_wait(&mut self, e: Ev, c: u8) -> Result<(), String> {
+        self.single(e, Action::RequestBufferBlocking { channel: c }, Observation::Blocked)
+    }
+
+    /// `BufferManager.releaseFloatingBuffers()` of `onBlockingUpstream` (a blocking event on a
+    /// channel without exclusive buffers), under `bufferQueue` before `onBuffer`'s lock: opens
+    /// the model's `onBuffer` (`Response`). The floating buffers it gives back, recycled on
+    /// this thread, and the announcement of a listener that takes one continue it; the
+    /// decision under `receivedBuffers` closes it ([`Self::on_buffer`]).
+    fn release_floating_buffers(&mut self, e: Ev, c: u8) -> Result<(), String> {
+        let step = e.step(Action::OnBuffer { channel: c }, Observation::Done);
+        self.start(e.k, step, Open::Response(c));
+        Ok(())
+    }
+
+    /// Whether the thread's last step is an `onBuffer` expecting its decision (`Response`).
+    fn in_on_buffer(&self, e: Ev) -> bool {
+        matches!(self.open(e.thread), Open::Response(_))
+    }
+
+    /// `InputChannel.notifyBufferAvailable` inside an `onBuffer` (`Response`): the announcement
+    /// of a listener that took one of the floating buffers `releaseFloatingBuffers()` gave
+    /// back, on this thread. It continues the `onBuffer`.
+    fn notify_buffer_available_in_on_buffer(&mut self, e: Ev) -> Result<(), String> {
+        self.part_of_last(e)?;
+        Ok(())
+    }
+
+    /// `RemoteInputChannel.resumeConsumption()`: continues the task's `getNextBuffer` of the
+    /// last channel's `EndOfOutputChannelStateEvent`, in which the gate's
+    /// `UpstreamRecoveryTracker` resumes every channel (a remote one's credit reset and queued
+    /// message) in the same model step.
+    fn resume_consumption(&mut self, e: Ev, c: u8) -> Result<(), String> {
+        let step = self.part_of_last(e)?;
+        if !matches!(step.action, Action::GetNextBuffer { .. }) {
+            return Err(format!(
+                "channel {c} resumed after {}, not in the poll of an end-of-output event",
+                step.action.method()
+            ));
+        }
+        Ok(())
+    }
+
+    /// The Netty client took a channel's queued `ResumeConsumption` to write it
+    /// (`sendResumeConsumption`): a step of its own.
+    fn send_resume_consumption(&mut self, e: Ev, c: u8) -> Result<(), String> {
+        self.single(e, Action::SendResumeConsumption { channel: c }, Observation::Done)
+    }
+
+    /// `PipelinedSubpartition.resumeConsumption()`. A local channel's view resumes in the
+    /// task's poll of an `EndOfOutputChannelStateEvent`, which it continues
+    /// ([`Self::resume_local_subpartition`]); a remote channel's view reader resumes on the
+    /// Netty server, from the `ResumeConsumption` message: a step of its own
+    /// (`onResumeConsumption`).
+    fn subpartition_resume_consumption(
+        &mut self,
+        e: Ev,
+        subpartition: usize,
+        outcome: &Result<(), ChannelError>,
+    ) -> Result<(), String> {
+        let c = self.of_subpartition(subpartition)?;
+        match self.kind(c)? {
+            ChannelKind::Local => self.resume_local_subpartition(e, c, outcome),
+            ChannelKind::Remote => self.single(e, Action::OnResumeConsumption { channel: c }, outcome_of(outcome)),
+        }
+    }
+
+    /// A local channel's `PipelinedSubpartition.resumeConsumption()`: continues the task's
+    /// `getNextBuffer` (see [`Self::resume_consumption`]), which fails if it fails.
+    fn resume_local_subpartition(&mut self, e: Ev, c: u8, outcome: &Result<(), ChannelError>) -> Result<(), String> {
+        let step = self.part_of_last(e)?;
+        if !matches!(step.action, Action::GetNextBuffer { .. }) {
+            return Err(format!(
+                "channel {c}'s subpartition resumed after {}, not in the poll of an end-of-output event",
+                step.action.method()
+            ));
+        }
+        if let Err(err) = outcome {
+            step.observation = Observation::Error { error: error_kind(err) };
+        }
+        Ok(())
+    }
+
+    /// `finishRecoveredBufferDelivery()`: a step of its own.
+    fn finish_recovered_buffer_delivery(
+        &mut self,
+        e: Ev,
+        c: u8,
+        outcome: &Result<(), ChannelError>,
+    ) -> Result<(), String> {
+        self.single(
+            e,
+            Action::FinishRecoveredBufferDelivery { channel: c },
+            outcome_of(outcome),
+        )
+    }
+
+    /// `insertRecoveryCheckpointBarrierIfInRecovery(checkpointId)`: a step of its own.
+    fn insert_recovery_checkpoint_barrier(&mut self, e: Ev, c: u8, checkpoint_id: CheckpointId) -> Result<(), String> {
+        let action = Action::InsertRecoveryCheckpointBarrier {
+            channel: c,
+            cp: checkpoint_id as u8,
+        };
+        self.single(e, action, Observation::Done)
+    }
+
+    /// `checkpointStarted(barrier)`: a step of its own, observing what `startPersisting` was
+    /// given or why the channel declined.
+    fn checkpoint_started(
+        &mut self,
+        e: Ev,
+        c: u8,
+        checkpoint_id: CheckpointId,
+        outcome: &Result<Vec<BufferSnapshot>, ChannelError>,
+    ) -> Result<(), String> {
+        let cp = checkpoint_id as u8;
+        let observation = match outcome {
+            Ok(buffers) => Observation::Persisted {
+                checkpoint: cp,
+                buffers: buffers.iter().map(|b| item_of(c, b)).collect(),
+            },
+            Err(err) => failure(cp, err),
+        };
+        self.single(e, Action::CheckpointStarted { channel: c, cp }, observation)
+    }
+
+    /// `onRecoveredStateConsumed()`: a step of its own.
+    fn on_recovered_state_consumed(&mut self, e: Ev, c: u8, outcome: &Result<(), ChannelError>) -> Result<(), String> {
+        self.single(e, Action::OnRecoveredStateConsumed { channel: c }, outcome_of(outcome))
+    }
+
+    /// `getNextBuffer()` returned an element from the channel's own queue: a step of its own,
+    /// which the resumption of every channel continues after the last channel's
+    /// `EndOfOutputChannelStateEvent` ([`Self::resume_consumption`]). `pollNext` must hand the
+    /// element on ([`Self::polled`]).
+    fn get_next_buffer(&mut self, e: Ev, c: u8, buffer: &BufferSnapshot, seq: i32) -> Result<(), String> {
+        self.polled(e, c, buffer)?;
+        let observation = Observation::Polled {
+            item: item_of(c, buffer),
+            seq,
+            next: DataType::None,
+        };
+        let mut step = e.step(Action::GetNextBuffer { channel: c }, observation);
+        step.buffer = Some(self.name(c, buffer.id));
+        self.start(e.k, step, Open::Done);
+        Ok(())
+    }
+
+    /// `SingleInputGate.pollNext()` handed an element on: no step of its own, as the model's
+    /// `getNextBuffer` hands on what it polls in the same step. It must be what the thread's
+    /// last poll returned ([`Self::polled`]).
+    fn poll_next(&mut self, e: Ev, c: u8, buffer: &BufferSnapshot) -> Result<(), String> {
+        let item = item_of(c, buffer);
+        match self.unhanded.remove(e.thread) {
+            Some((_, polled)) if polled == item => Ok(()),
+            Some((k, polled)) => Err(format!(
+                "pollNext handed on {item} of channel {c}, but the poll at event {} returned {polled}",
+                k + 1
+            )),
+            None => Err(format!(
+                "pollNext handed on {item} of channel {c}, which no poll returned"
+            )),
+        }
+    }
+
+    /// `ResultSubpartition.add` of a checkpoint barrier, the producer's only `add` during a run:
+    /// the model's `emitCheckpointBarrier`, a step that the producer's `notifyPriorityEvent`
+    /// closes where the model makes the flag a part of it ([`Self::priority_flag`]). With no
+    /// notification logged after it (no listener yet, or not the first priority element) the
+    /// step is deferrable: other threads' steps may be placed before it whatever the window, as
+    /// long as the model accepts every step.
+    fn add(&mut self, e: Ev, subpartition: usize, buffer: &BufferSnapshot) -> Result<(), String> {
+        let c = self.of_subpartition(subpartition)?;
+        let BufferKind::CheckpointBarrier(cp) = buffer.kind else {
+            return Err("the producer adds only checkpoint barriers during a run".into());
+        };
+        let action = Action::EmitCheckpointBarrier {
+            channel: c,
+            cp: cp as u8,
+        };
+        self.single(e, action, Observation::Done)
+    }
+
+    /// A local channel's `hasPendingPriorityEvent`, written outside any lock the consumer
+    /// shares with the producer: set by `notifyPriorityEvent` (`notify`; the producer, after
+    /// `ResultSubpartition.add`'s lock) or cleared by `pullPriorityFromSubpartitionView` (the
+    /// task, after the view's lock). Where the model's channel has `priority_notify_step` it is
+    /// a step of its own, as in the code; otherwise it closes the call it is a part of (`add`
+    /// or the poll of the same channel), which then spans up to it and is not deferrable.
+    fn priority_flag(&mut self, e: Ev, c: u8, notify: bool) -> Result<(), String> {
+        let cfg = self.m.cfg.channels.get(c as usize);
+        if cfg.is_some_and(|cc| cc.priority_notify_step) {
+            let action = match notify {
+                true => Action::NotifyPriorityEvent { channel: c },
+                false => Action::ClearPendingPriorityEvent { channel: c },
+            };
+            return self.single(e, action, Observation::Done);
+        }
+        let step = self.continue_step(e.k, e.thread, Open::Done)?;
+        let same = match step.action {
+            Action::EmitCheckpointBarrier { channel, .. } => notify && channel == c,
+            Action::GetNextBuffer { channel } => !notify && channel == c,
+            _ => false,
+        };
+        if !same {
+            return Err(format!(
+                "thread {} changed channel {c}'s priority flag after {}, not in an add or a poll of that channel",
+                e.thread,
+                step.action.method()
+            ));
+        }
+        // The step ends at the flag: not deferrable, it spans its parts.
+        step.deferrable = false;
+        Ok(())
+    }
+
+    /// `ResultSubpartition.pollBuffer()`: a step of its own. A local channel's consumer polls
+    /// the view in the task's `getNextBuffer`, whose element `pollNext` must hand on
+    /// ([`Self::polled`]); a remote channel's view reader sends what it polls (`sendBuffer`).
+    fn poll_buffer(
+        &mut self,
+        e: Ev,
+        subpartition: usize,
+        buffer: &BufferSnapshot,
+        seq: i32,
+        backlog: i32,
+    ) -> Result<(), String> {
+        let c = self.of_subpartition(subpartition)?;
+        let item = item_of(c, buffer);
+        if self.kind(c)? == ChannelKind::Local {
+            self.polled(e, c, buffer)?;
+        }
+        let step = match self.kind(c)? {
+            ChannelKind::Local => e.step(
+                Action::GetNextBuffer { channel: c },
+                Observation::Polled {
+                    item,
+                    seq,
+                    next: DataType::None,
+                },
+            ),
+            ChannelKind::Remote => e.step(
+                Action::SendBuffer { channel: c },
+                Observation::Sent {
+                    sent: WireElement { item, seq, backlog },
+                    next: DataType::None,
+                },
+            ),
+        };
+        self.start(e.k, step, Open::Done);
+        Ok(())
+    }
+
+    /// `BufferManager.requestBuffer()` for an arriving data buffer, under `bufferQueue`: opens
+    /// the model's `onBuffer` (`Response`), which the decision under `receivedBuffers` closes
+    /// ([`Self::on_buffer`]).
+    fn request_buffer(&mut self, e: Ev, c: u8) -> Result<(), String> {
+        let step = e.step(Action::OnBuffer { channel: c }, Observation::Done);
+        self.start(e.k, step, Open::Response(c));
+        Ok(())
+    }
+
+    /// `RemoteInputChannel.onBuffer(buffer, sequenceNumber, backlog)`: what `receivedBuffers`
+    /// decided of a `BufferResponse`. It closes the `onBuffer` of the same channel that
+    /// `requestBuffer()` or `releaseFloatingBuffers()` opened (`Response`); otherwise (an event
+    /// that needs no buffer) it is a step of its own. Queued or stashed, the step expects the
+    /// `requestFloatingBuffers` of `onSenderBacklog` (`Backlog`).
+    fn on_buffer(
+        &mut self,
+        e: Ev,
+        c: u8,
+        buffer: &BufferSnapshot,
+        seq: i32,
+        backlog: i32,
+        outcome: &Result<bool, ChannelError>,
+    ) -> Result<(), String> {
+        let name = self.name(c, buffer.id);
+        let next = match outcome {
+            Ok(true) => Open::Backlog(c),
+            _ => Open::Done,
+        };
+        let step = match self.open(e.thread) {
+            Open::Response(p) if p == c => self.continue_step(e.k, e.thread, next)?,
+            _ => {
+                self.start(e.k, e.step(Action::OnBuffer { channel: c }, Observation::Done), next);
+                self.steps.last_mut().expect("just started")
+            }
+        };
+        let item = item_of(c, buffer);
+        step.received = Some(Received::Response(WireElement { item, seq, backlog }));
+        match outcome {
+            Ok(true) if buffer.kind.is_buffer() => {
+                step.buffer = Some(name);
+                step.pending = Some(Pending::SenderBacklog { channel: c });
+            }
+            Ok(true) => step.pending = Some(Pending::SenderBacklog { channel: c }),
+            Ok(false) => step.pending = Some(Pending::Idle),
+            Err(err) => step.observation = Observation::Error { error: error_kind(err) },
+        }
+        Ok(())
+    }
+
+    /// `BufferManager.requestFloatingBuffers(numRequired)` of `onSenderBacklog`, after an
+    /// `onBuffer` of the same channel queued or stashed its element (`Backlog`): the model's
+    /// `onSenderBacklog`, a step of its own, ending where the thread announces the credit it
+    /// decided.
+    fn request_floating_buffers(&mut self, e: Ev, c: u8, announce: usize) -> Result<(), String> {
+        if self.open(e.thread) != Open::Backlog(c) {
+            return Err(format!("requestFloatingBuffers outside an onBuffer of channel {c}"));
+        }
+        let mut step = e.step(Action::OnSenderBacklog { channel: c }, Observation::Done);
+        step.pending = Some(Self::announce(c, announce));
+        self.start(e.k, step, Open::Done);
+        Ok(())
+    }
+
+    /// `BufferManager.enableNotify()`: a step of its own, ending where the thread announces the
+    /// credit it decided.
+    fn enable_notify(&mut self, e: Ev, c: u8, outcome: &Result<usize, ChannelError>) -> Result<(), String> {
+        let (observation, pending) = match outcome {
+            Ok(n) => (Observation::Done, Some(Self::announce(c, *n))),
+            Err(err) => (Observation::Error { error: error_kind(err) }, None),
+        };
+        let mut step = e.step(Action::EnableNotify { channel: c }, observation);
+        step.pending = pending;
+        self.start(e.k, step, Open::Done);
+        Ok(())
+    }
+
+    /// `InputChannel.notifyBufferAvailable(numAvailableBuffers)` of a remote channel, outside an
+    /// `onBuffer`: a step of its own, of the model thread the announcing thread is named after.
+    fn notify_buffer_available(&mut self, e: Ev, c: u8, n: usize) -> Result<(), String> {
+        let Some(thread) = model_thread(e.thread) else {
+            return Err(format!("thread {} is not named after a model thread", e.thread));
+        };
+        let action = Action::NotifyBufferAvailable {
+            thread,
+            channel: c,
+            n: n as u8,
+        };
+        let mut step = e.step(action, Observation::Done);
+        step.pending = Some(Pending::Idle);
+        self.start(e.k, step, Open::Done);
+        Ok(())
+    }
+
+    /// `getAndResetUnannouncedCredit()` of the Netty client building an `AddCredit` message (the
+    /// model's `sendAddCredit`): a step of its own.
+    fn get_and_reset_unannounced_credit(&mut self, e: Ev, c: u8, credit: i32, released: bool) -> Result<(), String> {
+        let credit = (credit > 0 && !released).then_some(credit);
+        self.single(
+            e,
+            Action::SendAddCredit { channel: c },
+            Observation::CreditSent { credit },
+        )
+    }
+
+    /// `CreditBasedSequenceNumberingViewReader.addCredit(creditDeltas)` on the Netty server (the
+    /// model's `onAddCredit`): a step of its own, taking the `AddCredit` from the wire.
+    fn add_credit(&mut self, e: Ev, c: u8, credit: i32) -> Result<(), String> {
+        let mut step = e.step(Action::OnAddCredit { channel: c }, Observation::Done);
+        step.received = Some(Received::Credit(credit));
+        self.start(e.k, step, Open::Done);
+        Ok(())
+    }
+
+    /// `releaseAllResources()` set `isReleased`: a step whose later parts continue it whatever
+    /// it expects: the queue drained (a local channel's view with it,
+    /// [`Self::released_in_call`]), then `releaseAllBuffers` under `bufferQueue` and the
+    /// floating buffers recycled ([`Self::recycled_in_call`]).
+    fn release_all_resources(&mut self, e: Ev, c: u8) -> Result<(), String> {
+        self.single(e, Action::ReleaseAllResources { channel: c }, Observation::Done)
+    }
+
+    /// `releaseAllResources()` drained the channel's queue, where the model's configuration has
+    /// `release_step`: a step of its own (`releaseQueuedBuffers`), as the model splits the call
+    /// there.
+    fn release_queued_buffers(&mut self, e: Ev, c: u8) -> Result<(), String> {
+        self.single(e, Action::ReleaseQueuedBuffers { channel: c }, Observation::Done)
+    }
+
+    /// `BufferManager.recycle(segment)` of an exclusive buffer on the recycler: a step of its own
+    /// (`recycle`), ending where the call pauses after the lock: announcing a credit, or giving
+    /// a floating buffer back ([`Self::local_buffer_pool_recycle`]).
+    fn recycle(&mut self, e: Ev, c: u8, buffer: BufferId, then: Option<PausePoint>) -> Result<(), String> {
+        let (_, b) = self.buffer(buffer)?;
+        let mut step = e.step(Action::Recycle { channel: c, buffer: b }, Observation::Done);
+        step.pending = Some(self.pending(c, then));
+        self.start(e.k, step, Open::Done);
+        Ok(())
+    }
+
+    /// `LocalBufferPool.recycle(segment)` of a floating buffer on the recycler. After an offer
+    /// of this buffer (`Offered`) or its refusal (`Refused`) it continues that step: the pool
+    /// takes the buffer back. Otherwise it opens a step: the model's `recycleFloatingBuffer`
+    /// where the thread's `recycle` of an exclusive buffer paused to give this one back, else
+    /// its `recycle` of the floating buffer. Offered to a waiting listener, the step expects the
+    /// listener's decision (`Offered`); otherwise the thread is then idle.
+    fn local_buffer_pool_recycle(&mut self, e: Ev, buffer: BufferId, to_listener: bool) -> Result<(), String> {
+        let next = match to_listener {
+            true => Open::Offered(buffer),
+            false => Open::Done,
+        };
+        if let Open::Offered(b) | Open::Refused(b) = self.open(e.thread)
+            && b == buffer
+        {
+            let step = self.continue_step(e.k, e.thread, next)?;
+            if !to_listener {
+                step.pending = Some(Pending::Idle);
+            }
+            return Ok(());
+        }
+        let (c, b) = self.buffer(buffer)?;
+        let action = match self.returns(e.thread, c, b) {
+            true => Action::ReturnFloatingBuffer { channel: c, buffer: b },
+            false => Action::Recycle { channel: c, buffer: b },
+        };
+        let mut step = e.step(action, Observation::Done);
+        if !to_listener {
+            step.pending = Some(Pending::Idle);
+        }
+        self.start(e.k, step, next);
+        Ok(())
+    }
+
+    /// Whether the thread's last step paused to give floating buffer `b` of channel `c` back
+    /// (its `recycle` of an exclusive buffer).
+    fn returns(&self, thread: &str, c: u8, b: NetBuf) -> bool {
+        let returning = Some(Pending::ReturnFloating {
+            channel: c,
+            buffer: Buf(b),
+        });
+        self.last(thread)
+            .is_some_and(|(i, _)| self.steps[i].pending == returning)
+    }
+
+    /// `BufferManager.notifyBufferAvailable(Buffer)`, the `BufferListener` callback under
+    /// `bufferQueue`: the waiting manager's decision on the floating buffer a
+    /// `LocalBufferPool.recycle` offered it (`Offered`), which it continues. Taken, it closes
+    /// the step, which ends where the thread announces the credit decided; refused, the step
+    /// expects the pool to take the buffer back (`Refused`).
+    fn buffer_listener_notify_buffer_available(
+        &mut self,
+        e: Ev,
+        c: u8,
+        buffer: BufferId,
+        taken: bool,
+        announce: usize,
+    ) -> Result<(), String> {
+        if self.open(e.thread) != Open::Offered(buffer) {
+            return Err(format!("a listener decided on {} no recycle offered it", buffer.0));
+        }
+        let next = match taken {
+            true => Open::Done,
+            false => Open::Refused(buffer),
+        };
+        let step = self.continue_step(e.k, e.thread, next)?;
+        if taken {
+            step.pending = Some(Self::announce(c, announce));
+        }
+        Ok(())
+    }
+
+    /// `BufferManager.recycle`, `LocalBufferPool.recycle` or a listener's
+    /// `notifyBufferAvailable(Buffer)` on a thread other than the recycler: recycling is a model
+    /// step on the recycler only, so it continues whatever the thread is doing (a push into a
+    /// released channel, a `BufferResponse` a released channel discards, a release).
+    fn recycled_in_call(&mut self, e: Ev) -> Result<(), String> {
+        self.part_of_last(e)?;
+        Ok(())
+    }
+
+    /// `releaseAllResources()`'s drain of the queue (where the model does not split it off,
+    /// [`Self::release_queued_buffers`]) or `BufferManager.releaseAllBuffers`: continues the
+    /// thread's `releaseAllResources` (or the call that releases), never on the recycler.
+    fn released_in_call(&mut self, e: Ev) -> Result<(), String> {
+        if e.recycler() {
+            return Err("releaseAllBuffers on the recycler thread".into());
+        }
+        self.part_of_last(e)?;
+        Ok(())
+    }
+
+    /// A channel's poll (event `e`) returned `buffer`: `pollNext` must hand it on before the
+    /// thread polls again ([`Self::poll_next`]), except the sentinel, which the gate consumes
+    /// itself. An element polled and then dropped is refused.
+    fn polled(&mut self, e: Ev, c: u8, buffer: &BufferSnapshot) -> Result<(), String> {
+        if let Some((k, item)) = self.unhanded.remove(e.thread) {
             return Err(format!(
                 "the poll at event {} returned {item}, which pollNext never handed on (dropped after the poll)",
-                at + 1
+                k + 1
             ));
         }
         if buffer.kind != BufferKind::EndOfFetchedChannelState {
-            self.unhanded.insert(thread.to_string(), (k, item_of(c, buffer)));
+            self.unhanded.insert(e.thread.to_string(), (e.k, item_of(c, buffer)));
         }
         Ok(())
     }
