@@ -1113,7 +1113,25 @@ fn accept(m: &RecoveryModel, s: &State, step: &Step) -> Result<State, String> {
     if !enabled.contains(&step.action) {
         return Err(format!("{:?} is not enabled; enabled: {enabled:?}", step.action));
     }
-    // What the step takes from the wire is the model's next message.
+    takes_the_next_message(s, step)?;
+    let next = m.next_state(s, step.action).ok_or("no successor")?;
+    // A log does not record `nextDataType` (a local channel's comes from two locks).
+    let predicted = model_observation(m, s, &step.action, &next).without_next();
+    if predicted != step.observation {
+        return Err(format!(
+            "the model predicts {}, the log has {}",
+            json(&predicted),
+            json(&step.observation)
+        ));
+    }
+    pushes_as_the_model(s, &next, step)?;
+    buffer_as_the_model(s, &next, step)?;
+    pauses_as_the_model(m, &next, step)?;
+    Ok(next)
+}
+
+/// What the step takes from the wire is the model's next message at `s`.
+fn takes_the_next_message(s: &State, step: &Step) -> Result<(), String> {
     match (step.action, &step.received) {
         (Action::OnBuffer { channel: c }, Some(Received::Response(w))) => {
             if let Some(head) = s.ch(c).producer.wire.first() {
@@ -1140,46 +1158,48 @@ fn accept(m: &RecoveryModel, s: &State, step: &Step) -> Result<State, String> {
         }
         _ => {}
     }
-    let next = m.next_state(s, step.action).ok_or("no successor")?;
-    // A log does not record `nextDataType` (a local channel's comes from two locks).
-    let predicted = model_observation(m, s, &step.action, &next).without_next();
-    if predicted != step.observation {
-        return Err(format!(
-            "the model predicts {}, the log has {}",
-            json(&predicted),
-            json(&step.observation)
-        ));
-    }
-    if matches!(
+    Ok(())
+}
+
+/// The elements a push or the conversion appended to each channel (from `s` to `next`) are
+/// those the log has it push.
+fn pushes_as_the_model(s: &State, next: &State, step: &Step) -> Result<(), String> {
+    if !matches!(
         step.action,
         Action::OnRecoveredStateBuffer { .. } | Action::ConvertRecoveredInputChannels
-    ) && next.violation.is_none()
+    ) || next.violation.is_some()
     {
-        for c in 0..next.channels.len() as u8 {
-            let (before, after) = (&s.ch(c).queue, &next.ch(c).queue);
-            let model: Vec<Item> = after
-                .get(before.len()..)
-                .unwrap_or_default()
-                .iter()
-                .map(|e| e.payload.into())
-                .collect();
-            let logged: Vec<Item> = step
-                .pushed
-                .iter()
-                .filter(|(p, _)| *p == c)
-                .map(|(_, i)| i.clone())
-                .collect();
-            if model != logged {
-                return Err(format!(
-                    "the model pushes {}, the log pushed {}",
-                    items(&model),
-                    items(&logged)
-                ));
-            }
+        return Ok(());
+    }
+    for c in 0..next.channels.len() as u8 {
+        let (before, after) = (&s.ch(c).queue, &next.ch(c).queue);
+        let model: Vec<Item> = after
+            .get(before.len()..)
+            .unwrap_or_default()
+            .iter()
+            .map(|e| e.payload.into())
+            .collect();
+        let logged: Vec<Item> = step
+            .pushed
+            .iter()
+            .filter(|(p, _)| *p == c)
+            .map(|(_, i)| i.clone())
+            .collect();
+        if model != logged {
+            return Err(format!(
+                "the model pushes {}, the log pushed {}",
+                items(&model),
+                items(&logged)
+            ));
         }
     }
+    Ok(())
+}
+
+/// The channel buffer the log has the step's element in, if it says, is the model's.
+fn buffer_as_the_model(s: &State, next: &State, step: &Step) -> Result<(), String> {
     if let Some(logged) = step.buffer {
-        let model = model_buffer(step, s, &next);
+        let model = model_buffer(step, s, next);
         if model != logged {
             return Err(format!(
                 "the model has the element in {}, the log in {}",
@@ -1188,8 +1208,13 @@ fn accept(m: &RecoveryModel, s: &State, step: &Step) -> Result<State, String> {
             ));
         }
     }
+    Ok(())
+}
+
+/// Where the log has the step's thread after it, if it says, is where the model's is.
+fn pauses_as_the_model(m: &RecoveryModel, next: &State, step: &Step) -> Result<(), String> {
     if let Some(logged) = &step.pending {
-        let snapshot = model_snapshot(m, &next);
+        let snapshot = model_snapshot(m, next);
         let model = match m.thread(&step.action) {
             Thread::Task => snapshot.task,
             Thread::NettyClient => snapshot.netty_client,
@@ -1204,7 +1229,7 @@ fn accept(m: &RecoveryModel, s: &State, step: &Step) -> Result<State, String> {
             ));
         }
     }
-    Ok(next)
+    Ok(())
 }
 
 /// Checks that each recording thread plays one model thread (`RecoveryModel::thread`).
@@ -1273,6 +1298,8 @@ impl Search<'_> {
             .min_by_key(|i| (self.deadline(*i), *i))
     }
 
+    /// Searches for an interleaving of the unplaced steps (from `cursors` on) that the model
+    /// accepts from `s`, depth first; records the farthest dead end if there is none.
     fn run(&mut self, s: &State, cursors: &mut Vec<usize>) -> bool {
         let Some(first) = self.first_unplaced(cursors) else {
             return true;
@@ -1281,6 +1308,26 @@ impl Search<'_> {
             return false;
         }
         self.budget -= 1;
+        let mut why_first = None;
+        for (i, t) in self.candidates(first, cursors) {
+            match accept(self.m, s, &self.steps[i]) {
+                Ok(next) => {
+                    if self.place(i, t, &next, cursors) {
+                        return true;
+                    }
+                }
+                Err(reason) if i == first => why_first = Some(reason),
+                Err(_) => {}
+            }
+        }
+        let reason = why_first.unwrap_or_else(|| "every placement of it led to a later rejection".into());
+        self.dead_end(first, reason);
+        false
+    }
+
+    /// The steps that may be placed next, in log order, with their thread: each thread's first
+    /// unplaced step, within the window of the most urgent one (`first`) or deferrable.
+    fn candidates(&self, first: usize, cursors: &[usize]) -> Vec<(usize, usize)> {
         let limit = self.deadline(first).saturating_add(self.window);
         let mut candidates: Vec<(usize, usize)> = self
             .threads
@@ -1291,27 +1338,28 @@ impl Search<'_> {
             .filter(|(i, _)| *i < limit || self.steps[*i].deferrable())
             .collect();
         candidates.sort();
-        let mut why_first = None;
-        for (i, t) in candidates {
-            match accept(self.m, s, &self.steps[i]) {
-                Ok(next) => {
-                    cursors[t] += 1;
-                    self.placed.push(self.steps[i].action);
-                    self.placed_at.push(i);
-                    if self.run(&next, cursors) {
-                        return true;
-                    }
-                    self.placed.pop();
-                    self.placed_at.pop();
-                    cursors[t] -= 1;
-                }
-                Err(reason) if i == first => why_first = Some(reason),
-                Err(_) => {}
-            }
+        candidates
+    }
+
+    /// Places step `i` of thread `t`, reaching `next`, and searches on; takes it back if that
+    /// fails.
+    fn place(&mut self, i: usize, t: usize, next: &State, cursors: &mut Vec<usize>) -> bool {
+        cursors[t] += 1;
+        self.placed.push(self.steps[i].action);
+        self.placed_at.push(i);
+        if self.run(next, cursors) {
+            return true;
         }
-        let reason = why_first.unwrap_or_else(|| "every placement of it led to a later rejection".into());
-        // The farthest dead end; at the same step, preferably the one reached by placing the
-        // steps before it in their logged order, whose reason is the logged order's own.
+        self.placed.pop();
+        self.placed_at.pop();
+        cursors[t] -= 1;
+        false
+    }
+
+    /// Records that no placement of step `first` works here, for `reason`, if this is the
+    /// farthest dead end; at the same step, preferably the one reached by placing the steps
+    /// before it in their logged order, whose reason is the logged order's own.
+    fn dead_end(&mut self, first: usize, reason: String) {
         let in_order = self.placed_at.iter().enumerate().all(|(k, i)| k == *i);
         let better = |f: &DeadEnd| first > f.index || (first == f.index && in_order && !f.in_order);
         if self.farthest.as_ref().is_none_or(better) {
@@ -1322,20 +1370,11 @@ impl Search<'_> {
                 in_order,
             });
         }
-        false
     }
 }
 
-/// Replays `steps` through `model` from its initial state. Returns the accepted interleaving
-/// (the steps' actions in the order placed), or the first step that no interleaving within
-/// `window` (1: exactly the logged order, compound steps anywhere in their span) could place.
-///
-/// The log records what each poll returned, not the gate's channel queue, whose order also
-/// depends on notifications racing after their locks (which the model makes atomic): the model
-/// used here lets the task poll any channel with data ([`GatePolling::AnyChannelWithData`]).
-pub fn validate(model: &RecoveryModel, steps: &[Step], window: usize) -> Result<Vec<Action>, Box<Rejection>> {
-    let model = &model.clone().with_polling(GatePolling::AnyChannelWithData);
-    threads_consistent(model, steps)?;
+/// Per recording thread, in the order the threads first appear, its step indices in log order.
+fn by_thread(steps: &[Step]) -> Vec<Vec<usize>> {
     let mut names: Vec<&str> = Vec::new();
     let mut threads: Vec<Vec<usize>> = Vec::new();
     for (i, step) in steps.iter().enumerate() {
@@ -1349,10 +1388,23 @@ pub fn validate(model: &RecoveryModel, steps: &[Step], window: usize) -> Result<
         };
         threads[t].push(i);
     }
+    threads
+}
+
+/// Replays `steps` through `model` from its initial state. Returns the accepted interleaving
+/// (the steps' actions in the order placed), or the first step that no interleaving within
+/// `window` (1: exactly the logged order, compound steps anywhere in their span) could place.
+///
+/// The log records what each poll returned, not the gate's channel queue, whose order also
+/// depends on notifications racing after their locks (which the model makes atomic): the model
+/// used here lets the task poll any channel with data ([`GatePolling::AnyChannelWithData`]).
+pub fn validate(model: &RecoveryModel, steps: &[Step], window: usize) -> Result<Vec<Action>, Box<Rejection>> {
+    let model = &model.clone().with_polling(GatePolling::AnyChannelWithData);
+    threads_consistent(model, steps)?;
     let mut search = Search {
         m: model,
         steps,
-        threads,
+        threads: by_thread(steps),
         window: window.max(1),
         seen: HashSet::new(),
         placed: Vec::new(),
