@@ -66,8 +66,8 @@
 //! under the subpartition's lock, its `notifyPriorityEvent` sets the flag after that lock, and
 //! the task's `pullPriorityFromSubpartitionView` clears it after the view's lock. Both writes
 //! are recorded ([`Event::NotifyPriorityEvent`], [`Event::ClearPendingPriorityEvent`]). Where
-//! the model's channel has `priority_notify_step` they are steps of their own, as in the code;
-//! otherwise each is a part of its call (`add`, the poll), which then spans up to it. An `add`
+//! the model's channel has `priority_notify_step` they are steps of their own, as in the code
+//! (the task's poll returns the priority event it pulled in the clear's step); otherwise each is a part of its call (`add`, the poll), which then spans up to it. An `add`
 //! with no notification logged after it (no listener yet, or not the first priority element)
 //! is *deferrable*: other threads' steps may be placed before it whatever the window, as long as
 //! the model accepts every step.
@@ -545,7 +545,7 @@ impl Builder<'_> {
             }
             // The listener's flag is a step of its own only where the model splits it off
             // (`priority_notify_step`); otherwise it is part of the producer's `add` or the
-            // task's poll.
+            // task's poll. A split poll returns what it pulled in the clear's step.
             Event::NotifyPriorityEvent { channel } | Event::ClearPendingPriorityEvent { channel } => {
                 let c = at(*channel);
                 let notify = matches!(r.event, Event::NotifyPriorityEvent { .. });
@@ -560,7 +560,13 @@ impl Builder<'_> {
                         true => Action::NotifyPriorityEvent { channel: c },
                         false => Action::ClearPendingPriorityEvent { channel: c },
                     };
-                    self.start(k, new(action, Observation::Done), Open::Done);
+                    let observation = match self.last(thread) {
+                        Some((i, _)) if !notify && self.steps[i].action == (Action::GetNextBuffer { channel: c }) => {
+                            std::mem::replace(&mut self.steps[i].observation, Observation::Done)
+                        }
+                        _ => Observation::Done,
+                    };
+                    self.start(k, new(action, observation), Open::Done);
                 } else {
                     let step = self.continue_step(k, thread, Open::Done)?;
                     let same = match step.action {
