@@ -554,7 +554,9 @@ impl RecoverableInputChannel for LocalInputChannel {
         self.check_error()?;
         // Flink reads `subpartitionView` once without a lock, so its poll can follow the view's
         // release. Here the field's lock is held to the end of the poll, so that the release's
-        // drain is one point between polls (docs/model.md, unlocked accesses).
+        // drain is one point between polls (docs/model.md, unlocked accesses); a pull of a
+        // priority event lets it go after the view's poll, before the flag's clear, which the
+        // model makes a step of its own.
         let view_field = self.subpartition_view.lock();
         let view = view_field.clone();
         // Released (the view went with it): nothing more from upstream, as Flink's
