@@ -8,7 +8,9 @@
 //! workers. The worker installs a [`pause_point`](recovery_impl::pause_point) hook, so the
 //! implementation stops exactly where the model's next step of that thread begins, and the
 //! driver resumes it when the trace takes that step (`notifyBufferAvailable`,
-//! `recycleFloatingBuffer`, `enableNotify`). A call whose thread is about to park (the
+//! `recycleFloatingBuffer`, `enableNotify`; with `priority_notify_step`, the producer's
+//! `notifyPriorityEvent` after `add` and the task's clear of `hasPendingPriorityEvent` after
+//! a pulled priority event). A call whose thread is about to park (the
 //! implementation's wait hook, [`set_thread_wait_hook`]) is reported as
 //! [`Observation::Blocked`] at once: the thread says it waits, no clock decides. A call that
 //! neither returns nor parks within the watchdog is a harness error. Calls that can neither
@@ -36,7 +38,7 @@ use recovery_impl::credit_based_sequence_numbering_view_reader::{
     BufferResponse, CreditBasedSequenceNumberingViewReader,
 };
 use recovery_impl::input_channel_info::InputChannelInfo;
-use recovery_impl::input_channels_with_data::ChannelPoll;
+use recovery_impl::input_channels_with_data::{ChannelPoll, InputChannelsWithData};
 use recovery_impl::local_input_channel::LocalInputChannel;
 use recovery_impl::netty_message::ResumeConsumption;
 use recovery_impl::pause_point::{PausePoint, set_thread_hook, set_thread_wait_hook};
@@ -579,10 +581,12 @@ pub struct ImplDriver {
     reread_step: bool,
     /// What the task worker's `poll_channel` returned, once it has.
     turn: Arc<std::sync::Mutex<Option<recovery_impl::Result<ChannelPoll>>>>,
-    /// Gate notifications of calls that wait for the task's turn to end (their thread blocked
-    /// on `inputChannelsWithData` while the task is stopped inside its poll): the channel and
-    /// whether with priority. A snapshot shows them made, as the model makes them in the step.
-    beside_turn: Vec<(Thread, u8, bool)>,
+    /// Gate notifications of calls that wait for the task's turn to end (their worker blocked
+    /// on `inputChannelsWithData` while the task is stopped inside its poll): the worker, the
+    /// channel and whether with priority. A snapshot shows them made, as the model makes them
+    /// in the step; the thread's next steps run on a fresh worker, as the model's thread is
+    /// free after it.
+    waiting_for_turn: Vec<(Worker, u8, bool)>,
 }
 
 impl ImplDriver {
@@ -597,7 +601,7 @@ impl ImplDriver {
             watchdog: DEFAULT_WATCHDOG,
             reread_step: false,
             turn: Arc::default(),
-            beside_turn: Vec::new(),
+            waiting_for_turn: Vec::new(),
         }
     }
 
@@ -683,7 +687,10 @@ impl ImplDriver {
             WorkerState::Paused {
                 point: PausePoint::OnRecoveredStateBuffer,
                 ..
-            } => return self.workers.io.resume(timeout),
+            } => {
+                let observation = self.workers.io.resume(timeout);
+                return self.behind_turn(Thread::Io, c, false, observation);
+            }
             WorkerState::Idle => {}
             // Parked again, or elsewhere: what the model's wake-up did not.
             WorkerState::Blocked { .. } => return Observation::Blocked,
@@ -735,7 +742,8 @@ impl ImplDriver {
             Err(ChannelError::Released(_)) if channel.is_released() => Observation::Done,
             Err(e) => Observation::Error { error: error_kind(&e) },
         });
-        self.workers.io.start(c, job, timeout)
+        let observation = self.workers.io.start(c, job, timeout);
+        self.behind_turn(Thread::Io, c, false, observation)
     }
 
     fn finish_recovered_buffer_delivery(&mut self, c: u8) -> Observation {
@@ -749,7 +757,8 @@ impl ImplDriver {
         if self.cfg.delivery == Delivery::Conversion {
             return self.workers.task.start(c, job, timeout);
         }
-        self.workers.io.start(c, job, timeout)
+        let observation = self.workers.io.start(c, job, timeout);
+        self.behind_turn(Thread::Io, c, false, observation)
     }
 
     // --- task thread -------------------------------------------------------------------------
@@ -858,22 +867,42 @@ impl ImplDriver {
     /// One turn of the gate's polling loop (`SingleInputGate::poll_channel`): the gate, not
     /// the driver, picks the channel, and it must be the one the model names.
     fn get_next_buffer(&mut self, c: u8) -> Observation {
-        if !self.reread_step {
+        let pull_step = self.cfg.channels.iter().any(|cc| cc.priority_notify_step);
+        if !self.reread_step && !pull_step {
             let polled = self.sys.gate.poll_channel();
             return self.hand_on(c, polled);
         }
-        // On the task worker, which stops before the re-read of `hasPendingPriorityEvent` if
-        // it polled a recovered element (`rereadPendingPriorityEvent` resumes it).
+        // On the task worker, which stops where the model ends this step: before the re-read
+        // of `hasPendingPriorityEvent` after a recovered poll (`rereadPendingPriorityEvent`
+        // resumes it), or before the flag's clear after a pulled priority event
+        // (`pullPriorityFromSubpartitionView`).
         let timeout = self.watchdog;
         let (gate, turn) = (Arc::clone(&self.sys.gate), Arc::clone(&self.turn));
         let job: Job = Box::new(move || {
             *turn.lock().expect("the turn's slot") = Some(gate.poll_channel());
             Observation::Done
         });
-        let observation = self.workers.task.start(c, job, timeout);
+        let mut observation = self.workers.task.start(c, job, timeout);
+        while let WorkerState::Paused { point, .. } = self.workers.task.state
+            && !self.splits(point, c)
+        {
+            observation = self.workers.task.resume(timeout);
+        }
         match self.workers.task.state {
             WorkerState::Idle => self.end_turn(c),
             _ => observation,
+        }
+    }
+
+    /// Whether the model makes what follows `point` in a call on channel `c` a step of its own.
+    /// Elsewhere a worker runs on through the point in the same step.
+    fn splits(&self, point: PausePoint, c: u8) -> bool {
+        match point {
+            PausePoint::RereadPendingPriorityEvent => self.reread_step,
+            PausePoint::ClearPendingPriorityEvent | PausePoint::NotifyPriorityEvent => {
+                self.cfg.channels[c as usize].priority_notify_step
+            }
+            _ => true,
         }
     }
 
@@ -891,36 +920,53 @@ impl ImplDriver {
         matches!(
             self.workers.task.state,
             WorkerState::Paused {
-                point: PausePoint::RereadPendingPriorityEvent,
+                point: PausePoint::RereadPendingPriorityEvent | PausePoint::ClearPendingPriorityEvent,
                 ..
             }
         )
     }
 
-    /// The model's second half of a local channel's `getNextBuffer`: the task resumes after
-    /// its recovered poll (the fixed code re-reads nothing and returns what it polled), the
-    /// gate's turn ends, the notifications that waited for it land, and what was polled is
-    /// handed on.
-    fn reread_pending_priority_event(&mut self, c: u8) -> Observation {
+    /// The model's second half of a local channel's `getNextBuffer`, the task stopped inside
+    /// the gate's turn at a point `expected` accepts: it resumes (after a recovered poll, the
+    /// fixed code re-reads nothing and returns what it polled; after a pulled priority event,
+    /// it clears `hasPendingPriorityEvent`), the gate's turn ends, the notifications that
+    /// waited for it land, and what was polled is handed on.
+    fn end_turn_after(&mut self, c: u8, expected: fn(PausePoint) -> bool) -> Observation {
         let timeout = self.watchdog;
-        let resumed = self.resume(Thread::Task, c, |p| p == PausePoint::RereadPendingPriorityEvent);
+        let resumed = self.resume(Thread::Task, c, expected);
         if !matches!(self.workers.task.state, WorkerState::Idle) {
             return resumed;
         }
-        for (thread, _, _) in std::mem::take(&mut self.beside_turn) {
-            if let Some(worker) = self.workers.of(thread)
-                && matches!(worker.state, WorkerState::Blocked { .. })
-            {
-                worker.wait(timeout);
+        for (mut worker, _, _) in std::mem::take(&mut self.waiting_for_turn) {
+            worker.wait(timeout);
+            if worker.state != WorkerState::Idle {
+                return unperformable(format!(
+                    "a notification did not land after the turn: {}",
+                    worker.position()
+                ));
             }
         }
         self.end_turn(c)
     }
 
+    /// The worker of `thread` blocked on `inputChannelsWithData` behind the task's turn: its
+    /// notification, on `channel` with or without `priority`, lands when the turn ends; a fresh
+    /// worker takes the thread's next steps. Only calls that end with their notification come
+    /// here (a push, a sentinel, an `add`): nothing resumes the old worker at a pause point.
+    fn wait_for_turn(&mut self, thread: Thread, channel: u8, priority: bool) {
+        if let Some(worker) = self.workers.of(thread) {
+            let fresh = Worker::spawn(worker.name);
+            self.waiting_for_turn
+                .push((std::mem::replace(worker, fresh), channel, priority));
+        }
+    }
+
     /// A call of `thread` that notifies the gate, while the task may be stopped inside its poll:
     /// then it runs on that thread's worker, which blocks on `inputChannelsWithData` until the
     /// turn ends (its notification, on `channel` with or without `priority`, is shown as made);
-    /// otherwise inline.
+    /// otherwise inline. A producer's `add` of a priority event on a channel with
+    /// `priority_notify_step` runs on the producer's worker too, which stops before the
+    /// listener's notification (`notifyPriorityEvent` resumes it).
     fn beside_turn(
         &mut self,
         thread: Thread,
@@ -928,22 +974,40 @@ impl ImplDriver {
         priority: bool,
         call: impl FnOnce() -> recovery_impl::Result<()> + Send + 'static,
     ) -> Observation {
-        if !self.in_turn() {
+        let notify_step = thread == Thread::Producer && self.splits(PausePoint::NotifyPriorityEvent, channel);
+        if !self.in_turn() && !notify_step {
             return outcome(call());
         }
         let timeout = self.watchdog;
         let Some(worker) = self.workers.of(thread) else {
             return unperformable(format!("no {thread} worker"));
         };
-        let observation = worker.start(channel, Box::new(move || outcome(call())), timeout);
-        match worker.state {
-            // Parked on the gate's lock: the call's own part is done.
-            WorkerState::Blocked { .. } => {
-                self.beside_turn.push((thread, channel, priority));
-                Observation::Done
-            }
-            _ => observation,
+        let mut observation = worker.start(channel, Box::new(move || outcome(call())), timeout);
+        // Where the model does not split it off, the notification is part of this step.
+        while let WorkerState::Paused {
+            point: PausePoint::NotifyPriorityEvent,
+            ..
+        } = worker.state
+            && !notify_step
+        {
+            observation = worker.resume(timeout);
         }
+        self.behind_turn(thread, channel, priority, observation)
+    }
+
+    /// What a call of `thread` on its worker observed: if the worker waits for the gate's lock
+    /// while the task is stopped inside its turn, the call's own part is done and its
+    /// notification, on `channel` with or without `priority`, lands when the turn ends
+    /// ([`ImplDriver::wait_for_turn`]).
+    fn behind_turn(&mut self, thread: Thread, channel: u8, priority: bool, observation: Observation) -> Observation {
+        let waits_for_gate = self.workers.of(thread).is_some_and(
+            |w| matches!(w.state, WorkerState::Blocked { site } if site == InputChannelsWithData::lock_site()),
+        );
+        if !waits_for_gate || !self.in_turn() {
+            return observation;
+        }
+        self.wait_for_turn(thread, channel, priority);
+        Observation::Done
     }
 
     /// What the gate's turn returned, handed on as the task's `CheckpointedInputGate` does; the
@@ -1046,6 +1110,8 @@ impl ImplDriver {
 
     // --- producer and Netty server -----------------------------------------------------------
 
+    /// The producer's `add` of a priority barrier; with `priority_notify_step` it stops before
+    /// its notification ([`ImplDriver::beside_turn`]).
     fn emit_checkpoint_barrier(&mut self, c: u8, cp: u8) -> Observation {
         let barrier = NetworkBuffer::event(BufferKind::CheckpointBarrier(cp as i64));
         let subpartition = Arc::clone(&self.ch(c).subpartition);
@@ -1058,6 +1124,14 @@ impl ImplDriver {
         let barrier = NetworkBuffer::event(BufferKind::TimeoutableAlignedCheckpointBarrier(cp as i64));
         let subpartition = Arc::clone(&self.ch(c).subpartition);
         self.beside_turn(Thread::Producer, c, false, move || subpartition.add(barrier))
+    }
+
+    /// `notifyPriorityEvent` (`priority_notify_step`): the producer stopped after `add`
+    /// resumes; the listener sets `hasPendingPriorityEvent`, and its gate notification lands,
+    /// or waits for the task's turn to end (then shown as made).
+    fn notify_priority_event(&mut self, c: u8) -> Observation {
+        let observation = self.resume(Thread::Producer, c, |p| p == PausePoint::NotifyPriorityEvent);
+        self.behind_turn(Thread::Producer, c, true, observation)
     }
 
     /// The alignment timer's mail: `alignedCheckpointTimeout` → `prioritizeAllAnnouncements` →
@@ -1322,7 +1396,7 @@ impl Driver for ImplDriver {
             }
         }
         self.sys = System::new(&self.cfg);
-        self.beside_turn.clear();
+        self.waiting_for_turn.clear();
         *self.turn.lock().expect("the turn's slot") = None;
         Ok(())
     }
@@ -1362,7 +1436,13 @@ impl ImplDriver {
             }
             EmitCheckpointBarrier { channel, cp } => self.emit_checkpoint_barrier(channel, cp),
             AddBuffer { channel } => self.add_buffer(channel),
-            RereadPendingPriorityEvent { channel } => self.reread_pending_priority_event(channel),
+            RereadPendingPriorityEvent { channel } => {
+                self.end_turn_after(channel, |p| p == PausePoint::RereadPendingPriorityEvent)
+            }
+            ClearPendingPriorityEvent { channel } => {
+                self.end_turn_after(channel, |p| p == PausePoint::ClearPendingPriorityEvent)
+            }
+            NotifyPriorityEvent { channel } => self.notify_priority_event(channel),
             ReleasePartition { channel } => outcome(self.ch(channel).subpartition.release()),
             OnError { channel } => self.on_error(channel),
             SendBuffer { channel } => self.send_buffer(channel),
@@ -1382,10 +1462,6 @@ impl ImplDriver {
                 unperformable("the task is stopped inside its poll, holding the gate's lock that close takes")
             }
             CloseGate => self.close_gate(),
-            // impl/ makes these inside `add` and `get_next_buffer` (Action::MODEL_ONLY_KINDS).
-            NotifyPriorityEvent { .. } | ClearPendingPriorityEvent { .. } => {
-                unperformable("a model-only step: impl/ makes it inside the call before")
-            }
             EmitTimeoutableCheckpointBarrier { channel, cp } => self.emit_timeoutable_checkpoint_barrier(channel, cp),
             AlignedCheckpointTimeout { cp } => self.aligned_checkpoint_timeout(cp),
             OnResumeConsumption { channel } => self.on_resume_consumption(channel),
@@ -1452,7 +1528,7 @@ impl ImplDriver {
         let (mut queue, mut priority): (Vec<u8>, usize) =
             (queued.channels.iter().map(|c| *c as u8).collect(), queued.num_priority);
         // Notifications waiting for the task's turn to end, shown as made (`queueChannel`).
-        for &(_, c, with_priority) in &self.beside_turn {
+        for &(_, c, with_priority) in &self.waiting_for_turn {
             let at = queue.iter().position(|q| *q == c);
             if at.is_some_and(|at| !with_priority || at < priority) {
                 continue;

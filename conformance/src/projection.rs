@@ -262,6 +262,14 @@ fn reread_pending(c: u8) -> Pending {
     }
 }
 
+/// The task inside a local channel's `getNextBuffer`, a priority event pulled from the view,
+/// before `hasPendingPriorityEvent = false` (`pullPriorityFromSubpartitionView`).
+fn clear_pending(c: u8) -> Pending {
+    Pending::Elsewhere {
+        what: format!("pulled a priority event from channel {c}'s view; next clears hasPendingPriorityEvent"),
+    }
+}
+
 /// The abstract snapshot of model state `s`.
 pub fn model_snapshot(m: &RecoveryModel, s: &State) -> Snapshot {
     let task = match (s.task_announce, s.task) {
@@ -274,6 +282,7 @@ pub fn model_snapshot(m: &RecoveryModel, s: &State) -> Snapshot {
             what: format!("between the two halves of a split enableNotify on channel {channel}"),
         },
         (None, TaskPc::RereadPendingPriority { channel, .. }) => reread_pending(channel),
+        (None, TaskPc::ClearPendingPriority { channel, .. }) => clear_pending(channel),
         (None, TaskPc::AwaitUpstreamReady { channel }) => Pending::Elsewhere {
             what: format!("awaiting upstreamReady in finishRecoveredBufferDelivery on channel {channel}"),
         },
@@ -383,25 +392,15 @@ pub fn model_observation(m: &RecoveryModel, pre: &State, action: &Action, post: 
                     error: ErrorKind::Released,
                 };
             }
-            // The variant's re-read: the call has not returned yet; its next step hands on
-            // what it returns.
-            if let TaskPc::RereadPendingPriority { channel, .. } = post.task
+            // The variant's re-read, or (`priority_notify_step`) the flag's clear after a
+            // priority event pulled from the view: the call has not returned yet; its next step
+            // hands on what it returns.
+            if let TaskPc::RereadPendingPriority { channel, .. } | TaskPc::ClearPendingPriority { channel, .. } =
+                post.task
                 && channel == c
                 && pre.task != post.task
             {
                 return Observation::Done;
-            }
-            // `priority_notify_step`: the barrier polled from the view is handed out after the
-            // task's next step clears the flag, but this call returned it.
-            if let TaskPc::ClearPendingPriority { channel, cp, seq } = post.task
-                && channel == c
-                && pre.task != post.task
-            {
-                return Observation::Polled {
-                    item: Item::Known(Payload::Barrier(cp)),
-                    seq,
-                    next: next_after_poll(m, post, c, Payload::Barrier(cp)),
-                };
             }
             let (before, after) = (&pre.ch(c).ghost_delivered, &post.ch(c).ghost_delivered);
             if after.len() > before.len() {
@@ -463,6 +462,17 @@ pub fn model_observation(m: &RecoveryModel, pre: &State, action: &Action, post: 
                 _ => Observation::Done,
             }
         }
+        // The end of a split pull of a priority event: the call returns the barrier it polled,
+        // and the next data type of the recovered queue as the clear leaves it (the view's, read
+        // at the poll, had no priority).
+        Action::ClearPendingPriorityEvent { channel: c } => match pre.task {
+            TaskPc::ClearPendingPriority { cp, seq, .. } => Observation::Polled {
+                item: Item::Known(Payload::Barrier(cp)),
+                seq,
+                next: DataType::of_head(post.ch(c).queue.first().map(|e| e.payload)),
+            },
+            _ => Observation::Done,
+        },
         // The alignment timer's lookup threw: the task fails with it.
         Action::AlignedCheckpointTimeout { .. } => match post.task {
             TaskPc::Failed { cause, .. } if pre.task != post.task => Observation::Error {
@@ -750,6 +760,11 @@ pub fn impl_pending(c: u8, ids: IdMap, point: PausePoint) -> Pending {
         },
         PausePoint::EnableNotify => Pending::EnableNotify { channel: c },
         PausePoint::RereadPendingPriorityEvent => reread_pending(c),
+        PausePoint::ClearPendingPriorityEvent => clear_pending(c),
+        // The producer is not part of a snapshot; its `add` shows in the subpartition.
+        PausePoint::NotifyPriorityEvent => Pending::Elsewhere {
+            what: format!("the producer of channel {c} about to notify a priority event"),
+        },
         PausePoint::OnSenderBacklog => Pending::SenderBacklog { channel: c },
         // The canceler is not part of a snapshot; its release shows in the channel's state.
         PausePoint::ReleaseQueuedBuffers => Pending::Elsewhere {

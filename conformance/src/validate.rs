@@ -690,16 +690,20 @@ impl Builder<'_> {
     /// shares with the producer: set by `notifyPriorityEvent` (`notify`; the producer, after
     /// `ResultSubpartition.add`'s lock) or cleared by `pullPriorityFromSubpartitionView` (the
     /// task, after the view's lock). Where the model's channel has `priority_notify_step` it is
-    /// a step of its own, as in the code; otherwise it closes the call it is a part of (`add`
-    /// or the poll of the same channel), which then spans up to it and is not deferrable.
+    /// a step of its own, as in the code, and a split poll returns what it pulled in the
+    /// clear's step; otherwise it closes the call it is a part of (`add` or the poll of the
+    /// same channel), which then spans up to it and is not deferrable.
     fn priority_flag(&mut self, e: Ev, c: u8, notify: bool) -> Result<(), String> {
         let cfg = self.m.cfg.channels.get(c as usize);
         if cfg.is_some_and(|cc| cc.priority_notify_step) {
-            let action = match notify {
-                true => Action::NotifyPriorityEvent { channel: c },
-                false => Action::ClearPendingPriorityEvent { channel: c },
+            let (action, observation) = match notify {
+                true => (Action::NotifyPriorityEvent { channel: c }, Observation::Done),
+                false => (
+                    Action::ClearPendingPriorityEvent { channel: c },
+                    self.take_polled(e.thread, c),
+                ),
             };
-            return self.single(e, action, Observation::Done);
+            return self.single(e, action, observation);
         }
         let step = self.continue_step(e.k, e.thread, Open::Done)?;
         let same = match step.action {
@@ -717,6 +721,17 @@ impl Builder<'_> {
         // The step ends at the flag: not deferrable, it spans its parts.
         step.deferrable = false;
         Ok(())
+    }
+
+    /// The observation of the thread's last step if it is the poll of channel `c`, which the
+    /// split poll's clear step returns instead.
+    fn take_polled(&mut self, thread: &str, c: u8) -> Observation {
+        match self.last(thread) {
+            Some((i, _)) if self.steps[i].action == (Action::GetNextBuffer { channel: c }) => {
+                std::mem::replace(&mut self.steps[i].observation, Observation::Done)
+            }
+            _ => Observation::Done,
+        }
     }
 
     /// `ResultSubpartition.pollBuffer()`: a step of its own. A local channel's consumer polls

@@ -55,14 +55,16 @@ fn assert_unreachable(r: &conformance::conform::ConformReport, expected: &[&str]
 fn every_edge_of_tiny_replays_on_the_implementation_without_divergence() {
     let r = every_edge_without_divergence("tiny");
     // tiny has no conversion, no aligned checkpoint (its barrier and alignment timer), no split
-    // priority notification (model-only), no channel without exclusive buffers (the backlog
-    // announcement, a drainer parked for a buffer), no floating buffer, one checkpoint (none
-    // aborted for a next), no upstream written during the run, no faults and no release (nor
-    // its second part, nor gate close).
+    // priority notification nor flag clear (`priority-race`), no channel without exclusive
+    // buffers (the backlog announcement, a drainer parked for a buffer), no floating buffer,
+    // one checkpoint (none aborted for a next), no upstream written during the run, no faults
+    // and no release (nor its second part, nor gate close).
     assert_unreachable(
         &r,
         &[
             "convertRecoveredInputChannels",
+            "notifyPriorityEvent",
+            "pullPriorityFromSubpartitionView",
             "requestBufferBlocking",
             "abortPendingCheckpoint",
             "processTimeoutableCheckpointBarrier",
@@ -104,6 +106,8 @@ fn every_edge_of_the_conversion_preset_replays_on_the_implementation_without_div
             "requestPartitions",
             "processTimeoutableCheckpointBarrier",
             "alignedCheckpointTimeout",
+            "notifyPriorityEvent",
+            "pullPriorityFromSubpartitionView",
             "announceBacklog",
             "requestBufferBlocking",
             "abortPendingCheckpoint",
@@ -184,6 +188,18 @@ fn every_edge_of_the_late_preset_replays_on_the_implementation_without_divergenc
 }
 
 #[test]
+fn every_edge_of_the_priority_race_preset_replays_on_the_implementation_without_divergence() {
+    // add's priority notification and the task's flag clear as steps of their own: the
+    // producer stops before `notifyPriorityEvent`, the task inside its turn before the clear,
+    // and the other threads run between, the lost update of docs/findings.md included.
+    let r = every_edge_without_divergence("priority-race");
+    for kind in ["notifyPriorityEvent", "pullPriorityFromSubpartitionView"] {
+        assert!(!r.kinds_unreachable.contains(&kind), "{kind}");
+    }
+    assert!(r.kinds_missed.is_empty(), "{:?}", r.kinds_missed);
+}
+
+#[test]
 fn every_edge_of_the_aligned_timeout_preset_replays_on_the_implementation_without_divergence() {
     // The timeoutable barrier stashed in recovery or queued after it, its announcement polled,
     // the alignment timer converting it (or failing the task), the aligned checkpoint taken.
@@ -244,6 +260,63 @@ fn the_drain_wakeup_finding_replays_on_the_implementation_and_its_drainer_stays_
     }
 }
 
+/// docs/findings.md, the lost update of `hasPendingPriorityEvent`: the counterexample replays
+/// on impl/ step by step (the producer stopped before its notification, the task inside its
+/// turn before the clear) and leaves the channel in the gate's priority section with the flag
+/// false and barrier 2 at the view's head; then the drainer pushes `recovered-0`, the task
+/// takes its steps of checkpoint 1, and the gate polls the channel from its priority section:
+/// impl/ returns `recovered-0`, no priority event, as the model does.
+#[test]
+fn the_priority_race_finding_replays_on_the_implementation_and_its_next_poll_is_no_priority_event() {
+    let (m, trace) = finding("priority-race", PropertyId::PriorityHonoured);
+    let actions: Vec<Action> = trace.steps.iter().map(|s| s.action).collect();
+    let mut reference = ModelDriver::new(m.clone());
+    let mut driver = ImplDriver::new(&m.cfg);
+    if let Err(e) = lockstep(&mut reference, &mut driver, &actions, Compare::Every) {
+        panic!("{e}");
+    }
+    let json = serde_json::to_value(driver.snapshot().unwrap()).unwrap();
+    assert_eq!(
+        (&json["gate"]["queue"], &json["gate"]["priority"]),
+        (&serde_json::json!([0]), &serde_json::json!(1)),
+        "{json}"
+    );
+    let channel = &json["channels"][0];
+    assert_eq!(channel["pending_priority"], serde_json::json!(false), "{json}");
+    assert_eq!(channel["subpartition"][0], serde_json::json!("barrier2"), "{json}");
+    // The drainer's push, the task's steps that come first (the recovery barrier of
+    // checkpoint 1 behind it), then the poll.
+    let poll = Action::GetNextBuffer { channel: 0 };
+    let mut next = Action::OnRecoveredStateBuffer { channel: 0 };
+    let mut last = None;
+    for _ in 0..4 {
+        let expected = reference.step(&next);
+        let actual = driver.apply(&next).unwrap();
+        assert_eq!(expected, actual, "{next:?}");
+        last = Some(actual);
+        if next == poll {
+            break;
+        }
+        let enabled = reference.enabled();
+        next = match enabled.contains(&poll) {
+            true => poll,
+            false => *(enabled.iter())
+                .find(|a| m.thread(a) == recovery_model::Thread::Task)
+                .expect("a task step"),
+        };
+    }
+    assert!(
+        matches!(
+            last,
+            Some(Observation::Polled {
+                item: Item::Known(Payload::Recovered(0)),
+                ..
+            })
+        ),
+        "{last:?}"
+    );
+}
+
 /// docs/findings.md, a floating credit announced after `resumeConsumption`: the counterexample
 /// replays on impl/ step by step, the server ends up holding a credit the consumer has no
 /// buffer for, and impl/'s `onBuffer` of the next data buffer fails as the model predicts.
@@ -298,9 +371,10 @@ fn random_walks_with_releases_floating_buffers_and_two_checkpoints_agree_with_th
         }
     }
     // Every kind but the conversion, the faults, the late writes, the second part of a split
-    // release (`release-window-*`), the model-only steps, the aligned checkpoints, the
-    // backlog announcement (every channel here has exclusive buffers) and the drainer's wait
-    // (its buffers are lent before it needs them; `local-buffers` waits).
+    // release (`release-window-*`), the split priority notification and flag clear
+    // (`priority-race`), the model-only steps, the aligned checkpoints, the backlog
+    // announcement (every channel here has exclusive buffers) and the drainer's wait (its
+    // buffers are lent before it needs them; `local-buffers` waits).
     let missed: std::collections::BTreeSet<&str> = (Action::KINDS.iter())
         .filter(|k| !kinds.contains(*k) && !Action::MODEL_ONLY_KINDS.contains(*k))
         .copied()
@@ -313,6 +387,8 @@ fn random_walks_with_releases_floating_buffers_and_two_checkpoints_agree_with_th
             "releasePartition",
             "add",
             "releaseQueuedBuffers",
+            "notifyPriorityEvent",
+            "pullPriorityFromSubpartitionView",
             "processTimeoutableCheckpointBarrier",
             "alignedCheckpointTimeout",
             "announceBacklog",

@@ -16,8 +16,10 @@ enum Split {
     Whole,
     /// The later part of a split method; impl/ stops at this pause point before it.
     Window(PausePoint),
-    /// Split in the model, one call in impl/ (no pause point): `Action::MODEL_ONLY_KINDS`.
-    ModelOnly,
+    /// The later part of a method only a bug variant splits: impl/ stops at this pause point
+    /// for that variant's replay (`ImplDriver::for_model`), and no preset's conformance run
+    /// reaches it (`Action::MODEL_ONLY_KINDS`).
+    VariantWindow(PausePoint),
 }
 
 /// (kind, classification, where the split is documented).
@@ -51,14 +53,18 @@ fn table() -> Vec<(&'static str, Split, &'static str)> {
         ("processTimeoutableCheckpointBarrier", Whole, "P1"),
         ("alignedCheckpointTimeout", Whole, "choice 24"),
         // After `PipelinedSubpartition.add` released its lock (`priority_notify_step`, L8/P1).
-        ("notifyPriorityEvent", ModelOnly, "L8, P1"),
+        ("notifyPriorityEvent", Window(PausePoint::NotifyPriorityEvent), "L8, P1"),
         // The second half of `pullPriorityFromSubpartitionView` (`priority_notify_step`, L7).
-        ("pullPriorityFromSubpartitionView", ModelOnly, "L7"),
+        (
+            "pullPriorityFromSubpartitionView",
+            Window(PausePoint::ClearPendingPriorityEvent),
+            "L7",
+        ),
         // The variant `recovered-buffer-dropped-for-priority-event`'s re-read after the poll
         // (action.rs `RereadPendingPriorityEvent`; L1, L2).
         (
             "rereadPendingPriorityEvent",
-            Window(PausePoint::RereadPendingPriorityEvent),
+            VariantWindow(PausePoint::RereadPendingPriorityEvent),
             "L1, L2",
         ),
         ("sendBuffer", Whole, "P3, P4"),
@@ -111,21 +117,16 @@ fn every_action_kind_is_classified_split_or_not() {
 }
 
 #[test]
-fn a_split_step_without_a_pause_point_is_one_the_driver_cannot_replay() {
-    // The model-only kinds are exactly the split steps impl/ cannot stop before, but for the
-    // re-read, which impl/ now stops before (`PausePoint::RereadPendingPriorityEvent`) and the
-    // driver replays although the model still lists it as model-only.
+fn the_model_only_kinds_are_the_windows_only_a_bug_variant_opens() {
+    // Every split step has a pause point, so the driver replays each; the model-only kinds are
+    // those no preset reaches because only a bug variant splits their method.
     for (kind, split, _) in table() {
-        match split {
-            Split::ModelOnly => assert!(
-                Action::MODEL_ONLY_KINDS.contains(&kind),
-                "{kind}: split with no pause point, so conformance cannot replay it"
-            ),
-            Split::Window(_) | Split::Whole => assert!(
-                !Action::MODEL_ONLY_KINDS.contains(&kind) || kind == "rereadPendingPriorityEvent",
-                "{kind} is model-only but classified as replayable"
-            ),
-        }
+        let variant_only = matches!(split, Split::VariantWindow(_));
+        assert_eq!(
+            Action::MODEL_ONLY_KINDS.contains(&kind),
+            variant_only,
+            "{kind}: model-only exactly when only a bug variant splits it off"
+        );
     }
 }
 
@@ -135,7 +136,7 @@ fn each_split_window_has_its_own_pause_point() {
     let windows: Vec<(&str, PausePoint)> = table()
         .into_iter()
         .filter_map(|(k, s, _)| match s {
-            Split::Window(p) => Some((k, p)),
+            Split::Window(p) | Split::VariantWindow(p) => Some((k, p)),
             _ => None,
         })
         .collect();

@@ -7,6 +7,7 @@
 //! `single_input_gate`).
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::panic::Location;
 
 use serde::{Deserialize, Serialize};
 
@@ -109,8 +110,15 @@ impl InputChannelsWithData {
         Arc::new(Self::default())
     }
 
+    /// Where a thread that waits for this queue's lock to notify it parks, as its wait hook is
+    /// told ([`set_thread_wait_hook`](crate::pause_point::set_thread_wait_hook)): a driver that
+    /// stopped the polling thread inside a turn of [`poll_with`](Self::poll_with) tells a
+    /// notification waiting for the turn from a call that blocked by itself.
+    pub fn lock_site() -> &'static Location<'static> {
+        Location::caller()
+    }
+
     /// `notifyChannelNonEmpty(channel)` → `queueChannel(channel, null, false)`.
-    #[track_caller]
     pub fn notify_channel_non_empty(&self, channel_index: usize) {
         self.queue_channel(channel_index, false);
     }
@@ -119,10 +127,9 @@ impl InputChannelsWithData {
     /// with priority: the channel moves to the priority head. The notification comes after the
     /// channel's lock is released, so the task may already have polled the element it announces:
     /// such an outdated notification is dropped.
-    #[track_caller]
     pub fn notify_priority_event(&self, channel_index: usize, priority_sequence_number: i32) {
         let (queued, availability) = {
-            let mut queue = self.queue.lock_reporting();
+            let mut queue = self.queue.lock_reporting(Self::lock_site());
             let last = queue.last_priority_sequence_number.get(&channel_index);
             let queued = !last.is_some_and(|&last| is_outdated(priority_sequence_number, last))
                 && queue.queue_channel_unsafe(channel_index, true);
@@ -137,10 +144,9 @@ impl InputChannelsWithData {
     }
 
     /// `queueChannel(channel, priority)`: ignores double notifications.
-    #[track_caller]
     pub fn queue_channel(&self, channel_index: usize, priority: bool) {
         let availability = {
-            let mut queue = self.queue.lock_reporting();
+            let mut queue = self.queue.lock_reporting(Self::lock_site());
             let queued = queue.queue_channel_unsafe(channel_index, priority);
             queued.then(|| queue.availability.take())
         };

@@ -37,7 +37,7 @@ use crate::recoverable_input_channel::{
     Cause, ChannelContext, FutureStatus, RecoverableInputChannel, StateConsumedFuture, collect_pre_recovery_barrier,
 };
 use crate::result_subpartition::{BufferAvailabilityListener, ResultSubpartition};
-use crate::sync::{Arc, AtomicBool, Latch, Mutex, Ordering};
+use crate::sync::{Arc, AtomicBool, Guard, Latch, Mutex, Ordering};
 
 /// Snapshot of a [`LocalInputChannel`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -359,12 +359,14 @@ impl LocalInputChannel {
     }
 
     /// `pullPriorityFromSubpartitionView()`: the pending priority event, ahead of recovered data.
+    /// `view_field` is the poll's hold on `subpartitionView`; it is let go before the flag's
+    /// clear, where Flink's thread may be preempted.
     fn pull_priority_from_subpartition_view(
         &self,
-        view: Option<Arc<ResultSubpartition>>,
+        view_field: Guard<'_, Option<Arc<ResultSubpartition>>>,
     ) -> Result<BufferAndAvailability> {
-        let view =
-            view.ok_or_else(|| ChannelError::illegal_state("Priority event pending without a subpartition view."))?;
+        let view = (view_field.clone())
+            .ok_or_else(|| ChannelError::illegal_state("Priority event pending without a subpartition view."))?;
         if !view.peek_next_data_type().has_priority() {
             return Err(ChannelError::illegal_state(
                 "Expected priority event at the head of the subpartition.",
@@ -373,11 +375,15 @@ impl LocalInputChannel {
         let next = view
             .poll_buffer()
             .expect("the priority head was just peeked by the only consumer");
-        let mut state = self.recovered_buffers.lock();
-        state.persister.check_for_barrier(&next.buffer);
+        self.recovered_buffers.lock().persister.check_for_barrier(&next.buffer);
         let next_data_type = if next.next_data_type.has_priority() {
             next.next_data_type
         } else {
+            // The clear below writes what the poll saw under the subpartition's lock: a barrier
+            // the producer adds meanwhile, and its notification's flag, are lost to it
+            // (docs/findings.md). Nothing of this channel is locked here.
+            drop(view_field);
+            pause_point::reached(PausePoint::ClearPendingPriorityEvent);
             event_log::record_atomic(
                 || self.shared.has_pending_priority_event.store(false, Ordering::SeqCst),
                 |()| {
@@ -386,7 +392,7 @@ impl LocalInputChannel {
                     })
                 },
             );
-            state.peek_next_data_type(next.next_data_type)
+            self.recovered_buffers.lock().peek_next_data_type(next.next_data_type)
         };
         Ok(BufferAndAvailability {
             buffer: next.buffer,
@@ -548,7 +554,9 @@ impl RecoverableInputChannel for LocalInputChannel {
         self.check_error()?;
         // Flink reads `subpartitionView` once without a lock, so its poll can follow the view's
         // release. Here the field's lock is held to the end of the poll, so that the release's
-        // drain is one point between polls (docs/model.md, unlocked accesses).
+        // drain is one point between polls (docs/model.md, unlocked accesses); a pull of a
+        // priority event lets it go after the view's poll, before the flag's clear, which the
+        // model makes a step of its own.
         let view_field = self.subpartition_view.lock();
         let view = view_field.clone();
         // Released (the view went with it): nothing more from upstream, as Flink's
@@ -610,7 +618,7 @@ impl RecoverableInputChannel for LocalInputChannel {
                     // being cancelled either way (docs/model.md, choice 26).
                     return Ok(None);
                 }
-                return self.pull_priority_from_subpartition_view(view).map(Some);
+                return self.pull_priority_from_subpartition_view(view_field).map(Some);
             }
             // Live upstream data stays hidden during recovery.
             return Ok(None);

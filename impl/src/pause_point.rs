@@ -2,14 +2,16 @@
 //! Flink makes after it (a credit announcement, handing a floating buffer back, `enableNotify`
 //! after the unstash, `onSenderBacklog` after `onBuffer`'s enqueue, the drain after
 //! `releaseAllResources` set `isReleased`, the drainer's take after `requestBufferBlocking`
-//! was woken, the re-read of `hasPendingPriorityEvent` after a local channel's poll). Flink's
-//! threads can be preempted exactly there.
+//! was woken, the re-read of `hasPendingPriorityEvent` after a local channel's poll, the
+//! listener's `notifyPriorityEvent` after `add`, the flag's clear after the view's poll of a
+//! priority event). Flink's threads can be preempted exactly there.
 //!
 //! A thread may install a hook that is told when it reaches one; without a hook (the default)
 //! reaching a point does nothing. The hook only observes: the conformance suite uses it to let
 //! other threads run at that point, in the order a model trace says, before it returns. No lock
 //! of this crate is held when a hook runs, but for the gate's `inputChannelsWithData` at
-//! [`PausePoint::RereadPendingPriorityEvent`], which Flink's poll holds too.
+//! [`PausePoint::RereadPendingPriorityEvent`] and [`PausePoint::ClearPendingPriorityEvent`],
+//! which Flink's poll holds too.
 
 use std::cell::RefCell;
 use std::panic::Location;
@@ -47,10 +49,21 @@ pub enum PausePoint {
     /// `LocalInputChannel.getNextBuffer` polled a recovered element and released
     /// `recoveredBuffers`; Flink's second read of `hasPendingPriorityEvent` comes next (the
     /// fixed code makes it only when nothing was polled, so this call returns what it polled).
-    /// The call runs inside the gate's turn: `inputChannelsWithData` is held here (the one
-    /// pause point inside a lock), so a notification of the gate waits for the turn, and
-    /// reports so to its thread's wait hook.
+    /// The call runs inside the gate's turn: `inputChannelsWithData` is held here (a pause
+    /// point inside a lock, as [`PausePoint::ClearPendingPriorityEvent`]), so a notification of
+    /// the gate waits for the turn, and reports so to its thread's wait hook.
     RereadPendingPriorityEvent,
+    /// `LocalInputChannel.pullPriorityFromSubpartitionView` polled a priority event from the
+    /// view (released the subpartition's lock and ran `checkForBarrier`) and the next data type
+    /// had no priority; `hasPendingPriorityEvent = false` comes next, from that stale next data
+    /// type. A producer may add the next barrier and set the flag in between (docs/findings.md,
+    /// the lost update). Inside the gate's turn, as [`PausePoint::RereadPendingPriorityEvent`].
+    ClearPendingPriorityEvent,
+    /// `PipelinedSubpartition.add` put the first priority event at the head and released its
+    /// lock; about to call the listener's `notifyPriorityEvent(prioritySequenceNumber)`, which
+    /// sets a local channel's `hasPendingPriorityEvent` and queues it at the gate's priority
+    /// head.
+    NotifyPriorityEvent,
     /// `releaseAllResources` set `isReleased`; about to release the view, the queue and the
     /// buffers. Other threads read the flag meanwhile while the queues are intact.
     ReleaseQueuedBuffers,

@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::{ChannelError, Result};
 use crate::event_log::{self, Event};
 use crate::network_buffer::{BufferSnapshot, DataType, NetworkBuffer};
+use crate::pause_point::{self, PausePoint};
 use crate::prioritized_deque::PrioritizedDeque;
 use crate::sync::{Arc, Mutex};
 
@@ -160,7 +161,12 @@ impl ResultSubpartition {
         match notification {
             Notification::None => {}
             Notification::DataAvailable(listener) => listener.notify_data_available(),
-            Notification::PriorityEvent(listener, sequence_number) => listener.notify_priority_event(sequence_number),
+            Notification::PriorityEvent(listener, sequence_number) => {
+                // The lock is released: the consumer may poll, and clear its flag, before the
+                // listener sets it.
+                pause_point::reached(PausePoint::NotifyPriorityEvent);
+                listener.notify_priority_event(sequence_number);
+            }
         }
         Ok(())
     }

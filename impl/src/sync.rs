@@ -35,20 +35,22 @@ impl<T> Mutex<T> {
         self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// [`lock`](Self::lock), telling the calling thread's wait hook first, with the caller's
-    /// location, when another thread holds the lock: a driver that stopped that thread at a
-    /// pause point inside its critical section learns that this call blocked. Unlike a
-    /// condition wait, the report runs without the lock; the holder may release it meanwhile.
-    #[track_caller]
-    pub(crate) fn lock_reporting(&self) -> Guard<'_, T> {
+    /// [`lock`](Self::lock), telling the calling thread's wait hook first, with `site` (the
+    /// lock's own, so that a driver can tell it from other waits), when another thread holds
+    /// the lock: a driver that stopped that thread at a pause point inside its critical section
+    /// learns that this call blocked. Unlike a condition wait, the report runs without the lock;
+    /// the holder may release it meanwhile.
+    pub(crate) fn lock_reporting(&self, site: &'static std::panic::Location<'static>) -> Guard<'_, T> {
         #[cfg(not(loom))]
         match self.0.try_lock() {
             Ok(guard) => return guard,
             Err(std::sync::TryLockError::Poisoned(poisoned)) => return poisoned.into_inner(),
             Err(std::sync::TryLockError::WouldBlock) => {
-                crate::pause_point::waiting(std::panic::Location::caller());
+                crate::pause_point::waiting(site);
             }
         }
+        #[cfg(loom)]
+        let _ = site;
         self.lock()
     }
 }

@@ -328,15 +328,8 @@ actions! {
 }
 
 impl Action {
-    /// Kinds no preset's conformance run replays: the two that only configurations with
-    /// `priority_notify_step` reach (impl/ makes each inside one call,
-    /// `ResultSubpartition::add` and `LocalInputChannel::get_next_buffer`; a loom test shows the
-    /// race they expose on impl/), and the re-read that only the bug variant
+    /// Kinds no preset's conformance run replays: the re-read that only the bug variant
     /// recovered-buffer-dropped-for-priority-event takes as a step of its own (impl/ stops there
     /// for that variant's replay, `ImplDriver::for_model`).
-    pub const MODEL_ONLY_KINDS: &'static [&'static str] = &[
-        "notifyPriorityEvent",
-        "pullPriorityFromSubpartitionView",
-        "rereadPendingPriorityEvent",
-    ];
+    pub const MODEL_ONLY_KINDS: &'static [&'static str] = &["rereadPendingPriorityEvent"];
 }
