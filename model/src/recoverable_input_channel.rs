@@ -188,6 +188,11 @@ impl RecoveryModel {
         // `isReleased` (a local channel: with the latch and the future, as in Flink's order);
         // split, the queues stay intact until the canceler's next step.
         let local = self.cfg.channels[c as usize].kind == ChannelKind::Local;
+        if split && self.variant == Variant::IsReleasedSetLast {
+            // The queue and the buffers first; `isReleased` in the canceler's next step.
+            s.ch_mut(c).releasing = true;
+            return self.drain_and_release_buffers(s, c);
+        }
         let ch = s.ch_mut(c);
         ch.released = true;
         ch.releasing = true;
@@ -207,6 +212,17 @@ impl RecoveryModel {
         ch.releasing = false;
         ch.upstream_ready = true;
         ch.state_consumed = true;
+        if self.variant == Variant::IsReleasedSetLast && !ch.released {
+            // The variant's second part: the queue and the buffers went in the first.
+            ch.released = true;
+            return;
+        }
+        self.drain_and_release_buffers(s, c);
+    }
+
+    /// The queue and the stash drained, `releaseAllBuffers`, the floating buffers to the pool.
+    fn drain_and_release_buffers(&self, s: &mut State, c: u8) {
+        let ch = s.ch_mut(c);
         let drained = drain_released(ch);
         let kept = if self.variant == Variant::ReleaseKeepsFloatingBuffers {
             std::mem::take(&mut ch.bm.floating)

@@ -64,6 +64,12 @@ pub enum Variant {
     /// `BufferManager.releaseAllBuffers` gives back the exclusive segments but leaves the
     /// floating buffers queued in the released channel's manager.
     ReleaseKeepsFloatingBuffers,
+    /// `releaseAllResources` drains the queue and releases the buffers before it sets
+    /// `isReleased` (`release_step`): a buffer recycled or received in between goes back into
+    /// the manager of a channel that is not released yet, and stays there. Flink's
+    /// `RemoteInputChannel` sets the flag first, "to ensure that buffers received concurrently
+    /// with closing are properly recycled".
+    IsReleasedSetLast,
     /// `queueChannel(channel, priority)` leaves a channel already queued where it is, even when
     /// its new element is a priority event.
     PriorityIgnoredForQueuedChannel,
@@ -297,6 +303,13 @@ pub const VARIANTS: &[VariantInfo] = &[
         bug: "a local channel's poll returns the view's next sequence number instead of the polled element's",
         property: PropertyId::LiveNumbersFromTheProducer,
         preset: "tiny",
+    },
+    VariantInfo {
+        variant: Variant::IsReleasedSetLast,
+        name: "is-released-set-last",
+        bug: "releaseAllResources drains the queue and releases the buffers before it sets isReleased: a buffer recycled in between goes back into the manager and stays there",
+        property: PropertyId::ReleasedManagerHoldsNothing,
+        preset: "release-window-remote",
     },
 ];
 
