@@ -61,19 +61,6 @@ fn remote_floating_release() -> ModelConfig {
     }
 }
 
-/// One remote channel in recovery and two checkpoints, the first completed or aborted by the
-/// coordinator before the second starts: the smallest configuration in which
-/// `collectPreRecoveryBarrier` walks past a recovery barrier of an earlier checkpoint (`deep`,
-/// the only preset with two checkpoints during recovery, is too large for the oracle).
-fn remote_two_checkpoints() -> ModelConfig {
-    ModelConfig {
-        channels: vec![remote(1, &[Upstream::EndOfOutputChannelState, Upstream::Data], 1, 0)],
-        checkpoints: 2,
-        release: false,
-        ..remote_floating_release()
-    }
-}
-
 /// Asserts every verdict of `cfg` with every fix in place.
 fn gets_its_verdicts(name: &str, cfg: ModelConfig, unreachable: &[PropertyId]) {
     let report = check(RecoveryModel::new(cfg, Variant::Fixed), name, unreachable, 1, true);
@@ -94,16 +81,6 @@ fn every_preset_gets_its_verdicts_and_every_variant_is_found() {
         "remote-floating-release",
         remote_floating_release(),
         &[PropertyId::StaleRecoveryBarrierPolled],
-    );
-    gets_its_verdicts(
-        "remote-two-checkpoints",
-        remote_two_checkpoints(),
-        &[
-            PropertyId::RecycleRacesEnableNotify,
-            PropertyId::CheckpointDeclinedForMissingBarrier,
-            PropertyId::LentAcross,
-            PropertyId::StaleRecoveryBarrierPolled,
-        ],
     );
     for info in VARIANTS {
         let cfg = (find_preset(info.preset).unwrap().config)();
