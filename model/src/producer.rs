@@ -250,7 +250,7 @@ impl RecoveryModel {
     /// aborts it everywhere), or when the coordinator aborted it (`abortPendingCheckpoint`).
     /// This task's completion stands for everyone's: the other tasks are not modelled.
     pub(crate) fn triggered(&self, s: &State, cp: CheckpointId) -> bool {
-        if cp == 1 || self.cfg.overlapping_checkpoints {
+        if cp == 1 || self.cfg.overlapping_checkpoints || self.variant == Variant::ConcurrentUnalignedCheckpoints {
             return true;
         }
         let before = cp - 1;

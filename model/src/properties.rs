@@ -132,6 +132,7 @@ properties! {
         a_checkpoint_is_subsumed_only_by_a_newer_one;
     LiveNumbersFromTheProducer: Always, "live elements carry the numbers their producer gave them",
         live_elements_carry_the_numbers_their_producer_gave_them;
+    CheckpointsDoNotOverlap: Always, "unaligned checkpoints never overlap", unaligned_checkpoints_never_overlap;
     // --- liveness ---
     RecoveryCompletes: Eventually, "recovery completes unless released", recovery_completes;
     AllLiveDataDelivered: Eventually, "all live data is delivered", all_live_data_delivered;
@@ -742,6 +743,25 @@ fn a_checkpoint_is_subsumed_only_by_a_newer_one(_: &RecoveryModel, s: &State) ->
                 .iter()
                 .any(|ch| ch.persister.last_seen_barrier > k || ch.last_barrier.0 > k)
     })
+}
+
+/// The precondition every finding relies on (docs/findings.md): with unaligned checkpoints
+/// the coordinator triggers checkpoint `n + 1` only once `n` completed or was aborted
+/// (`CheckpointCoordinatorConfiguration` rejects more than one concurrent checkpoint), and a
+/// task's decline aborts it. So no upstream takes barrier `n + 1` before that. Not checked
+/// with `overlapping_checkpoints`, which describes no Flink configuration.
+fn unaligned_checkpoints_never_overlap(m: &RecoveryModel, s: &State) -> bool {
+    let taken = s.channels.iter().map(|ch| ch.producer.barriers).max().unwrap_or(0);
+    m.cfg.overlapping_checkpoints
+        || (1..taken).all(|n| {
+            s.aborted & (1 << (n - 1)) != 0
+                || matches!(
+                    s.checkpoints[n as usize - 1],
+                    CheckpointStatus::Completed
+                        | CheckpointStatus::DeclinedMissingBarrier
+                        | CheckpointStatus::DeclinedLaterBarrier
+                )
+        })
 }
 
 /// A live element's sequence number is the one its producer gave it when it left the

@@ -70,6 +70,10 @@ pub enum Variant {
     /// `RemoteInputChannel` sets the flag first, "to ensure that buffers received concurrently
     /// with closing are properly recycled".
     IsReleasedSetLast,
+    /// The checkpoint coordinator triggers checkpoint `n + 1` while `n` is pending, as
+    /// `execution.checkpointing.max-concurrent-checkpoints: 2` would with unaligned
+    /// checkpoints, were `CheckpointCoordinatorConfiguration`'s check gone.
+    ConcurrentUnalignedCheckpoints,
     /// `queueChannel(channel, priority)` leaves a channel already queued where it is, even when
     /// its new element is a priority event.
     PriorityIgnoredForQueuedChannel,
@@ -310,6 +314,13 @@ pub const VARIANTS: &[VariantInfo] = &[
         bug: "releaseAllResources drains the queue and releases the buffers before it sets isReleased: a buffer recycled in between goes back into the manager and stays there",
         property: PropertyId::ReleasedManagerHoldsNothing,
         preset: "release-window-remote",
+    },
+    VariantInfo {
+        variant: Variant::ConcurrentUnalignedCheckpoints,
+        name: "concurrent-unaligned-checkpoints",
+        bug: "the coordinator triggers checkpoint n + 1 while n is pending: max-concurrent-checkpoints 2 with unaligned checkpoints, which CheckpointCoordinatorConfiguration rejects",
+        property: PropertyId::CheckpointsDoNotOverlap,
+        preset: "priority-race",
     },
 ];
 
