@@ -271,7 +271,7 @@ impl RecoveryModel {
                 if r.notify_priority {
                     self.notify(s, c, true);
                 }
-                if r.notify_non_empty {
+                if r.notify_non_empty && self.variant != Variant::OnBufferSkipsNonEmptyNotification {
                     self.notify(s, c, false);
                 }
                 s.client_backlog = r.backlog.map(|backlog| SenderBacklog { channel: c, backlog });

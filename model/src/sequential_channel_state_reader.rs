@@ -99,6 +99,7 @@ impl RecoveryModel {
             let i = ch.ghost_pushed;
             ch.ghost_pushed += 1;
             let notify = recovered::on_recovered_state_buffer(ch, Payload::Recovered(i));
+            let notify = notify && self.variant != Variant::RecoveredPushSkipsNonEmptyNotification;
             return self.pushed(s, c, Ok(notify));
         }
         let kind = self.kind(c);

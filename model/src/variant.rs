@@ -74,6 +74,12 @@ pub enum Variant {
     /// `execution.checkpointing.max-concurrent-checkpoints: 2` would with unaligned
     /// checkpoints, were `CheckpointCoordinatorConfiguration`'s check gone.
     ConcurrentUnalignedCheckpoints,
+    /// `RemoteInputChannel.onBuffer` queues into an empty `receivedBuffers` without
+    /// `notifyChannelNonEmpty()`: the gate is not told the channel has data.
+    OnBufferSkipsNonEmptyNotification,
+    /// `RecoveredInputChannel.onRecoveredStateBuffer` queues into an empty queue without
+    /// `notifyChannelNonEmpty()` (the flag-off path).
+    RecoveredPushSkipsNonEmptyNotification,
     /// `queueChannel(channel, priority)` leaves a channel already queued where it is, even when
     /// its new element is a priority event.
     PriorityIgnoredForQueuedChannel,
@@ -321,6 +327,20 @@ pub const VARIANTS: &[VariantInfo] = &[
         bug: "the coordinator triggers checkpoint n + 1 while n is pending: max-concurrent-checkpoints 2 with unaligned checkpoints, which CheckpointCoordinatorConfiguration rejects",
         property: PropertyId::CheckpointsDoNotOverlap,
         preset: "priority-race",
+    },
+    VariantInfo {
+        variant: Variant::OnBufferSkipsNonEmptyNotification,
+        name: "on-buffer-skips-non-empty-notification",
+        bug: "RemoteInputChannel.onBuffer queues into an empty receivedBuffers without notifyChannelNonEmpty: the gate does not learn the channel has data",
+        property: PropertyId::NoLostNotification,
+        preset: "tiny",
+    },
+    VariantInfo {
+        variant: Variant::RecoveredPushSkipsNonEmptyNotification,
+        name: "recovered-push-skips-non-empty-notification",
+        bug: "RecoveredInputChannel.onRecoveredStateBuffer queues into an empty queue without notifyChannelNonEmpty (flag off)",
+        property: PropertyId::NoLostNotification,
+        preset: "legacy",
     },
 ];
 
