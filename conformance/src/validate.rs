@@ -13,9 +13,12 @@
 //! Order. `recovery-impl` records each event inside the critical section that decided it (an
 //! atomic operation is performed inside the recorder's order), and the log's own lock puts all
 //! events in one order consistent with every recording lock. Events of one thread keep their
-//! logged order (program order). Across threads the logged order is tried first; with
-//! `window > 1`, an event may be placed before up to `window - 1` earlier events of other
-//! threads, a bounded search for an interleaving the model accepts.
+//! logged order (program order), a producer's per channel: the model's upstream of each channel
+//! is a program of its own, as a Flink gate's channels read different upstream tasks, so one
+//! thread writing several channels (the soak's producer) orders nothing between them. Across
+//! threads the logged order is tried first; with `window > 1`, an event may be placed before up
+//! to `window - 1` earlier events of other threads, a bounded search for an interleaving the
+//! model accepts.
 //!
 //! From events to steps. [`steps`] reads the log event by event through a dispatch table
 //! (`Builder::event`): one arm per event, calling a method named after the Flink method the
@@ -49,9 +52,13 @@
 //! such point works. This is as strong as the model's granularity allows and no stronger:
 //! where a real interleaving between two parts yields a state no linearization point of the
 //! model's step reaches, the log is rejected, and that is a finding about the model's
-//! granularity (see `docs/conformance.md`). A producer's `add` of a priority barrier with no
-//! notification logged after it is *deferrable*: other threads' steps may be placed before it
-//! whatever the window, as long as the model accepts every step.
+//! granularity (see `docs/conformance.md`). `requestPartitions` (alone or after a conversion)
+//! creates the local views and sends the remote requests after its logged start, unlogged: its
+//! step ends, at the latest, where its thread's next step begins. A producer's `add` of a
+//! priority barrier with no notification logged after it is *deferrable*: other threads' steps
+//! may be placed before it whatever the window, as long as the model accepts every step. A
+//! local channel's `add` tells the view's listener in the model exactly where the log has it
+//! notify: no listener before the channel's view, none behind another priority element.
 //!
 //! Names. Elements are named by their payload ([`item_of`]) and network buffers by the driver's
 //! segment ids ([`IdMap`] of the model's configuration), so a run must build its pools as
@@ -106,6 +113,10 @@ pub struct Step {
     /// A producer's `add` of a priority barrier with no logged notification: other threads'
     /// steps may be placed before it whatever the window (see the module documentation).
     pub deferrable: bool,
+    /// For a local channel's `emitCheckpointBarrier`: whether `add` told the view's listener
+    /// (`notifyPriorityEvent` followed it), which the model's step must decide alike; `None`:
+    /// not checked.
+    pub notified: Option<bool>,
 }
 
 impl Step {
@@ -120,6 +131,7 @@ impl Step {
             pending: None,
             span: 0,
             deferrable: matches!(action, Action::EmitCheckpointBarrier { .. }),
+            notified: None,
         }
     }
 
@@ -197,7 +209,8 @@ struct Builder<'a> {
     subpartitions: &'a [usize],
     ids: Vec<IdMap>,
     steps: Vec<Step>,
-    /// Log index of each step's first and last event.
+    /// Log index of each step's first and last event (for a call that returns unlogged, where
+    /// it returned at the latest, [`Self::returned`]).
     parts: Vec<(usize, usize)>,
     /// Per thread: its last step and what that step still expects.
     open: HashMap<String, (usize, Open)>,
@@ -673,7 +686,8 @@ impl Builder<'_> {
     /// closes where the model makes the flag a part of it ([`Self::priority_flag`]). With no
     /// notification logged after it (no listener yet, or not the first priority element) the
     /// step is deferrable: other threads' steps may be placed before it whatever the window, as
-    /// long as the model accepts every step.
+    /// long as the model accepts every step. A local channel's step notified nobody until its
+    /// notification follows: the model's step must decide alike where it is placed.
     fn add(&mut self, e: Ev, subpartition: usize, buffer: &BufferSnapshot) -> Result<(), String> {
         let c = self.of_subpartition(subpartition)?;
         let BufferKind::CheckpointBarrier(cp) = buffer.kind else {
@@ -683,7 +697,10 @@ impl Builder<'_> {
             channel: c,
             cp: cp as u8,
         };
-        self.single(e, action, Observation::Done)
+        let mut step = e.step(action, Observation::Done);
+        step.notified = (self.kind(c)? == ChannelKind::Local).then_some(false);
+        self.start(e.k, step, Open::Done);
+        Ok(())
     }
 
     /// A local channel's `hasPendingPriorityEvent`, written outside any lock the consumer
@@ -694,6 +711,9 @@ impl Builder<'_> {
     /// clear's step; otherwise it closes the call it is a part of (`add` or the poll of the
     /// same channel), which then spans up to it and is not deferrable.
     fn priority_flag(&mut self, e: Ev, c: u8, notify: bool) -> Result<(), String> {
+        if notify {
+            self.notified(e.thread, c);
+        }
         let cfg = self.m.cfg.channels.get(c as usize);
         if cfg.is_some_and(|cc| cc.priority_notify_step) {
             let (action, observation) = match notify {
@@ -721,6 +741,16 @@ impl Builder<'_> {
         // The step ends at the flag: not deferrable, it spans its parts.
         step.deferrable = false;
         Ok(())
+    }
+
+    /// The thread's last step, if it is the `add` of a barrier to channel `c`, told the view's
+    /// listener.
+    fn notified(&mut self, thread: &str, c: u8) {
+        if let Some((i, _)) = self.last(thread)
+            && matches!(self.steps[i].action, Action::EmitCheckpointBarrier { channel, .. } if channel == c)
+        {
+            self.steps[i].notified = Some(true);
+        }
     }
 
     /// The observation of the thread's last step if it is the poll of channel `c`, which the
@@ -1017,8 +1047,14 @@ impl Builder<'_> {
         Ok(())
     }
 
-    fn finish(mut self) -> Vec<Step> {
+    fn finish(mut self, events: usize) -> Vec<Step> {
         for i in 0..self.steps.len() {
+            if matches!(
+                self.steps[i].action,
+                Action::RequestPartitions | Action::ConvertRecoveredInputChannels
+            ) {
+                self.parts[i].1 = self.parts[i].1.max(self.returned(i, events));
+            }
             let last = self.parts[i].1;
             self.steps[i].span = self.parts[i + 1..]
                 .iter()
@@ -1026,6 +1062,18 @@ impl Builder<'_> {
                 .count();
         }
         self.steps
+    }
+
+    /// Where step `i`'s call returned, at the latest: the log index of its thread's next step,
+    /// or the log's end. `requestPartitions` creates each local channel's view (a producer's
+    /// `add` tells the listener only if the view is there) and sends each remote request after
+    /// its logged start, in critical sections of its own that are not logged: its step may be
+    /// placed after any step that begins before its return.
+    fn returned(&self, i: usize, events: usize) -> usize {
+        let thread = &self.steps[i].thread;
+        (self.steps[i + 1..].iter().zip(&self.parts[i + 1..]))
+            .find(|(step, _)| step.thread == *thread)
+            .map_or(events, |(_, (first, _))| *first)
     }
 }
 
@@ -1057,7 +1105,7 @@ pub fn steps(m: &RecoveryModel, log: &[Recorded], subpartitions: &[usize]) -> Re
             at + 1
         ));
     }
-    Ok(b.finish())
+    Ok(b.finish(log.len()))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1140,6 +1188,7 @@ fn accept(m: &RecoveryModel, s: &State, step: &Step) -> Result<State, String> {
         ));
     }
     pushes_as_the_model(s, &next, step)?;
+    notifies_as_the_model(&next, step)?;
     buffer_as_the_model(s, &next, step)?;
     pauses_as_the_model(m, &next, step)?;
     Ok(next)
@@ -1209,6 +1258,22 @@ fn pushes_as_the_model(s: &State, next: &State, step: &Step) -> Result<(), Strin
         }
     }
     Ok(())
+}
+
+/// A local channel's `add` of a barrier told the view's listener in the model (a view exists
+/// and the barrier is the only priority element, `needNotifyPriorityEvent()`) exactly if it did
+/// in the log.
+fn notifies_as_the_model(next: &State, step: &Step) -> Result<(), String> {
+    let (Action::EmitCheckpointBarrier { channel: c, .. }, Some(logged)) = (step.action, step.notified) else {
+        return Ok(());
+    };
+    let ch = next.ch(c);
+    let model = ch.listener && ch.producer.priority_elements() == 1;
+    match (model, logged) {
+        (true, false) => Err("the model's add tells the view's listener, the log's told nobody".into()),
+        (false, true) => Err("the model's add tells nobody, the log's told the view's listener".into()),
+        _ => Ok(()),
+    }
 }
 
 /// The channel buffer the log has the step's element in, if it says, is the model's.
@@ -1283,7 +1348,8 @@ struct DeadEnd {
 struct Search<'a> {
     m: &'a RecoveryModel,
     steps: &'a [Step],
-    /// Per recording thread, its step indices in log order.
+    /// Per program (a recording thread, or one channel's producer steps of it), its step
+    /// indices in log order ([`by_thread`]).
     threads: Vec<Vec<usize>>,
     window: usize,
     seen: HashSet<(Vec<usize>, State)>,
@@ -1388,15 +1454,23 @@ impl Search<'_> {
     }
 }
 
-/// Per recording thread, in the order the threads first appear, its step indices in log order.
-fn by_thread(steps: &[Step]) -> Vec<Vec<usize>> {
-    let mut names: Vec<&str> = Vec::new();
+/// Per program, in the order the programs first appear, its step indices in log order. A
+/// program is a recording thread, or for the model's producer one channel's steps of it: the
+/// model's upstream of each channel is a program of its own (a notification it owes holds back
+/// only that channel's, `producer_actions`), as each channel of a Flink gate reads another
+/// upstream task, while one thread may write several channels' subpartitions (the soak's).
+fn by_thread(m: &RecoveryModel, steps: &[Step]) -> Vec<Vec<usize>> {
+    let mut names: Vec<(&str, Option<u8>)> = Vec::new();
     let mut threads: Vec<Vec<usize>> = Vec::new();
     for (i, step) in steps.iter().enumerate() {
-        let t = match names.iter().position(|n| *n == step.thread) {
+        let channel = (m.thread(&step.action) == Thread::Producer)
+            .then(|| step.action.channel())
+            .flatten();
+        let name = (step.thread.as_str(), channel);
+        let t = match names.iter().position(|n| *n == name) {
             Some(t) => t,
             None => {
-                names.push(&step.thread);
+                names.push(name);
                 threads.push(Vec::new());
                 names.len() - 1
             }
@@ -1419,7 +1493,7 @@ pub fn validate(model: &RecoveryModel, steps: &[Step], window: usize) -> Result<
     let mut search = Search {
         m: model,
         steps,
-        threads: by_thread(steps),
+        threads: by_thread(model, steps),
         window: window.max(1),
         seen: HashSet::new(),
         placed: Vec::new(),

@@ -607,3 +607,142 @@ fn the_lost_update_of_the_pending_priority_flag_is_accepted_only_where_the_model
         "{error}"
     );
 }
+
+/// Local channels whose flag is a step of its own, and checkpoints that may overlap (barrier 2
+/// follows barrier 1 with no checkpoint ended between, in Flink after the coordinator aborted
+/// checkpoint 1, a JobManager step no task's log has).
+fn split_config(channels: usize) -> ModelConfig {
+    use recovery_model::config::ChannelConfig;
+    let channel = ChannelConfig {
+        priority_notify_step: true,
+        ..local(0, &[Upstream::EndOfOutputChannelState])
+    };
+    ModelConfig {
+        channels: vec![channel; channels],
+        checkpoints: 2,
+        delivery: Delivery::Drainer,
+        insert_recovery_barriers: false,
+        release: false,
+        faults: false,
+        release_step: false,
+        aligned_checkpoint_timeout: false,
+        shared_pool: false,
+        overlapping_checkpoints: true,
+    }
+}
+
+/// What a log names: channel `c`'s info, a barrier, a recorded event.
+fn channel_info(c: u32) -> recovery_impl::InputChannelInfo {
+    recovery_impl::InputChannelInfo {
+        gate_idx: 0,
+        input_channel_idx: c,
+    }
+}
+
+fn barrier(cp: i64) -> recovery_impl::BufferSnapshot {
+    NetworkBuffer::event(BufferKind::CheckpointBarrier(cp)).snapshot()
+}
+
+fn recorded(thread: &str, event: Event) -> Recorded {
+    Recorded {
+        thread: thread.into(),
+        event,
+    }
+}
+
+/// `requestPartitions` creates each local channel's view after its logged start, and one
+/// producer thread writes both channels (as the soak's does): the barrier of channel 0, whose
+/// view is there, is announced; the one of channel 1, added before the task created that view,
+/// is not (nor is barrier 2 behind it). The model's step covers all channels at once: it is
+/// placed after channel 1's add, which goes before channel 0's, as the model's upstream of each
+/// channel is a program of its own. Placed at its logged start instead, the step gives channel
+/// 1's add a listener that the log shows it did not have.
+#[test]
+fn an_add_before_its_channels_view_and_after_another_channels_is_placed_before_the_partition_request() {
+    let m = RecoveryModel::new(split_config(2), Variant::Fixed);
+    let subpartitions = [3, 4];
+    let add = |c: usize, cp| {
+        recorded(
+            "producer",
+            Event::Add {
+                subpartition: subpartitions[c],
+                buffer: barrier(cp),
+            },
+        )
+    };
+    let log = vec![
+        recorded("task", Event::RequestPartitions { gate: 0 }),
+        add(0, 1),
+        recorded(
+            "producer",
+            Event::NotifyPriorityEvent {
+                channel: channel_info(0),
+            },
+        ),
+        add(1, 1),
+        add(1, 2),
+    ];
+    let steps = steps(&m, &log, &subpartitions).unwrap();
+    assert_eq!(steps[0].span, 4, "{}", listing(&steps));
+    let placed = validate(&m, &steps, 1).unwrap_or_else(|r| panic!("{r}\nlog:\n{}", listing(&steps)));
+    assert_eq!(
+        placed[..2],
+        [
+            Action::EmitCheckpointBarrier { channel: 1, cp: 1 },
+            Action::RequestPartitions
+        ]
+    );
+}
+
+/// A barrier added as the only priority element of a subpartition whose view has a listener
+/// is announced: a log without the announcement is rejected, at the add, whatever the window.
+/// With it, the log is accepted.
+#[test]
+fn an_add_that_should_have_told_the_listener_and_did_not_is_rejected() {
+    let m = RecoveryModel::new(split_config(1), Variant::Fixed);
+    let (subpartition, channel) = (3, channel_info(0));
+    let add = |cp| {
+        recorded(
+            "producer",
+            Event::Add {
+                subpartition,
+                buffer: barrier(cp),
+            },
+        )
+    };
+    let mut log = vec![
+        recorded("task", Event::RequestPartitions { gate: 0 }),
+        add(1),
+        recorded("producer", Event::NotifyPriorityEvent { channel }),
+        recorded(
+            "task",
+            Event::PollBuffer {
+                subpartition,
+                buffer: barrier(1),
+                sequence_number: 0,
+                backlog: 0,
+            },
+        ),
+        recorded("task", Event::ClearPendingPriorityEvent { channel }),
+        recorded(
+            "task",
+            Event::PollNext {
+                channel,
+                buffer: barrier(1),
+            },
+        ),
+        // Barrier 2 is the only priority element now: its add tells the listener.
+        add(2),
+    ];
+    let lost = steps(&m, &log, &[subpartition]).unwrap();
+    let rejection = validate(&m, &lost, 4).expect_err("barrier 2 is announced");
+    assert_eq!(
+        rejection.step.action,
+        Action::EmitCheckpointBarrier { channel: 0, cp: 2 },
+        "{rejection}"
+    );
+    assert!(rejection.reason.contains("told nobody"), "{rejection}");
+    log.push(recorded("producer", Event::NotifyPriorityEvent { channel }));
+    let told = steps(&m, &log, &[subpartition]).unwrap();
+    validate(&m, &told, 1).unwrap_or_else(|r| panic!("{r}\nlog:\n{}", listing(&told)));
+}
