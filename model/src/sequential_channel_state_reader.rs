@@ -5,7 +5,7 @@
 
 use crate::action::Action;
 use crate::buffer_manager::BufferManager;
-use crate::config::{Delivery, ModelConfig};
+use crate::config::{ChannelKind, Delivery, ModelConfig};
 use crate::model::RecoveryModel;
 use crate::recoverable_input_channel as rc;
 use crate::recovered_input_channel as recovered;
@@ -124,6 +124,15 @@ impl RecoveryModel {
                 _ => ch.held.push(b),
             }
         }
+        let r = match r {
+            Ok(true)
+                if self.variant == Variant::LocalRecoveredPushSkipsNonEmptyNotification
+                    && kind == ChannelKind::Local =>
+            {
+                Ok(false)
+            }
+            r => r,
+        };
         self.pushed(s, c, r);
     }
 

@@ -369,7 +369,7 @@ impl RecoveryModel {
             let had_data = recovered::to_input_channel(s.ch_mut(c));
             if self.models_gate_queue() {
                 s.gate.remove(c);
-                if had_data {
+                if had_data && self.variant != Variant::MigratedChannelNotQueued {
                     s.gate.queue_channel(c, false);
                 }
             }

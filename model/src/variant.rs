@@ -80,6 +80,12 @@ pub enum Variant {
     /// `RecoveredInputChannel.onRecoveredStateBuffer` queues into an empty queue without
     /// `notifyChannelNonEmpty()` (the flag-off path).
     RecoveredPushSkipsNonEmptyNotification,
+    /// `LocalInputChannel.onRecoveredStateBuffer` queues into an empty queue without
+    /// `notifyChannelNonEmpty()`.
+    LocalRecoveredPushSkipsNonEmptyNotification,
+    /// Flink 2.3.0's `convertRecoveredInputChannels` does not queue a converted channel that
+    /// has migrated buffers in use.
+    MigratedChannelNotQueued,
     /// `queueChannel(channel, priority)` leaves a channel already queued where it is, even when
     /// its new element is a priority event.
     PriorityIgnoredForQueuedChannel,
@@ -341,6 +347,20 @@ pub const VARIANTS: &[VariantInfo] = &[
         bug: "RecoveredInputChannel.onRecoveredStateBuffer queues into an empty queue without notifyChannelNonEmpty (flag off)",
         property: PropertyId::NoLostNotification,
         preset: "legacy",
+    },
+    VariantInfo {
+        variant: Variant::LocalRecoveredPushSkipsNonEmptyNotification,
+        name: "local-recovered-push-skips-non-empty-notification",
+        bug: "LocalInputChannel.onRecoveredStateBuffer queues into an empty queue without notifyChannelNonEmpty",
+        property: PropertyId::NoLostNotification,
+        preset: "local-buffers",
+    },
+    VariantInfo {
+        variant: Variant::MigratedChannelNotQueued,
+        name: "migrated-channel-not-queued",
+        bug: "Flink 2.3.0's convertRecoveredInputChannels leaves a converted channel with migrated buffers out of the gate's queue",
+        property: PropertyId::NoLostNotification,
+        preset: "migration",
     },
 ];
 
