@@ -68,7 +68,8 @@ fn grown(ch: &Channel) -> i64 {
     let somes = |v: &[Option<u8>]| v.iter().filter(|x| x.is_some()).count() as i64;
     flag(!ch.in_recovery)
         + flag(ch.upstream_ready)
-        + flag(ch.released)
+        // A release begun (`releasing` alone: the first part of is-released-set-last).
+        + flag(ch.released || ch.releasing)
         + flag(ch.released && !ch.releasing)
         + flag(ch.state_consumed)
         + flag(ch.listener)
