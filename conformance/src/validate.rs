@@ -1267,9 +1267,7 @@ fn notifies_as_the_model(next: &State, step: &Step) -> Result<(), String> {
     let (Action::EmitCheckpointBarrier { channel: c, .. }, Some(logged)) = (step.action, step.notified) else {
         return Ok(());
     };
-    let ch = next.ch(c);
-    let model = ch.listener && ch.producer.priority_elements() == 1;
-    match (model, logged) {
+    match (recovery_model::producer::tells_listener(next.ch(c)), logged) {
         (true, false) => Err("the model's add tells the view's listener, the log's told nobody".into()),
         (false, true) => Err("the model's add tells nobody, the log's told the view's listener".into()),
         _ => Ok(()),

@@ -489,29 +489,9 @@ fn a_thread_playing_two_model_threads_is_rejected() {
 /// not: there the flag stays set and the poll yields barrier 2.
 #[test]
 fn the_lost_update_of_the_pending_priority_flag_is_accepted_only_where_the_model_splits_it_off() {
-    use recovery_impl::{ChannelError, DeclineReason, InputChannelInfo};
-    use recovery_model::config::ChannelConfig;
-    let cfg = |split| ModelConfig {
-        channels: vec![ChannelConfig {
-            priority_notify_step: split,
-            ..local(0, &[Upstream::EndOfOutputChannelState])
-        }],
-        checkpoints: 2,
-        delivery: Delivery::Drainer,
-        insert_recovery_barriers: false,
-        release: false,
-        faults: false,
-        release_step: false,
-        aligned_checkpoint_timeout: false,
-        shared_pool: false,
-        // Barrier 2 comes while checkpoint 1 is pending: in Flink after the coordinator aborted
-        // checkpoint 1, a JobManager step no task's log has.
-        overlapping_checkpoints: true,
-    };
-    let channel = InputChannelInfo {
-        gate_idx: 0,
-        input_channel_idx: 0,
-    };
+    use recovery_impl::{ChannelError, DeclineReason};
+    let cfg = |split| split_config(1, split);
+    let channel = channel_info(0);
     let subpartition = 3;
     let barrier = |cp| NetworkBuffer::event(BufferKind::CheckpointBarrier(cp)).snapshot();
     let sentinel = NetworkBuffer::event(BufferKind::EndOfFetchedChannelState).snapshot();
@@ -608,13 +588,13 @@ fn the_lost_update_of_the_pending_priority_flag_is_accepted_only_where_the_model
     );
 }
 
-/// Local channels whose flag is a step of its own, and checkpoints that may overlap (barrier 2
-/// follows barrier 1 with no checkpoint ended between, in Flink after the coordinator aborted
-/// checkpoint 1, a JobManager step no task's log has).
-fn split_config(channels: usize) -> ModelConfig {
+/// Local channels whose flag is a step of its own (`split`), and checkpoints that may overlap
+/// (barrier 2 follows barrier 1 with no checkpoint ended between, in Flink after the coordinator
+/// aborted checkpoint 1, a JobManager step no task's log has).
+fn split_config(channels: usize, split: bool) -> ModelConfig {
     use recovery_model::config::ChannelConfig;
     let channel = ChannelConfig {
-        priority_notify_step: true,
+        priority_notify_step: split,
         ..local(0, &[Upstream::EndOfOutputChannelState])
     };
     ModelConfig {
@@ -659,7 +639,7 @@ fn recorded(thread: &str, event: Event) -> Recorded {
 /// 1's add a listener that the log shows it did not have.
 #[test]
 fn an_add_before_its_channels_view_and_after_another_channels_is_placed_before_the_partition_request() {
-    let m = RecoveryModel::new(split_config(2), Variant::Fixed);
+    let m = RecoveryModel::new(split_config(2, true), Variant::Fixed);
     let subpartitions = [3, 4];
     let add = |c: usize, cp| {
         recorded(
@@ -699,7 +679,7 @@ fn an_add_before_its_channels_view_and_after_another_channels_is_placed_before_t
 /// With it, the log is accepted.
 #[test]
 fn an_add_that_should_have_told_the_listener_and_did_not_is_rejected() {
-    let m = RecoveryModel::new(split_config(1), Variant::Fixed);
+    let m = RecoveryModel::new(split_config(1, true), Variant::Fixed);
     let (subpartition, channel) = (3, channel_info(0));
     let add = |cp| {
         recorded(

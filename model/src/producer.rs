@@ -7,8 +7,8 @@ use crate::config::ChannelKind;
 use crate::config::{ChannelConfig, Upstream};
 use crate::local_input_channel as local;
 use crate::model::RecoveryModel;
+use crate::state::{Channel, State, Violation};
 use crate::state::{CheckpointId, CheckpointStatus, InlineVec, Payload, PopFront, RESUME_CONSUMPTION};
-use crate::state::{State, Violation};
 use crate::variant::Variant;
 use std::hash::{Hash, Hasher};
 
@@ -208,6 +208,13 @@ impl Producer {
     }
 }
 
+/// Whether the `add()` of a priority element just made tells a local view's listener
+/// (`needNotifyPriorityEvent()`: the first priority element, and a listener to tell). The log
+/// validation checks a logged add against it.
+pub fn tells_listener(ch: &Channel) -> bool {
+    ch.producer.priority_elements() == 1 && ch.listener
+}
+
 /// The upstream's threads: the producer task writing its subpartition, and the Netty server
 /// thread sending it.
 impl RecoveryModel {
@@ -294,13 +301,10 @@ impl RecoveryModel {
         let ch = s.ch_mut(c);
         ch.producer.emit_barrier(cp);
         if split {
-            if ch.producer.priority_elements() == 1 && ch.listener {
+            if tells_listener(ch) {
                 ch.producer.notify_pending = Some(cp);
             }
-        } else if self.kind(c) == ChannelKind::Local
-            && ch.producer.priority_elements() == 1
-            && local::notify_priority_event(ch)
-        {
+        } else if self.kind(c) == ChannelKind::Local && tells_listener(ch) && local::notify_priority_event(ch) {
             self.notify(s, c, true);
         }
     }

@@ -749,7 +749,8 @@ fn a_checkpoint_is_subsumed_only_by_a_newer_one(_: &RecoveryModel, s: &State) ->
 /// the coordinator triggers checkpoint `n + 1` only once `n` completed or was aborted
 /// (`CheckpointCoordinatorConfiguration` rejects more than one concurrent checkpoint), and a
 /// task's decline aborts it. So no upstream takes barrier `n + 1` before that. Not checked
-/// with `overlapping_checkpoints`, which describes no Flink configuration.
+/// with `overlapping_checkpoints`, which describes no Flink configuration. Written out, not
+/// read from `RecoveryModel::triggered`, the rule it checks.
 fn unaligned_checkpoints_never_overlap(m: &RecoveryModel, s: &State) -> bool {
     let taken = s.channels.iter().map(|ch| ch.producer.barriers).max().unwrap_or(0);
     m.cfg.overlapping_checkpoints
