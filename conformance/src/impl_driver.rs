@@ -15,9 +15,11 @@
 //! [`Observation::Blocked`] at once: the thread says it waits, no clock decides. A call that
 //! neither returns nor parks within the watchdog is a harness error. Calls that can neither
 //! block nor pause run inline. The drainer's `requestBufferBlocking` that finds no buffer is
-//! such a call (the model's `requestBufferBlocking`); woken, it pauses before it takes the
-//! buffer (`PausePoint::OnRecoveredStateBuffer`), and the model's next `onRecoveredStateBuffer`
-//! of the channel lets it take the buffer and push.
+//! such a call (the model's `requestBufferBlocking` that parks); woken, it pauses before it
+//! takes the buffer (`PausePoint::RequestBufferBlocking`), and the model's next
+//! `requestBufferBlocking` of the channel lets it take the buffer. With its buffer, the drainer
+//! stops before the append (`PausePoint::OnRecoveredStateBuffer`) until the model's
+//! `onRecoveredStateBuffer`.
 //!
 //! Stand-ins. The Netty layer (the wire in both directions, the client's queued `AddCredit`
 //! and `ResumeConsumption` writes) is not in `recovery-impl`; the driver plays it, as Flink's
@@ -672,18 +674,11 @@ impl ImplDriver {
 
     fn on_recovered_state_buffer(&mut self, c: u8) -> Observation {
         let timeout = self.watchdog;
-        // The drainer parked by `requestBufferBlocking`: woken, it takes its buffer and pushes.
         match self.workers.io.state {
-            WorkerState::Blocked { .. } if self.workers.io.channel == c => {
-                self.workers.io.wait(timeout);
-            }
-            WorkerState::Idle => {}
-            _ if self.workers.io.channel != c => {
+            _ if self.workers.io.state != WorkerState::Idle && self.workers.io.channel != c => {
                 return unperformable(format!("the drainer is busy with channel {}", self.workers.io.channel));
             }
-            _ => {}
-        }
-        match self.workers.io.state {
+            // Filled: the append.
             WorkerState::Paused {
                 point: PausePoint::OnRecoveredStateBuffer,
                 ..
@@ -691,10 +686,24 @@ impl ImplDriver {
                 let observation = self.workers.io.resume(timeout);
                 return self.behind_turn(Thread::Io, c, false, observation);
             }
+            // Parked, and the channel released: woken, `requestBufferBlocking` throws.
+            WorkerState::Blocked { .. } => {
+                self.workers.io.wait(timeout);
+                if let WorkerState::Paused {
+                    point: PausePoint::RequestBufferBlocking,
+                    ..
+                } = self.workers.io.state
+                {
+                    let observation = self.workers.io.resume(timeout);
+                    return self.behind_turn(Thread::Io, c, false, observation);
+                }
+                return match self.workers.io.state {
+                    WorkerState::Blocked { .. } => Observation::Blocked,
+                    ref state => unperformable(format!("the drainer is not woken: {state:?}")),
+                };
+            }
             WorkerState::Idle => {}
-            // Parked again, or elsewhere: what the model's wake-up did not.
-            WorkerState::Blocked { .. } => return Observation::Blocked,
-            state => return unperformable(format!("the drainer is not woken: {state:?}")),
+            ref state => return unperformable(format!("the drainer is elsewhere: {state:?}")),
         }
         let ch = self.ch(c);
         // Flag off, and a local channel without exclusive buffers: heap memory, nothing to wait
@@ -702,7 +711,17 @@ impl ImplDriver {
         let heap_memory = matches!(ch.handle, InputChannelHandle::Recovered(_))
             || (ch.kind == ChannelKind::Local && ch.ids.exclusive == 0);
         if !heap_memory {
-            return self.drain_one(c);
+            // A released channel: `requestBufferBlocking` throws, or takes what its manager
+            // still has and the append recycles it, all in this step.
+            let mut observation = self.drain_one(c);
+            if let WorkerState::Paused {
+                point: PausePoint::OnRecoveredStateBuffer,
+                ..
+            } = self.workers.io.state
+            {
+                observation = self.workers.io.resume(timeout);
+            }
+            return self.behind_turn(Thread::Io, c, false, observation);
         }
         let i = ch.pushed;
         ch.pushed += 1;
@@ -718,17 +737,30 @@ impl ImplDriver {
         }
     }
 
-    /// `requestBufferBlocking()` that finds no buffer: the drainer's job starts and parks in
-    /// `bufferQueue.wait()`; its `onRecoveredStateBuffer` takes the buffer once it is woken.
+    /// `requestBufferBlocking()` for channel `c`'s next recovered buffer: the drainer takes a
+    /// buffer and stops before the append, or parks; parked and woken, it takes the buffer now.
     fn request_buffer_blocking(&mut self, c: u8) -> Observation {
-        if self.workers.io.state != WorkerState::Idle {
-            return unperformable(format!("the drainer is busy: {:?}", self.workers.io.state));
+        let timeout = self.watchdog;
+        match self.workers.io.state {
+            WorkerState::Idle => self.drain_one(c),
+            WorkerState::Blocked { .. } if self.workers.io.channel == c => {
+                self.workers.io.wait(timeout);
+                match self.workers.io.state {
+                    WorkerState::Paused {
+                        point: PausePoint::RequestBufferBlocking,
+                        ..
+                    } => self.workers.io.resume(timeout),
+                    WorkerState::Blocked { .. } => Observation::Blocked,
+                    ref state => unperformable(format!("the drainer is not woken: {state:?}")),
+                }
+            }
+            ref state => unperformable(format!("the drainer is busy: {state:?}")),
         }
-        self.drain_one(c)
     }
 
-    /// The drainer's next recovered buffer of channel `c` in a buffer its manager lends:
-    /// `requestRecoveryBufferBlocking`, then `onRecoveredStateBuffer`, on the IO worker.
+    /// The drainer's next recovered buffer of channel `c` in a buffer its manager lends, on the
+    /// IO worker: `requestRecoveryBufferBlocking`, then (stopped at
+    /// `PausePoint::OnRecoveredStateBuffer` while it fills the buffer) `onRecoveredStateBuffer`.
     fn drain_one(&mut self, c: u8) -> Observation {
         let timeout = self.watchdog;
         let ch = self.ch(c);
@@ -737,13 +769,16 @@ impl ImplDriver {
         let payload = payload_of(c, &Item::Known(Payload::Recovered(i)));
         let channel = ch.handle.as_recoverable().expect("a physical channel");
         let job: Job = Box::new(move || match channel.request_recovery_buffer_blocking() {
-            Ok(buffer) => outcome(channel.on_recovered_state_buffer(buffer.fill(BufferKind::Data, payload))),
+            Ok(buffer) => {
+                let filled = buffer.fill(BufferKind::Data, payload);
+                recovery_impl::pause_point::reached(PausePoint::OnRecoveredStateBuffer);
+                outcome(channel.on_recovered_state_buffer(filled))
+            }
             // The drainer of a released channel stops quietly (CancelTaskException).
             Err(ChannelError::Released(_)) if channel.is_released() => Observation::Done,
             Err(e) => Observation::Error { error: error_kind(&e) },
         });
-        let observation = self.workers.io.start(c, job, timeout);
-        self.behind_turn(Thread::Io, c, false, observation)
+        self.workers.io.start(c, job, timeout)
     }
 
     fn finish_recovered_buffer_delivery(&mut self, c: u8) -> Observation {

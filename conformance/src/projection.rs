@@ -523,8 +523,8 @@ pub fn model_observation(m: &RecoveryModel, pre: &State, action: &Action, post: 
             }
             _ => Observation::NothingSent,
         },
-        // The drainer parks in `bufferQueue.wait()`.
-        Action::RequestBufferBlocking { .. } => Observation::Blocked,
+        // The drainer takes a buffer, or parks in `bufferQueue.wait()`.
+        Action::RequestBufferBlocking { .. } if post.io_buffer.is_none() => Observation::Blocked,
         Action::SendAddCredit { channel: c } => {
             let (before, after) = (&pre.ch(c).add_credit_in_flight, &post.ch(c).add_credit_in_flight);
             let credit = (after.len() > before.len()).then(|| *after.last().expect("grew") as i32);
@@ -771,8 +771,11 @@ pub fn impl_pending(c: u8, ids: IdMap, point: PausePoint) -> Pending {
             what: format!("releasing channel {c}"),
         },
         // The IO thread is not part of a snapshot.
-        PausePoint::OnRecoveredStateBuffer => Pending::Elsewhere {
+        PausePoint::RequestBufferBlocking => Pending::Elsewhere {
             what: format!("the drainer woken in requestBufferBlocking on channel {c}"),
+        },
+        PausePoint::OnRecoveredStateBuffer => Pending::Elsewhere {
+            what: format!("the drainer filling its buffer for channel {c}"),
         },
         PausePoint::ReadInputData { gate } | PausePoint::FinishReadRecoveredState { gate } => Pending::Elsewhere {
             what: format!("channel-IO thread at gate {gate}"),

@@ -31,7 +31,6 @@
 //! | `Open` | opened by | what follows |
 //! |---|---|---|
 //! | `Done` | any other event | a new step |
-//! | `Push(c)` | the drainer's `requestBufferBlocking()` | the append (`onRecoveredStateBuffer`) closes it |
 //! | `Response(c)` | `requestBuffer()`, `releaseFloatingBuffers()` | `onBuffer` closes it |
 //! | `Backlog(c)` | `onBuffer` queued or stashed | `requestFloatingBuffers`, the model's `onSenderBacklog` |
 //! | `Offered(b)` | `LocalBufferPool.recycle` to a waiting listener | the listener's decision |
@@ -181,8 +180,6 @@ impl fmt::Display for Step {
 enum Open {
     /// Nothing: the thread's next event starts a step (recycles of a non-recycler thread aside).
     Done,
-    /// A remote push took its buffer: the append follows.
-    Push(u8),
     /// A data `BufferResponse` got its buffer: `onBuffer` follows.
     Response(u8),
     /// `onBuffer` queued or stashed the element: `requestFloatingBuffers` (the model's
@@ -426,10 +423,9 @@ impl Builder<'_> {
     }
 
     /// `onRecoveredStateBuffer`, the append of a recovered buffer (`Ok(true)`; a released
-    /// channel recycles it, `Ok(false)`, and nothing is pushed). In a conversion (`Converting`)
-    /// it continues the conversion's step; after the drainer's `requestBufferBlocking()` of the
-    /// same channel (`Push`) it closes that step; otherwise (a local channel's, whose buffer
-    /// needs no request) it is a step of its own.
+    /// channel recycles it, `Ok(false)`, and nothing is pushed), in the network buffer the
+    /// drainer's `requestBufferBlocking()` took or in heap memory. In a conversion
+    /// (`Converting`) it continues the conversion's step; otherwise it is a step of its own.
     fn on_recovered_state_buffer(
         &mut self,
         e: Ev,
@@ -444,9 +440,11 @@ impl Builder<'_> {
         };
         match self.open(e.thread) {
             Open::Converting => self.push_in_conversion(e, pushed, observation),
-            Open::Push(p) if p == c => self.push_of_requested_buffer(e, pushed, self.name(c, buffer.id), observation),
             _ => {
                 let mut step = e.step(Action::OnRecoveredStateBuffer { channel: c }, observation);
+                if pushed.is_some() {
+                    step.buffer = Some(self.name(c, buffer.id));
+                }
                 step.pushed.extend(pushed);
                 self.start(e.k, step, Open::Done);
                 Ok(())
@@ -470,30 +468,11 @@ impl Builder<'_> {
         Ok(())
     }
 
-    /// The append, under `receivedBuffers`, of the buffer the drainer's
-    /// `requestBufferBlocking()` took: closes the remote `onRecoveredStateBuffer` (`Push`), which
-    /// then names the network buffer the element is in.
-    fn push_of_requested_buffer(
-        &mut self,
-        e: Ev,
-        pushed: Option<(u8, Item)>,
-        name: Option<Buf>,
-        observation: Observation,
-    ) -> Result<(), String> {
-        let step = self.continue_step(e.k, e.thread, Open::Done)?;
-        if pushed.is_some() {
-            step.buffer = Some(name);
-        }
-        step.pushed.extend(pushed);
-        step.observation = observation;
-        Ok(())
-    }
-
-    /// `BufferManager.requestBufferBlocking()` returned: the drainer's buffer for a remote
-    /// channel's recovered buffer, under `bufferQueue`. With a buffer it opens the
-    /// `onRecoveredStateBuffer` (`Push`) that the append under `receivedBuffers` closes. The
-    /// drainer of a released channel stops quietly (`CancelTaskException`); another error
-    /// fails the call: a step of its own either way.
+    /// `BufferManager.requestBufferBlocking()` returned: the drainer's buffer for a channel's
+    /// recovered buffer, under `bufferQueue`, a step of its own (the append follows as
+    /// `onRecoveredStateBuffer`). Throwing, it is the model's `onRecoveredStateBuffer`: the
+    /// drainer of a released channel stops quietly (`CancelTaskException`); another error fails
+    /// the call.
     fn request_buffer_blocking(
         &mut self,
         e: Ev,
@@ -502,7 +481,7 @@ impl Builder<'_> {
     ) -> Result<(), String> {
         let action = Action::OnRecoveredStateBuffer { channel: c };
         match outcome {
-            Ok(_) => self.start(e.k, e.step(action, Observation::Done), Open::Push(c)),
+            Ok(_) => self.single(e, Action::RequestBufferBlocking { channel: c }, Observation::Done)?,
             Err(ChannelError::Released(_)) => self.start(e.k, e.step(action, Observation::Done), Open::Done),
             Err(err) => self.start(
                 e.k,
@@ -514,8 +493,8 @@ impl Builder<'_> {
     }
 
     /// `BufferManager.requestBufferBlocking()` parks the drainer in `bufferQueue.wait()`: the
-    /// model's `requestBufferBlocking`, a step of its own. The buffer it takes once woken opens
-    /// the `onRecoveredStateBuffer` that follows ([`Self::request_buffer_blocking`]).
+    /// model's `requestBufferBlocking`, a step of its own. The buffer it takes once woken is
+    /// the next ([`Self::request_buffer_blocking`]).
     fn request_buffer_blocking_wait(&mut self, e: Ev, c: u8) -> Result<(), String> {
         self.single(e, Action::RequestBufferBlocking { channel: c }, Observation::Blocked)
     }

@@ -56,7 +56,7 @@ fn every_edge_of_tiny_replays_on_the_implementation_without_divergence() {
     let r = every_edge_without_divergence("tiny");
     // tiny has no conversion, no aligned checkpoint (its barrier and alignment timer), no split
     // priority notification nor flag clear (`priority-race`), no channel without exclusive
-    // buffers (the backlog announcement, a drainer parked for a buffer), no floating buffer,
+    // buffers (the backlog announcement), no floating buffer,
     // one checkpoint (none aborted for a next), no upstream written during the run, no faults
     // and no release (nor its second part, nor gate close).
     assert_unreachable(
@@ -65,7 +65,6 @@ fn every_edge_of_tiny_replays_on_the_implementation_without_divergence() {
             "convertRecoveredInputChannels",
             "notifyPriorityEvent",
             "pullPriorityFromSubpartitionView",
-            "requestBufferBlocking",
             "abortPendingCheckpoint",
             "processTimeoutableCheckpointBarrier",
             "alignedCheckpointTimeout",
@@ -373,8 +372,7 @@ fn random_walks_with_releases_floating_buffers_and_two_checkpoints_agree_with_th
     // Every kind but the conversion, the faults, the late writes, the second part of a split
     // release (`release-window-*`), the split priority notification and flag clear
     // (`priority-race`), the model-only steps, the aligned checkpoints, the backlog
-    // announcement (every channel here has exclusive buffers) and the drainer's wait (its
-    // buffers are lent before it needs them; `local-buffers` waits).
+    // announcement (every channel here has exclusive buffers).
     let missed: std::collections::BTreeSet<&str> = (Action::KINDS.iter())
         .filter(|k| !kinds.contains(*k) && !Action::MODEL_ONLY_KINDS.contains(*k))
         .copied()
@@ -392,7 +390,6 @@ fn random_walks_with_releases_floating_buffers_and_two_checkpoints_agree_with_th
             "processTimeoutableCheckpointBarrier",
             "alignedCheckpointTimeout",
             "announceBacklog",
-            "requestBufferBlocking",
         ]),
         "{kinds:?}"
     );

@@ -26,14 +26,16 @@ enum Split {
 fn table() -> Vec<(&'static str, Split, &'static str)> {
     use Split::*;
     vec![
-        // The drainer woken in `requestBufferBlocking` takes its buffer in the model's next
-        // `onRecoveredStateBuffer` of the channel (action.rs `RequestBufferBlocking`; B6).
+        // The append of the buffer the drainer took and filled outside every lock (action.rs
+        // `OnRecoveredStateBuffer`; B6, choice 10).
         (
             "onRecoveredStateBuffer",
             Window(PausePoint::OnRecoveredStateBuffer),
             "B6, choice 10",
         ),
-        ("requestBufferBlocking", Whole, "B6"),
+        // The drainer woken in `requestBufferBlocking` takes its buffer in the model's next
+        // `requestBufferBlocking` of the channel (action.rs `RequestBufferBlocking`; B6).
+        ("requestBufferBlocking", Window(PausePoint::RequestBufferBlocking), "B6"),
         ("finishRecoveredBufferDelivery", Whole, "L14"),
         ("convertRecoveredInputChannels", Whole, "G5"),
         ("requestPartitions", Whole, "L10, G5"),

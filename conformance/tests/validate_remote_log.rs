@@ -741,11 +741,11 @@ fn a_log_with_a_dropped_credit_announcement_is_rejected_at_the_next_step_of_that
 
 /// A log as a real run records it (the interleaving occurs in about 1 of 200 drainer runs):
 /// the drainer takes x0 for r0, the task polls the barrier and inserts `RecoveryCheckpointBarrier`
-/// 1, then the drainer appends r0 behind it. The model's push is one step; placed where the
-/// drainer took the buffer it would put r0 before the recovery barrier and persist it. The push
-/// spans the poll and the insertion and is placed at its append.
+/// 1, then the drainer appends r0 behind it. The model's take (`requestBufferBlocking`) and
+/// append (`onRecoveredStateBuffer`) are two steps, as in Flink's drainer, so the log is accepted
+/// in the order it happened: r0 lands behind the recovery barrier and is not persisted.
 #[test]
-fn a_push_split_around_a_recovery_barrier_is_placed_at_its_append() {
+fn a_push_split_around_a_recovery_barrier_is_two_steps() {
     let cfg = ModelConfig {
         channels: vec![remote(1, &[O, D], 1, 0)],
         checkpoints: 1,
@@ -858,17 +858,21 @@ fn a_push_split_around_a_recovery_barrier_is_placed_at_its_append() {
         ),
     ];
     let steps = steps(&m, &log, &[subpartition]).unwrap();
-    let push = steps
-        .iter()
-        .position(|s| s.action == Action::OnRecoveredStateBuffer { channel: 0 })
-        .unwrap();
-    assert_eq!((steps.len(), push, steps[push].span), (9, 5, 2), "{}", listing(&steps));
+    let at = |action: Action| steps.iter().position(|s| s.action == action).unwrap();
+    let take = at(Action::RequestBufferBlocking { channel: 0 });
+    let append = at(Action::OnRecoveredStateBuffer { channel: 0 });
+    let insert = at(Action::InsertRecoveryCheckpointBarrier { channel: 0, cp: 1 });
+    assert!(take < insert && insert < append, "{}", listing(&steps));
+    assert_eq!((steps[take].span, steps[append].span), (0, 0), "{}", listing(&steps));
     let placed = validate(&m, &steps, 1).unwrap_or_else(|r| panic!("{r}"));
-    assert_eq!(placed[7], Action::OnRecoveredStateBuffer { channel: 0 }, "{placed:?}");
-    // Without the span the push is placed where the drainer took the buffer.
-    let mut zeroed = steps.clone();
-    zeroed.iter_mut().for_each(|s| s.span = 0);
-    let rejection = validate(&m, &zeroed, 1).expect_err("r0 is not before the recovery barrier");
+    assert_eq!(placed, steps.iter().map(|s| s.action).collect::<Vec<_>>());
+    // The append placed before the insertion (where a one-step push would have it) puts r0
+    // before the recovery barrier: the channel's checkpointStarted then persists it, which
+    // the log's does not.
+    let mut early = steps.clone();
+    let moved = early.remove(append);
+    early.insert(insert, moved);
+    let rejection = validate(&m, &early, 1).expect_err("r0 is not before the recovery barrier");
     assert_eq!(rejection.step.action, Action::CheckpointStarted { channel: 0, cp: 1 });
     assert!(rejection.reason.contains(r#""buffers":["r0"]"#), "{rejection}");
 }

@@ -183,7 +183,7 @@ impl BufferManager {
     /// `requestBufferBlocking()`: waits on the `bufferQueue` monitor until a buffer is queued,
     /// registering as floating-buffer listener meanwhile; `Released` once the channel or the
     /// local pool is released. Woken with a buffer queued (or released), it releases the lock at
-    /// [`PausePoint::OnRecoveredStateBuffer`] before taking it: the model's wake-up is the next
+    /// [`PausePoint::RequestBufferBlocking`] before taking it: the model's wake-up is the next
     /// step of the drainer, and until then the buffer stays the manager's.
     pub fn request_buffer_blocking(&self) -> Result<NetworkBuffer> {
         let mut queue = self.buffer_queue.lock();
@@ -228,7 +228,7 @@ impl BufferManager {
             queue = self.buffers_available.wait(queue);
             if queue.available_buffer_size() > 0 || self.channel.is_released() {
                 drop(queue);
-                pause_point::reached(PausePoint::OnRecoveredStateBuffer);
+                pause_point::reached(PausePoint::RequestBufferBlocking);
                 queue = self.buffer_queue.lock();
             }
         }

@@ -43,8 +43,12 @@ pub enum PausePoint {
     /// `bufferManager.enableNotify()`.
     EnableNotify,
     /// `requestBufferBlocking()` was woken in `bufferQueue.wait()` with a buffer queued (or the
-    /// channel released) and released the lock; about to take it and push the recovered buffer
-    /// (the drainer's next `onRecoveredStateBuffer`). Until then the buffer stays queued.
+    /// channel released) and released the lock; about to take it (the drainer's next
+    /// `requestBufferBlocking` step). Until then the buffer stays queued.
+    RequestBufferBlocking,
+    /// The drainer took its buffer (`requestBufferBlocking()` returned) and fills it outside
+    /// every lock; about to append it with `onRecoveredStateBuffer` (the drainer's next step).
+    /// Where the drainer runs is the caller's: the conformance driver's drainer stops here.
     OnRecoveredStateBuffer,
     /// `LocalInputChannel.getNextBuffer` polled a recovered element and released
     /// `recoveredBuffers`; Flink's second read of `hasPendingPriorityEvent` comes next (the
@@ -117,7 +121,10 @@ pub fn set_thread_hook(hook: Option<Box<dyn Fn(PausePoint)>>) {
 }
 
 /// Tells the calling thread's hook, if any, that it reached `point`. Callers hold no lock.
-pub(crate) fn reached(point: PausePoint) {
+/// Public for the steps this crate leaves to its caller: the drainer that fills a buffer
+/// between `requestBufferBlocking()` and `onRecoveredStateBuffer` stops at
+/// [`PausePoint::OnRecoveredStateBuffer`] through it.
+pub fn reached(point: PausePoint) {
     #[cfg(not(loom))]
     HOOK.with(|h| {
         if let Some(hook) = h.borrow().as_ref() {

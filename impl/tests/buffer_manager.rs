@@ -240,7 +240,7 @@ fn destroyed_local_pool_returns_segments_to_the_global_pool() {
 
 /// `requestBufferBlocking()` that finds nothing registers as the pool's listener and parks
 /// (its wait hook says so, no clock); woken by a recycled buffer, it stops at
-/// `PausePoint::OnRecoveredStateBuffer` with the buffer still queued, and takes it when let go.
+/// `PausePoint::RequestBufferBlocking` with the buffer still queued, and takes it when let go.
 #[test]
 fn a_woken_request_buffer_blocking_pauses_before_it_takes_the_buffer() {
     use recovery_impl::pause_point::{PausePoint, set_thread_hook, set_thread_wait_hook};
@@ -257,7 +257,7 @@ fn a_woken_request_buffer_blocking_pauses_before_it_takes_the_buffer() {
             let _ = parked.send("parked");
         })));
         set_thread_hook(Some(Box::new(move |point| {
-            if point == PausePoint::OnRecoveredStateBuffer {
+            if point == PausePoint::RequestBufferBlocking {
                 let _ = report.send("woken");
                 let _ = let_go.recv();
             }

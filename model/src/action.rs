@@ -115,14 +115,20 @@ macro_rules! actions {
 }
 
 actions! {
-    /// IO: `onRecoveredStateBuffer(buffer)`: push the next recovered buffer.
+    /// IO: `onRecoveredStateBuffer(buffer)`: append the next recovered buffer under
+    /// `receivedBuffers`, in the network buffer `requestBufferBlocking` took (heap memory where
+    /// the channel lends none; a released channel recycles it). On a released channel whose
+    /// manager has nothing left, `requestBufferBlocking` throws `CancelTaskException` instead,
+    /// which the drainer of that channel takes quietly: this step too.
     OnRecoveredStateBuffer {
         /// Channel index.
         channel: u8,
     } => "onRecoveredStateBuffer", Thread::Io, on_recovered_state_buffer;
-    /// IO: `requestBufferBlocking()` for the next recovered buffer of a channel finds nothing
-    /// queued and nothing in the pool: the manager registers as the pool's listener and the
-    /// drainer parks until a buffer is queued to the manager.
+    /// IO: `requestBufferBlocking()` for the next recovered buffer of a channel, under
+    /// `bufferQueue`: it takes a queued buffer (or one from the pool), which the drainer fills
+    /// outside every lock and appends in its next step; or, finding nothing, the manager
+    /// registers as the pool's listener and the drainer parks until a buffer is queued to the
+    /// manager, to take it in this step again once woken.
     RequestBufferBlocking {
         /// Channel index.
         channel: u8,

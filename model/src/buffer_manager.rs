@@ -63,11 +63,9 @@ impl BufferManager {
         self.available() > 0 || (!self.waiting_for_floating && !pool.available.is_empty())
     }
 
-    /// `requestBufferBlocking()` once it returns (the caller waits while it would not): lends a
-    /// buffer to recovery, floating first, else one straight from the `LocalBufferPool`.
-    /// \[INFER\] A drainer that finds neither registers as the pool's listener in Flink
-    /// (`isWaitingForFloatingBuffers`, `numRequiredBuffers = 1`); the model does not: it waits
-    /// until a buffer is queued or the pool has one, and takes it then.
+    /// `requestBufferBlocking()` once it returns (the caller parks while it would not, see
+    /// `RecoveryModel::request_buffer_blocking`): lends a buffer to recovery, floating first,
+    /// else one straight from the `LocalBufferPool`.
     pub fn request_buffer_blocking(&mut self, pool: &mut LocalBufferPool) -> Option<NetBuf> {
         if !self.floating.is_empty() {
             return self.floating.pop_front();

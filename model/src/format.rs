@@ -386,6 +386,8 @@ pub fn io_pc(m: &RecoveryModel, s: &State) -> String {
         "not used".to_string()
     } else if s.io_pc as usize >= total {
         "done".to_string()
+    } else if let Some((_, buffer)) = s.io_buffer {
+        format!("step {} of {total}, filling {buffer}", s.io_pc + 1)
     } else {
         format!("step {} of {total}", s.io_pc + 1)
     }
@@ -694,6 +696,9 @@ pub fn changes(m: &RecoveryModel, a: &State, b: &State, own: Option<u8>) -> Vec<
     }
     if !a.io_waiting && b.io_waiting {
         out.push("the drainer waits in bufferQueue.wait()".to_string());
+    }
+    if let (None, Some((c, buffer))) = (a.io_buffer, b.io_buffer) {
+        out.push(format!("the drainer fills {buffer} for {}", m.channel_name(c)));
     }
     if a.task != b.task && b.task != TaskPc::Idle {
         out.push(format!("task {}", task_pc(m, b.task)));

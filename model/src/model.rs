@@ -207,6 +207,7 @@ impl RecoveryModel {
             barriers_seen: smallvec![0; n].into(),
             io_pc: 0,
             io_waiting: false,
+            io_buffer: None,
             task_announce: None,
             client_backlog: None,
             client_announce: None,

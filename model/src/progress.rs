@@ -123,7 +123,9 @@ pub fn rank(s: &State) -> Rank {
         + flag(s.closed)
         + s.checkpoints.iter().map(checkpoint).sum::<i64>()
         + s.barriers_seen.iter().map(|b| i64::from(b.count_ones())).sum::<i64>()
-        + i64::from(s.io_pc)
+        // The drainer's take, then its append: each a step forward.
+        + 2 * i64::from(s.io_pc)
+        + flag(s.io_buffer.is_some())
         + flag(s.violation.is_some())
         + flag(s.ghost_converted)
         + flag(s.ghost_lent_across)

@@ -377,6 +377,11 @@ fn for_each_buffer_place(s: &State, c: u8, mut f: impl FnMut(NetBuf)) {
     {
         f(buffer);
     }
+    if let Some((channel, buffer)) = s.io_buffer
+        && channel == c
+    {
+        f(buffer);
+    }
     if let TaskPc::RereadPendingPriority { channel, buffer, .. } = s.task
         && channel == c
     {
@@ -407,7 +412,7 @@ impl Held {
 }
 
 /// S8: every network buffer is in exactly one place (manager queue, pool, channel queue, held
-/// by the consumer, in the recycler's hands): each channel's exclusive segments, and each
+/// by the consumer, in the recycler's or the drainer's hands): each channel's exclusive segments, and each
 /// pool's floating buffers, among the channels that borrow from it (all of them with a shared
 /// pool). Every recovered buffer pushed is in exactly one of: the queue, delivered, recycled.
 fn buffer_ownership(m: &RecoveryModel, s: &State) -> bool {

@@ -42,17 +42,27 @@ impl RecoveryModel {
                 let ch = s.ch(c);
                 // requestRecoveryBufferBlocking() awaits upstreamReady, then a buffer. Heap
                 // buffers (flag off, or a local channel without exclusive ones): no wait.
-                // A released channel throws once the latch is open (a remote channel's release
-                // opens it last, `release_step`).
                 let heap = !self.lends_recovery_buffers(c) || self.is_recovered_channel(s);
+                if heap || s.io_buffer.is_some() {
+                    out.push(Action::OnRecoveredStateBuffer { channel: c });
+                    return;
+                }
+                if !ch.upstream_ready {
+                    return;
+                }
                 // Parked in bufferQueue.wait(): only a buffer queued to the manager (its
                 // notifyAll) or the release wakes it; a pool callback the manager turns down
-                // does not.
-                let woken = ch.released || ch.bm.available() > 0;
-                let takes = ch.released || ch.bm.can_request_buffer_blocking(s.pool_of(c));
-                if heap || (ch.upstream_ready && if s.io_waiting { woken } else { takes }) {
+                // does not. A buffer is taken before the release is looked at; a released
+                // channel with none left throws (a remote channel's release opens the latch
+                // last, `release_step`).
+                let takes = if s.io_waiting || ch.released {
+                    ch.bm.available() > 0
+                } else {
+                    ch.bm.can_request_buffer_blocking(s.pool_of(c))
+                };
+                if self.variant == Variant::RecoveryBufferNotLent || (ch.released && !takes) {
                     out.push(Action::OnRecoveredStateBuffer { channel: c });
-                } else if ch.upstream_ready && !s.io_waiting {
+                } else if takes || !s.io_waiting {
                     out.push(Action::RequestBufferBlocking { channel: c });
                 }
             }
@@ -69,12 +79,25 @@ impl RecoveryModel {
         s.io_pc as usize >= self.io_program.len()
     }
 
-    /// `requestBufferBlocking()` finding nothing queued and nothing in the pool (or the
-    /// manager already waiting for floating buffers): unless it waits already, the manager
-    /// registers as the pool's listener (`isWaitingForFloatingBuffers`, `numRequiredBuffers =
-    /// 1`), and the drainer parks in `bufferQueue.wait()`.
+    /// `requestBufferBlocking()` for channel `c`'s next recovered buffer: it takes a buffer
+    /// queued to the manager (or one from the pool), which the drainer then fills. Finding
+    /// nothing (or the manager already waiting for floating buffers), unless it waits already,
+    /// the manager registers as the pool's listener (`isWaitingForFloatingBuffers`,
+    /// `numRequiredBuffers = 1`), and the drainer parks in `bufferQueue.wait()`.
     pub(crate) fn request_buffer_blocking(&self, s: &mut State, c: u8) {
+        let waiting = s.io_waiting;
         let (ch, pool) = s.ch_and_pool(c);
+        let takes = if waiting || ch.released {
+            ch.bm.available() > 0
+        } else {
+            ch.bm.can_request_buffer_blocking(pool)
+        };
+        if takes {
+            let buffer = ch.bm.request_buffer_blocking(pool).expect("a buffer to take");
+            s.io_buffer = Some((c, buffer));
+            s.io_waiting = false;
+            return;
+        }
         if !ch.bm.waiting_for_floating {
             ch.bm.waiting_for_floating = pool.add_buffer_listener(c);
             ch.bm.required = 1;
@@ -86,10 +109,17 @@ impl RecoveryModel {
     /// `RecoveredInputChannel` (flag off, 2.3.0) queues it as it is; a physical channel gets it
     /// in a buffer lent by its own manager (`requestBufferBlocking`) where it lends them.
     pub(crate) fn on_recovered_state_buffer(&self, s: &mut State, c: u8) {
+        let buffer = s.io_buffer.take().map(|(_, b)| b);
         if self.variant == Variant::DrainerAbandonsStateOnRelease && s.ch(c).released {
-            // The drainer throws and ends; what it has not pushed is nobody's.
+            // The drainer throws and ends; what it has not pushed is nobody's (the buffer it
+            // filled goes back, as a released channel's recycle sends it).
             s.io_pc = self.io_program.len() as u8;
             s.io_waiting = false;
+            if let Some(b) = buffer {
+                let ch = s.ch_mut(c);
+                let floating = BufferManager::release_buffer(b, &mut ch.global_pool);
+                self.recycle_all_to_pool(s, c, floating.into_iter().collect());
+            }
             return;
         }
         s.io_pc += 1;
@@ -103,16 +133,11 @@ impl RecoveryModel {
             return self.pushed(s, c, Ok(notify));
         }
         let kind = self.kind(c);
-        let (ch, pool) = s.ch_and_pool(c);
+        let ch = s.ch_mut(c);
         let i = ch.ghost_pushed;
         ch.ghost_pushed += 1;
-        // `requestBufferBlocking` throws for a released channel only when it finds no
-        // buffer; one it takes goes back at once (`recycleBuffer` of the released channel).
-        let buffer = if self.lends_recovery_buffers(c) && self.variant != Variant::RecoveryBufferNotLent {
-            ch.bm.request_buffer_blocking(pool)
-        } else {
-            None
-        };
+        // The buffer `requestBufferBlocking` took; on a released channel it goes back at once
+        // (`recycleBuffer` of the released channel).
         let r = rc::on_recovered_state_buffer(ch, kind, Payload::Recovered(i));
         if let Some(b) = buffer.filter(|_| ch.released) {
             let floating = BufferManager::release_buffer(b, &mut ch.global_pool);

@@ -765,6 +765,9 @@ pub struct State {
     /// The drainer is parked in `requestBufferBlocking`'s `bufferQueue.wait()` for the channel
     /// of its next push.
     pub io_waiting: bool,
+    /// The network buffer the drainer took with `requestBufferBlocking()` and fills, outside
+    /// every lock, for the recovered buffer it appends next: (channel, buffer).
+    pub io_buffer: Option<(u8, NetBuf)>,
     /// Task thread's pending credit announcement (after `enableNotify`).
     pub task_announce: Option<Announce>,
     /// Netty client thread between `onBuffer`'s critical section and `onSenderBacklog`.

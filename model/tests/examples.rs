@@ -63,17 +63,26 @@ fn the_drainer_borrows_a_floating_buffer_from_the_pool_when_its_exclusive_one_is
     for a in &path {
         s = model.next_state(&s, *a).unwrap();
     }
-    let push = Action::OnRecoveredStateBuffer { channel: c };
+    // requestBufferBlocking takes the pool's buffer (it does not park), and the append queues
+    // the recovered buffer in it.
+    let take = Action::RequestBufferBlocking { channel: c };
     let mut enabled = Vec::new();
     model.actions(&s, &mut enabled);
-    assert!(enabled.contains(&push), "the drainer waits instead: {enabled:?}");
-    let borrowed = model.next_state(&s, push).unwrap();
+    assert!(enabled.contains(&take), "the drainer cannot request: {enabled:?}");
+    let taken = model.next_state(&s, take).unwrap();
+    assert!(
+        !taken.io_waiting,
+        "the drainer parked instead of taking the pool's buffer"
+    );
+    assert_eq!(taken.io_buffer, Some((c, NetBuf::Floating(0))));
+    let push = Action::OnRecoveredStateBuffer { channel: c };
+    let borrowed = model.next_state(&taken, push).unwrap();
     let last = borrowed.ch(c).queue.last().copied().unwrap();
     assert_eq!(
         (last.payload, last.buffer),
         (Payload::Recovered(1), Some(NetBuf::Floating(0)))
     );
-    path.push(push);
+    path.extend([take, push]);
     insta::assert_snapshot!(
         "drainer-borrows-floating-buffer",
         format!(
