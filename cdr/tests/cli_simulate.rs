@@ -24,7 +24,7 @@ fn a_variant_fails_with_a_shrunk_replayable_counterexample_and_the_fixed_model_p
         "--variant",
         "stash-replayed-at-head",
         "--walks",
-        "300",
+        "600",
         "--seed",
         "1",
         "--trace-out",

@@ -39,6 +39,7 @@ use recovery_impl::channel_state_persister::ChannelStateWriter;
 use recovery_impl::credit_based_sequence_numbering_view_reader::{
     BufferResponse, CreditBasedSequenceNumberingViewReader,
 };
+use recovery_impl::fetched_channel_state_drainer::{DrainerLockGuard, FetchedChannelStateDrainer};
 use recovery_impl::input_channel_info::InputChannelInfo;
 use recovery_impl::input_channels_with_data::{ChannelPoll, InputChannelsWithData};
 use recovery_impl::local_input_channel::LocalInputChannel;
@@ -589,6 +590,11 @@ pub struct ImplDriver {
     /// in the step; the thread's next steps run on a fresh worker, as the model's thread is
     /// free after it.
     waiting_for_turn: Vec<(Worker, u8, bool)>,
+    /// The drainer's lock: each delivery of a recovered buffer takes it, and the trigger holds
+    /// it ([`ImplDriver::insert_recovery_checkpoint_barrier`]) from its first channel's
+    /// insertion to its last, which the model steps one channel at a time.
+    drainer: FetchedChannelStateDrainer,
+    trigger_lock: Option<DrainerLockGuard>,
 }
 
 impl ImplDriver {
@@ -604,6 +610,8 @@ impl ImplDriver {
             reread_step: false,
             turn: Arc::default(),
             waiting_for_turn: Vec::new(),
+            drainer: FetchedChannelStateDrainer::new(),
+            trigger_lock: None,
         }
     }
 
@@ -732,7 +740,8 @@ impl ImplDriver {
             InputChannelHandle::Recovered(recovered) => outcome(recovered.on_recovered_state_buffer(heap)),
             handle => {
                 let channel = handle.as_recoverable().expect("a physical channel");
-                self.beside_turn(Thread::Io, c, false, move || channel.on_recovered_state_buffer(heap))
+                let drainer = self.drainer.clone();
+                self.beside_turn(Thread::Io, c, false, move || drainer.deliver(&*channel, heap))
             }
         }
     }
@@ -768,11 +777,12 @@ impl ImplDriver {
         ch.pushed += 1;
         let payload = payload_of(c, &Item::Known(Payload::Recovered(i)));
         let channel = ch.handle.as_recoverable().expect("a physical channel");
+        let drainer = self.drainer.clone();
         let job: Job = Box::new(move || match channel.request_recovery_buffer_blocking() {
             Ok(buffer) => {
                 let filled = buffer.fill(BufferKind::Data, payload);
                 recovery_impl::pause_point::reached(PausePoint::OnRecoveredStateBuffer);
-                outcome(channel.on_recovered_state_buffer(filled))
+                outcome(drainer.deliver(&*channel, filled))
             }
             // The drainer of a released channel stops quietly (CancelTaskException).
             Err(ChannelError::Released(_)) if channel.is_released() => Observation::Done,
@@ -1097,9 +1107,18 @@ impl ImplDriver {
         }
     }
 
+    /// One channel's part of `snapshotAndInsertBarriers`: with the drainer, the first channel's
+    /// takes the drainer's lock and the last one's releases it (the snapshot is the model's).
     fn insert_recovery_checkpoint_barrier(&mut self, c: u8, cp: u8) -> Observation {
+        if self.cfg.delivery == Delivery::Drainer && c == 0 {
+            self.trigger_lock = Some(self.drainer.lock());
+        }
         let channel = self.ch(c).handle.as_recoverable().expect("a physical channel");
-        outcome(channel.insert_recovery_checkpoint_barrier_if_in_recovery(cp as i64))
+        let observation = outcome(channel.insert_recovery_checkpoint_barrier_if_in_recovery(cp as i64));
+        if c as usize + 1 == self.cfg.channels.len() {
+            self.trigger_lock = None;
+        }
+        observation
     }
 
     fn checkpoint_started(&mut self, c: u8, cp: u8) -> Observation {
@@ -1418,6 +1437,8 @@ impl Driver for ImplDriver {
 
     fn reset(&mut self) -> Result<(), DriverError> {
         let timeout = self.watchdog;
+        // A trace that ended inside the trigger leaves the drainer's lock held.
+        self.trigger_lock = None;
         let mut released = false;
         for w in self.workers.all() {
             if matches!(w.state, WorkerState::Blocked { .. } | WorkerState::Hung) && !released {
@@ -1431,6 +1452,7 @@ impl Driver for ImplDriver {
             }
         }
         self.sys = System::new(&self.cfg);
+        self.drainer = FetchedChannelStateDrainer::new();
         self.waiting_for_turn.clear();
         *self.turn.lock().expect("the turn's slot") = None;
         Ok(())

@@ -17,6 +17,7 @@ pub mod credit_based_sequence_numbering_view_reader;
 pub mod error;
 pub mod event_log;
 pub mod executor;
+pub mod fetched_channel_state_drainer;
 pub mod ids;
 pub mod input_channel_info;
 pub mod input_channels_with_data;

@@ -44,7 +44,10 @@ impl RecoveryModel {
                 // buffers (flag off, or a local channel without exclusive ones): no wait.
                 let heap = !self.lends_recovery_buffers(c) || self.is_recovered_channel(s);
                 if heap || s.io_buffer.is_some() {
-                    out.push(Action::OnRecoveredStateBuffer { channel: c });
+                    // The delivery takes the drainer's lock, which the trigger may hold.
+                    if !self.trigger_holds_drainer_lock(s) {
+                        out.push(Action::OnRecoveredStateBuffer { channel: c });
+                    }
                     return;
                 }
                 if !ch.upstream_ready {
@@ -60,7 +63,11 @@ impl RecoveryModel {
                 } else {
                     ch.bm.can_request_buffer_blocking(s.pool_of(c))
                 };
-                if self.variant == Variant::RecoveryBufferNotLent || (ch.released && !takes) {
+                if self.variant == Variant::RecoveryBufferNotLent {
+                    if !self.trigger_holds_drainer_lock(s) {
+                        out.push(Action::OnRecoveredStateBuffer { channel: c });
+                    }
+                } else if ch.released && !takes {
                     out.push(Action::OnRecoveredStateBuffer { channel: c });
                 } else if takes || !s.io_waiting {
                     out.push(Action::RequestBufferBlocking { channel: c });
@@ -72,6 +79,15 @@ impl RecoveryModel {
             }
             _ => {}
         }
+    }
+
+    /// Whether the task's trigger is inside `snapshotAndInsertBarriers`, which holds the
+    /// drainer's lock from its first channel's insertion to its last: master's `drainSegment`
+    /// delivers each buffer (`onRecoveredStateBuffer` with the reader's commit) under that lock.
+    /// Only the drainer has it; with one channel the insertions are one step.
+    pub(crate) fn trigger_holds_drainer_lock(&self, s: &State) -> bool {
+        self.cfg.delivery == Delivery::Drainer
+            && matches!(s.task, TaskPc::Trigger { inserted: false, channel, .. } if channel > 0)
     }
 
     /// Whether the drainer has run its whole program.

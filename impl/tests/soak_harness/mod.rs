@@ -52,6 +52,7 @@ use recovery_impl::credit_based_sequence_numbering_view_reader::{
     BufferResponse, CreditBasedSequenceNumberingViewReader,
 };
 use recovery_impl::event_log::{Recorder, set_thread_recorder};
+use recovery_impl::fetched_channel_state_drainer::FetchedChannelStateDrainer;
 use recovery_impl::input_channel_info::InputChannelInfo;
 use recovery_impl::local_input_channel::LocalInputChannel;
 use recovery_impl::netty_message::ResumeConsumption;
@@ -456,6 +457,9 @@ struct Run {
     stuck: AtomicBool,
     /// Per channel, per checkpoint: upstream elements written before its barrier.
     barrier_at: Vec<Mutex<Vec<u64>>>,
+    /// The drainer's lock: the IO thread delivers each recovered buffer under it, and the
+    /// task's trigger inserts every channel's recovery barrier under it.
+    drainer: FetchedChannelStateDrainer,
 }
 
 impl Run {
@@ -618,6 +622,7 @@ pub fn run(cfg: SoakConfig) -> Report {
         released_done: AtomicU64::new(0),
         stuck: AtomicBool::new(false),
         barrier_at: (0..n).map(|_| Mutex::new(Vec::new())).collect(),
+        drainer: FetchedChannelStateDrainer::new(),
     });
     let board = Board {
         slots: Arc::new(Mutex::new(Vec::new())),
@@ -874,7 +879,7 @@ fn io_thread(run: &Run, delivery: Delivery, j: &mut Jitter, slot: &Slot) {
                         run.heap_recovered(c, i)
                     };
                     slot.doing("onRecoveredStateBuffer");
-                    channel.on_recovered_state_buffer(buffer).unwrap();
+                    run.drainer.deliver(&**channel, buffer).unwrap();
                     slot.progressed();
                 }
             }
@@ -1223,13 +1228,16 @@ impl Task<'_> {
             self.during_recovery += 1;
         }
         let all = self.handles();
-        for ch in &all {
-            slot.doing("insertRecoveryCheckpointBarrierIfInRecovery");
-            let recoverable = ch.as_recoverable().expect("a physical channel");
-            recoverable
-                .insert_recovery_checkpoint_barrier_if_in_recovery(cp as i64)
-                .unwrap();
-        }
+        let recoverable: Vec<_> = all
+            .iter()
+            .map(|ch| ch.as_recoverable().expect("a physical channel"))
+            .collect();
+        let refs: Vec<&dyn RecoverableInputChannel> = recoverable.iter().map(|ch| &**ch).collect();
+        slot.doing("snapshotAndInsertBarriers");
+        self.run
+            .drainer
+            .snapshot_and_insert_barriers(&refs, cp as i64, || ())
+            .unwrap();
         for ch in &all {
             slot.doing("checkpointStarted");
             if ch.checkpoint_started(cp as i64).is_err() {
