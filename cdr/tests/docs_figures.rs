@@ -713,3 +713,33 @@ fn docs_and_sources_carry_no_history() {
     }
     assert!(found.is_empty(), "history or outside references: {found:#?}");
 }
+
+/// docs/performance.md's conformance table: the traces, steps and edges of `cdr conform --edges`
+/// (exact and deterministic) for the rows under 10,000 edges; the times are as measured.
+#[test]
+fn the_small_rows_of_performance_md_s_conformance_table_are_current() {
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/performance.md")).unwrap();
+    let rows = table_rows(&doc, "| preset | traces | steps | edges | seconds | steps/s |");
+    let number = |s: &str| s.replace(',', "").parse::<u64>().unwrap();
+    let mut checked = 0;
+    for row in &rows {
+        let (covered, total) = row[3].split_once(" / ").expect("edges as covered / total");
+        if number(total) >= 10_000 {
+            continue;
+        }
+        let name = row[0].trim_matches('`');
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_cdr"))
+            .args(["conform", "--preset", name, "--edges", "--jobs", "1", "--json"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{name}: {}", String::from_utf8_lossy(&out.stderr));
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(
+            [&v["traces"], &v["steps"], &v["edges_covered"], &v["edges_total"]].map(|x| x.as_u64().unwrap()),
+            [number(&row[1]), number(&row[2]), number(covered), number(total)],
+            "docs/performance.md's conformance row for `{name}`"
+        );
+        checked += 1;
+    }
+    assert!(checked >= 3, "the conformance table has fewer than 3 small rows");
+}
