@@ -1002,6 +1002,29 @@ pub const PRESETS: &[Preset] = &[
         ],
     },
     Preset {
+        name: "recovery-buffer-wait",
+        summary: "one remote channel with one exclusive buffer and no floating one, two recovered buffers, one checkpoint: the drainer parks for the second until the task recycles the first, and the recycle wakes it",
+        config: || ModelConfig {
+            channels: vec![remote(2, &[O, D], 1, 0)],
+            checkpoints: 1,
+            delivery: Delivery::Drainer,
+            insert_recovery_barriers: true,
+            release: false,
+            faults: false,
+            release_step: false,
+            aligned_checkpoint_timeout: false,
+            shared_pool: false,
+            overlapping_checkpoints: false,
+        },
+        // No floating buffer to queue unannounced; one channel, never released: no checkpoint
+        // is declined for a missing barrier, so no recovery barrier goes stale.
+        unreachable: &[
+            PropertyId::RecycleRacesEnableNotify,
+            PropertyId::CheckpointDeclinedForMissingBarrier,
+            PropertyId::StaleRecoveryBarrierPolled,
+        ],
+    },
+    Preset {
         name: "late-floating-credit",
         summary: "one remote channel without exclusive buffers, one floating buffer, one checkpoint: a floating credit announced after resumeConsumption reset the credit",
         config: || ModelConfig {

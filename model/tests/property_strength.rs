@@ -15,7 +15,7 @@ use recovery_model::{RecoveryModel, Variant};
 /// the flag-off path, 2.3.0's migration, releases, faults, late writes, stashes, the priority
 /// split, the release split, aligned checkpoints with timeout, a floating buffer released, a
 /// channel living on the shared pool's floating buffers, the drainer borrowing from the pool and
-/// waiting for it, floating credit arriving late) is under some property.
+/// waiting for it, the drainer parked until a recycle wakes it, floating credit arriving late) is under some property.
 const FIXED: &[&str] = &[
     "tiny",
     "local-buffers",
@@ -40,6 +40,7 @@ const FIXED: &[&str] = &[
     "pool-starvation",
     "drain-wakeup",
     "late-floating-credit",
+    "recovery-buffer-wait",
     "borrow",
 ];
 
