@@ -345,6 +345,9 @@ struct System {
     writer: Arc<ChannelStateWriter>,
     channels: Vec<Chan>,
     barriers: SingleCheckpointBarrierHandler,
+    /// The drainer's lock: each delivery of a recovered buffer takes it, and the trigger holds
+    /// it ([`ImplDriver::insert_recovery_checkpoint_barrier`]).
+    drainer: FetchedChannelStateDrainer,
 }
 
 fn element_buffer(c: u8, kind: Upstream, i: u8) -> NetworkBuffer {
@@ -454,6 +457,7 @@ impl System {
             writer,
             channels,
             barriers: SingleCheckpointBarrierHandler::new(n),
+            drainer: FetchedChannelStateDrainer::new(),
         }
     }
 
@@ -590,10 +594,8 @@ pub struct ImplDriver {
     /// in the step; the thread's next steps run on a fresh worker, as the model's thread is
     /// free after it.
     waiting_for_turn: Vec<(Worker, u8, bool)>,
-    /// The drainer's lock: each delivery of a recovered buffer takes it, and the trigger holds
-    /// it ([`ImplDriver::insert_recovery_checkpoint_barrier`]) from its first channel's
+    /// The system's drainer lock while the trigger holds it, from its first channel's
     /// insertion to its last, which the model steps one channel at a time.
-    drainer: FetchedChannelStateDrainer,
     trigger_lock: Option<DrainerLockGuard>,
 }
 
@@ -610,7 +612,6 @@ impl ImplDriver {
             reread_step: false,
             turn: Arc::default(),
             waiting_for_turn: Vec::new(),
-            drainer: FetchedChannelStateDrainer::new(),
             trigger_lock: None,
         }
     }
@@ -740,7 +741,7 @@ impl ImplDriver {
             InputChannelHandle::Recovered(recovered) => outcome(recovered.on_recovered_state_buffer(heap)),
             handle => {
                 let channel = handle.as_recoverable().expect("a physical channel");
-                let drainer = self.drainer.clone();
+                let drainer = self.sys.drainer.clone();
                 self.beside_turn(Thread::Io, c, false, move || drainer.deliver(&*channel, heap))
             }
         }
@@ -777,7 +778,7 @@ impl ImplDriver {
         ch.pushed += 1;
         let payload = payload_of(c, &Item::Known(Payload::Recovered(i)));
         let channel = ch.handle.as_recoverable().expect("a physical channel");
-        let drainer = self.drainer.clone();
+        let drainer = self.sys.drainer.clone();
         let job: Job = Box::new(move || match channel.request_recovery_buffer_blocking() {
             Ok(buffer) => {
                 let filled = buffer.fill(BufferKind::Data, payload);
@@ -1111,7 +1112,7 @@ impl ImplDriver {
     /// takes the drainer's lock and the last one's releases it (the snapshot is the model's).
     fn insert_recovery_checkpoint_barrier(&mut self, c: u8, cp: u8) -> Observation {
         if self.cfg.delivery == Delivery::Drainer && c == 0 {
-            self.trigger_lock = Some(self.drainer.lock());
+            self.trigger_lock = Some(self.sys.drainer.lock());
         }
         let channel = self.ch(c).handle.as_recoverable().expect("a physical channel");
         let observation = outcome(channel.insert_recovery_checkpoint_barrier_if_in_recovery(cp as i64));
@@ -1452,7 +1453,6 @@ impl Driver for ImplDriver {
             }
         }
         self.sys = System::new(&self.cfg);
-        self.drainer = FetchedChannelStateDrainer::new();
         self.waiting_for_turn.clear();
         *self.turn.lock().expect("the turn's slot") = None;
         Ok(())

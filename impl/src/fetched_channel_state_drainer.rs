@@ -86,19 +86,17 @@ impl FetchedChannelStateDrainer {
     }
 
     /// `snapshotAndInsertBarriers(checkpointId)`: under the lock, a `RecoveryCheckpointBarrier`
-    /// into every channel still in recovery; the caller snapshots its reader before the lock is
-    /// released, in `then`. A channel's failure ends the insertions.
-    pub fn snapshot_and_insert_barriers<T>(
+    /// into every channel still in recovery (the snapshot of the reader is the caller's, which
+    /// has none here). A channel's failure ends the insertions.
+    pub fn snapshot_and_insert_barriers(
         &self,
         channels: &[&dyn RecoverableInputChannel],
         checkpoint_id: CheckpointId,
-        then: impl FnOnce() -> T,
-    ) -> Result<T> {
+    ) -> Result<()> {
         let _lock = self.lock();
-        for channel in channels {
-            channel.insert_recovery_checkpoint_barrier_if_in_recovery(checkpoint_id)?;
-        }
-        Ok(then())
+        channels
+            .iter()
+            .try_for_each(|channel| channel.insert_recovery_checkpoint_barrier_if_in_recovery(checkpoint_id))
     }
 }
 

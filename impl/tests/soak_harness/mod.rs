@@ -1234,10 +1234,7 @@ impl Task<'_> {
             .collect();
         let refs: Vec<&dyn RecoverableInputChannel> = recoverable.iter().map(|ch| &**ch).collect();
         slot.doing("snapshotAndInsertBarriers");
-        self.run
-            .drainer
-            .snapshot_and_insert_barriers(&refs, cp as i64, || ())
-            .unwrap();
+        self.run.drainer.snapshot_and_insert_barriers(&refs, cp as i64).unwrap();
         for ch in &all {
             slot.doing("checkpointStarted");
             if ch.checkpoint_started(cp as i64).is_err() {
