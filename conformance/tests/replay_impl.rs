@@ -466,6 +466,7 @@ fn no_bug_zoo_counterexample_is_reproducible_on_the_fixed_implementation() {
     // Nor is the checkpoint coordinator: the driver emits each barrier the trace names.
     const OUTSIDE_IMPL: &[&str] = &[
         "spill-snapshot-after-insertion",
+        "spill-snapshot-at-read-position",
         "drainer-abandons-state-on-release",
         "concurrent-unaligned-checkpoints",
     ];

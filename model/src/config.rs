@@ -321,8 +321,11 @@ impl ModelConfig {
 /// The safety properties Flink 2.3.0's migration path violates (FLINK-40016 is not fixed
 /// there): a migrated buffer still queued in a `LocalInputChannel` when a checkpoint starts is
 /// written by `checkpointStarted` and again by `maybePersist` when it is polled.
-pub const MIGRATION_PERSISTS_TWICE: &[PropertyId] =
-    &[PropertyId::PersistedAtMostOnce, PropertyId::PersistedContentIsExact];
+pub const MIGRATION_PERSISTS_TWICE: &[PropertyId] = &[
+    PropertyId::PersistedAtMostOnce,
+    PropertyId::PersistedContentIsExact,
+    PropertyId::RecoveredStateFromItsSource,
+];
 
 /// The liveness properties the drainer's missed wake-up breaks (docs/findings.md): parked in
 /// `requestBufferBlocking` for a remote channel without exclusive buffers, it is not woken by

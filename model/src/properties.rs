@@ -105,6 +105,8 @@ properties! {
     BufferOwnership: Always, "buffer ownership", buffer_ownership;
     PersistedAtMostOnce: Always, "persisted at most once", persisted_at_most_once;
     PersistedContentIsExact: Always, "persisted content is exact", persisted_content_is_exact;
+    RecoveredStateFromItsSource: Always, "recovered state persisted from its source",
+        recovered_state_from_its_source;
     StashHoldsOnlyEventsInOrder: Always, "stash holds only events in order", stash_holds_only_events_in_order;
     PriorityEventsFirst: Always, "priority events first", priority_events_first;
     NoProtocolViolation: Always, "no protocol violation", no_protocol_violation;
@@ -541,6 +543,39 @@ fn persisted_content_is_exact(m: &RecoveryModel, s: &State) -> bool {
                 let recovered = m.cfg.channels[c as usize].recovered;
                 expected_persisted(ch, cp, recovered).is_some_and(|e| e == actual)
             })
+    })
+}
+
+/// #28662's split of a checkpoint's recovered state at the drainer's position when the
+/// checkpoint's `RecoveryCheckpointBarrier` was inserted (`ghost_rcb_at`, under the drainer's
+/// lock): the buffers delivered by then are persisted from the channel (`checkpointStarted` →
+/// `collectPreRecoveryBarrier`), in order; the spill (`addInputDataFromSpill`) holds exactly the
+/// rest, a buffer taken but not yet delivered included; and a buffer delivered after the
+/// barrier is not persisted from the channel again. Without a barrier inserted there is no
+/// spill. The model writes the spill with the insertion, where master writes the slice it
+/// snapshotted there in `onCheckpointStartedForAllInputs`' third step: the same buffers.
+fn recovered_state_from_its_source(m: &RecoveryModel, s: &State) -> bool {
+    channels(s).all(|(c, ch)| {
+        let recovered = m.cfg.channels[c as usize].recovered;
+        (1..=m.cfg.checkpoints).all(|cp| {
+            let of_cp = |written: &Written| -> Vec<u8> {
+                let recovered = written.iter().filter(|(k, _)| *k == cp);
+                recovered
+                    .filter_map(|(_, p)| match p {
+                        Payload::Recovered(i) => Some(*i),
+                        _ => None,
+                    })
+                    .collect()
+            };
+            let (spilled, persisted) = (of_cp(&ch.ghost_spilled), of_cp(&ch.ghost_persisted));
+            let Some(drained) = ch.ghost_rcb_at[cp as usize - 1] else {
+                return spilled.is_empty();
+            };
+            let mut last = None;
+            let from_channel = persisted.iter().all(|&i| i < drained && increases(&mut last, i));
+            let rest: Vec<u8> = (drained..recovered).collect();
+            from_channel && spilled == rest
+        })
     })
 }
 

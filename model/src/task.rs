@@ -230,6 +230,13 @@ impl RecoveryModel {
                 inserted: true,
             }
         };
+        if variant == Variant::SpillSnapshotAtReadPosition && s.io_buffer.is_some_and(|(b, _)| b == c) {
+            // The reader has read past the buffer the drainer took and has not delivered.
+            let spilled = &mut s.ch_mut(c).ghost_spilled;
+            if let Some(i) = spilled.iter().position(|(k, _)| *k == cp) {
+                spilled.remove(i);
+            }
+        }
         if notify {
             self.notify(s, c, false);
         }

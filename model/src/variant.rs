@@ -38,6 +38,10 @@ pub enum Variant {
     /// The trigger snapshots the drainer's remaining state when it starts the checkpoint on a
     /// channel, after inserting the barriers and outside the drainer lock.
     SpillSnapshotAfterInsertion,
+    /// The trigger's snapshot of the drainer's remaining state is the reader's read position,
+    /// not the position its last commit recorded: the buffer `requestBufferBlocking` took and
+    /// the drainer has not delivered yet is in neither the spill nor the channel's state.
+    SpillSnapshotAtReadPosition,
     /// `LocalInputChannel.getNextBuffer` polls a recovered element under the lock, then re-reads
     /// `hasPendingPriorityEvent` outside it and, finding it set, pulls the priority event
     /// instead: the polled element is lost (the window Flink's code comment guards against).
@@ -213,6 +217,13 @@ pub const VARIANTS: &[VariantInfo] = &[
         name: "spill-snapshot-after-insertion",
         bug: "the drainer's remaining state is snapshotted after the recovery barrier is inserted: a buffer drained in between is in neither",
         property: PropertyId::PersistedContentIsExact,
+        preset: "tiny",
+    },
+    VariantInfo {
+        variant: Variant::SpillSnapshotAtReadPosition,
+        name: "spill-snapshot-at-read-position",
+        bug: "the drainer's remaining state is snapshotted at the reader's read position, past the buffer taken and not yet delivered: that buffer is in neither the spill nor the channel's state",
+        property: PropertyId::RecoveredStateFromItsSource,
         preset: "tiny",
     },
     VariantInfo {
