@@ -2,13 +2,18 @@
 //! verdicts only. With every fix in place each preset of [`FIXED`] gets the verdicts it is meant
 //! to get, and every bug-zoo variant is found by its property on its preset. State counts,
 //! snapshots and frozen paths are left out on purpose: they would "catch" any change, also one
-//! that no property notices. Ignored in `cargo test`; cargo-mutants runs it in release.
+//! that no property notices. What it does assert beside the verdicts is that the search is
+//! sound: no two distinct states of `tiny` and `floating` share a fingerprint, since the seen
+//! set keeps fingerprints only and a collision would silently drop a state and all it leads
+//! to. Ignored in `cargo test`; cargo-mutants runs it in release.
 
-use recovery_model::check::{check, shortest_counterexample};
+use recovery_model::check::{check, shortest_counterexample, state_fingerprint};
 use recovery_model::config::{Delivery, ModelConfig, Upstream, find_preset, remote};
 use recovery_model::properties::PropertyId;
 use recovery_model::variant::VARIANTS;
-use recovery_model::{RecoveryModel, Variant};
+use recovery_model::{RecoveryModel, State, Variant};
+use stateright::Model;
+use std::collections::HashMap;
 
 /// The presets whose verdicts the oracle asserts: every preset that checks in a few seconds in
 /// release, so that each part of the protocol (both channel kinds, the drainer, the conversion,
@@ -71,6 +76,29 @@ fn gets_its_verdicts(name: &str, cfg: ModelConfig, unreachable: &[PropertyId]) {
     }
 }
 
+/// Every reachable state of `cfg`, each kept whole under its fingerprint: two distinct states
+/// with one fingerprint fail.
+fn fingerprints_tell_states_apart(name: &str, cfg: ModelConfig) {
+    let model = RecoveryModel::new(cfg, Variant::Fixed);
+    let mut seen: HashMap<u64, State> = HashMap::new();
+    let mut frontier = model.init_states();
+    let mut actions = Vec::new();
+    while let Some(state) = frontier.pop() {
+        match seen.get(&state_fingerprint(&state)) {
+            Some(other) => {
+                assert_eq!(other, &state, "{name}: two states share fingerprint");
+                continue;
+            }
+            None => {
+                actions.clear();
+                model.actions(&state, &mut actions);
+                frontier.extend(actions.iter().filter_map(|&a| model.next_state(&state, a)));
+                seen.insert(state_fingerprint(&state), state);
+            }
+        }
+    }
+}
+
 #[test]
 #[ignore = "the mutation oracle; run in release: cargo test --release -p recovery-model --test property_strength -- --ignored"]
 fn every_preset_gets_its_verdicts_and_every_variant_is_found() {
@@ -83,6 +111,9 @@ fn every_preset_gets_its_verdicts_and_every_variant_is_found() {
         remote_floating_release(),
         &[PropertyId::StaleRecoveryBarrierPolled],
     );
+    for name in ["tiny", "floating"] {
+        fingerprints_tell_states_apart(name, (find_preset(name).unwrap().config)());
+    }
     for info in VARIANTS {
         let cfg = (find_preset(info.preset).unwrap().config)();
         let model = RecoveryModel::new(cfg, info.variant);
