@@ -457,7 +457,7 @@ impl System {
             writer,
             channels,
             barriers: SingleCheckpointBarrierHandler::new(n),
-            drainer: FetchedChannelStateDrainer::new(),
+            drainer: FetchedChannelStateDrainer::new(cfg.channels.iter().map(|cc| cc.recovered as usize).collect()),
         }
     }
 
@@ -742,7 +742,9 @@ impl ImplDriver {
             handle => {
                 let channel = handle.as_recoverable().expect("a physical channel");
                 let drainer = self.sys.drainer.clone();
-                self.beside_turn(Thread::Io, c, false, move || drainer.deliver(&*channel, heap))
+                self.beside_turn(Thread::Io, c, false, move || {
+                    drainer.deliver(c as usize, &*channel, heap)
+                })
             }
         }
     }
@@ -783,7 +785,7 @@ impl ImplDriver {
             Ok(buffer) => {
                 let filled = buffer.fill(BufferKind::Data, payload);
                 recovery_impl::pause_point::reached(PausePoint::OnRecoveredStateBuffer);
-                outcome(drainer.deliver(&*channel, filled))
+                outcome(drainer.deliver(c as usize, &*channel, filled))
             }
             // The drainer of a released channel stops quietly (CancelTaskException).
             Err(ChannelError::Released(_)) if channel.is_released() => Observation::Done,
@@ -1109,13 +1111,30 @@ impl ImplDriver {
     }
 
     /// One channel's part of `snapshotAndInsertBarriers`: with the drainer, the first channel's
-    /// takes the drainer's lock and the last one's releases it (the snapshot is the model's).
+    /// takes the drainer's lock and the last one's releases it. Under the lock, the reader's
+    /// snapshot of the channel, the recovered buffers not yet delivered, goes to the writer
+    /// (`addInputDataFromSpill`), as the model writes it at this channel's insertion.
     fn insert_recovery_checkpoint_barrier(&mut self, c: u8, cp: u8) -> Observation {
         if self.cfg.delivery == Delivery::Drainer && c == 0 {
             self.trigger_lock = Some(self.sys.drainer.lock());
         }
         let channel = self.ch(c).handle.as_recoverable().expect("a physical channel");
         let observation = outcome(channel.insert_recovery_checkpoint_barrier_if_in_recovery(cp as i64));
+        if let Some(lock) = &self.trigger_lock
+            && !channel.is_released()
+        {
+            let buffers: Vec<_> = (lock.snapshot(c as usize))
+                .map(|i| {
+                    let payload = payload_of(c, &Item::Known(Payload::Recovered(i as u8)));
+                    NetworkBuffer::unpooled(BufferId(60_000 + 100 * c as u32 + i as u32), BufferKind::Data, payload)
+                        .snapshot()
+                })
+                .collect();
+            let info = self.sys.channels[c as usize].info;
+            if !buffers.is_empty() {
+                self.sys.writer.add_input_data_from_spill(cp as i64, info, buffers);
+            }
+        }
         if c as usize + 1 == self.cfg.channels.len() {
             self.trigger_lock = None;
         }

@@ -402,6 +402,10 @@ pub struct ChannelView {
     pub last_seen_barrier: i64,
     /// What the `ChannelStateWriter` received from this channel, per checkpoint, in order.
     pub persisted: BTreeMap<u8, Vec<Item>>,
+    /// What the checkpoint trigger wrote of this channel's recovered state that the drainer
+    /// had not delivered yet (`addInputDataFromSpill`), per checkpoint, in order.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub spilled: BTreeMap<u8, Vec<Item>>,
     /// What the gate handed on from this channel, in order: to the operator, or a barrier to
     /// the barrier handler. The sentinel, which the gate consumes itself, is not in it.
     #[serde(default)]

@@ -202,6 +202,10 @@ fn model_channel(m: &RecoveryModel, s: &State, c: u8) -> ChannelView {
     for (cp, p) in &ch.ghost_persisted {
         persisted.entry(*cp).or_default().push((*p).into());
     }
+    let mut spilled: BTreeMap<u8, Vec<Item>> = BTreeMap::new();
+    for (cp, p) in &ch.ghost_spilled {
+        spilled.entry(*cp).or_default().push((*p).into());
+    }
     let bufs = |v: &[NetBuf]| v.iter().copied().map(Buf).collect::<Vec<_>>();
     // A local channel shows its recovery manager's buffers when it has exclusive ones.
     let credit = (kind == ChannelKind::Remote || m.cfg.channels[c as usize].exclusive > 0).then(|| Credit {
@@ -247,6 +251,7 @@ fn model_channel(m: &RecoveryModel, s: &State, c: u8) -> ChannelView {
         persist_status: model_persist(ch.persister.status),
         last_seen_barrier: ch.persister.last_seen_barrier as i64,
         persisted,
+        spilled,
         delivered: ch.ghost_delivered.iter().map(|d| d.payload.into()).collect(),
         subpartition: ch.producer.subpartition.iter().map(|p| (*p).into()).collect(),
         subpartition_blocked: ch.producer.blocked,
@@ -623,6 +628,12 @@ pub fn impl_channel(p: &ImplParts<'_>) -> ChannelView {
             persisted.entry(*cp as u8).or_default().push(item_of(c, &w.buffer));
         }
     }
+    let mut spilled: BTreeMap<u8, Vec<Item>> = BTreeMap::new();
+    for (cp, written) in &p.writer.spilled {
+        for w in written.iter().filter(|w| w.channel == info) {
+            spilled.entry(*cp as u8).or_default().push(item_of(c, &w.buffer));
+        }
+    }
     let subpartition = p.subpartition.buffers.iter().map(|b| item_of(c, b)).collect();
     let subpartition_blocked = p.subpartition.is_blocked;
     let done = |f: &FutureStatus| *f != FutureStatus::Pending;
@@ -655,6 +666,7 @@ pub fn impl_channel(p: &ImplParts<'_>) -> ChannelView {
             persist_status: impl_persist(l.persister.checkpoint_status),
             last_seen_barrier: l.persister.last_seen_barrier,
             persisted,
+            spilled,
             delivered: p.delivered.to_vec(),
             subpartition,
             subpartition_blocked,
@@ -687,6 +699,7 @@ pub fn impl_channel(p: &ImplParts<'_>) -> ChannelView {
                 persist_status: impl_persist(r.persister.checkpoint_status),
                 last_seen_barrier: r.persister.last_seen_barrier,
                 persisted,
+                spilled,
                 delivered: p.delivered.to_vec(),
                 subpartition,
                 subpartition_blocked,
@@ -718,6 +731,7 @@ pub fn impl_channel(p: &ImplParts<'_>) -> ChannelView {
             persist_status: PersistStatus::Completed,
             last_seen_barrier: -1,
             persisted,
+            spilled,
             delivered: p.delivered.to_vec(),
             subpartition,
             subpartition_blocked,

@@ -458,18 +458,11 @@ fn broken_driver_replaying_the_stash_at_the_head_is_reported_with_step_and_diff(
 
 #[test]
 fn no_bug_zoo_counterexample_is_reproducible_on_the_fixed_implementation() {
-    // The recovery-checkpoint trigger's spill of the drainer's remaining state is not part of
-    // impl/ (no trigger, no drainer): that variant's counterexample differs from the fixed
-    // model only in what the trigger wrote, which the implementation does not observe.
-    // Nor is the drainer: the trace's pushes are the driver's calls, so a drainer that stops
-    // early is a shorter trace, and the recovered state it would keep is the model's ghost.
-    // Nor is the checkpoint coordinator: the driver emits each barrier the trace names.
-    const OUTSIDE_IMPL: &[&str] = &[
-        "spill-snapshot-after-insertion",
-        "spill-snapshot-at-read-position",
-        "drainer-abandons-state-on-release",
-        "concurrent-unaligned-checkpoints",
-    ];
+    // The drainer is not part of impl/'s replay: the trace's pushes are the driver's calls, so
+    // a drainer that stops early is a shorter trace, and the recovered state it would keep is
+    // the model's ghost. Nor is the checkpoint coordinator: the driver emits each barrier the
+    // trace names.
+    const OUTSIDE_IMPL: &[&str] = &["drainer-abandons-state-on-release", "concurrent-unaligned-checkpoints"];
     let mut pinned = String::new();
     for info in VARIANTS {
         let m = model(info.preset, info.variant);

@@ -38,12 +38,17 @@ pub struct PersistedBuffer {
 pub struct ChannelStateWriterSnapshot {
     /// Per checkpoint id, the buffers written by `addInputData`.
     pub persisted: BTreeMap<CheckpointId, Vec<PersistedBuffer>>,
+    /// Per checkpoint id, the recovered buffers written by `addInputDataFromSpill`: the slice of
+    /// the fetched state the drainer had not delivered when the checkpoint's barriers went in.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub spilled: BTreeMap<CheckpointId, Vec<PersistedBuffer>>,
 }
 
 /// A recording stand-in for Flink's `ChannelStateWriter` (shared by the channels of a task).
 #[derive(Debug, Default)]
 pub struct ChannelStateWriter {
     persisted: Mutex<BTreeMap<CheckpointId, Vec<PersistedBuffer>>>,
+    spilled: Mutex<BTreeMap<CheckpointId, Vec<PersistedBuffer>>>,
 }
 
 impl ChannelStateWriter {
@@ -56,6 +61,19 @@ impl ChannelStateWriter {
     pub fn add_input_data(&self, checkpoint_id: CheckpointId, channel: InputChannelInfo, buffers: Vec<BufferSnapshot>) {
         let mut persisted = self.persisted.lock();
         let written = persisted.entry(checkpoint_id).or_default();
+        written.extend(buffers.into_iter().map(|buffer| PersistedBuffer { channel, buffer }));
+    }
+
+    /// `addInputDataFromSpill(checkpointId, info, slice)`: recovered buffers of `channel` that
+    /// were still in the fetched state, not in the channel, when the checkpoint's barrier went in.
+    pub fn add_input_data_from_spill(
+        &self,
+        checkpoint_id: CheckpointId,
+        channel: InputChannelInfo,
+        buffers: Vec<BufferSnapshot>,
+    ) {
+        let mut spilled = self.spilled.lock();
+        let written = spilled.entry(checkpoint_id).or_default();
         written.extend(buffers.into_iter().map(|buffer| PersistedBuffer { channel, buffer }));
     }
 
@@ -74,6 +92,7 @@ impl ChannelStateWriter {
     pub fn snapshot(&self) -> ChannelStateWriterSnapshot {
         ChannelStateWriterSnapshot {
             persisted: self.persisted.lock().clone(),
+            spilled: self.spilled.lock().clone(),
         }
     }
 }

@@ -1,25 +1,39 @@
-//! Mirrors the lock of Flink's `FetchedChannelStateDrainer` (master, apache/flink#28662): the
-//! drainer delivers each recovered buffer under it (`drainSegment`'s `onRecoveredStateBuffer`
-//! with the reader's commit), and the checkpoint trigger holds it across every channel's
-//! `insertRecoveryCheckpointBarrierIfInRecovery` and the snapshot of what is not yet delivered
-//! (`snapshotAndInsertBarriers`). So no delivery falls between two insertions, and the snapshot
-//! is the drain's position at the insertions. Taking and filling a buffer
-//! (`requestRecoveryBufferBlocking`), and `finishRecoveredBufferDelivery`, stay outside it.
+//! Mirrors Flink's `FetchedChannelStateDrainer` (master, apache/flink#28661, #28662): the
+//! drainer delivers each recovered buffer under its lock (`drainSegment`'s
+//! `onRecoveredStateBuffer` with the reader's commit), and the checkpoint trigger holds the lock
+//! across every channel's `insertRecoveryCheckpointBarrierIfInRecovery` and the snapshot of what
+//! is not yet delivered (`snapshotAndInsertBarriers`). So no delivery falls between two
+//! insertions, and the snapshot is the drain's committed position at the insertions: a buffer
+//! taken and filled (`requestRecoveryBufferBlocking`, outside the lock) but not yet delivered
+//! belongs to the snapshot. `finishRecoveredBufferDelivery` stays outside the lock too.
 //!
-//! The spill files, the reader and the snapshot itself belong to the caller: this crate's
-//! channels receive buffers that are already filled.
+//! The spill files themselves belong to the caller: the drainer knows how many recovered
+//! buffers each channel's state holds and how many it has delivered, and a snapshot is the
+//! range of a channel's buffers not yet delivered (what `addInputDataFromSpill` writes).
 
 use crate::recoverable_input_channel::RecoverableInputChannel;
 use crate::sync::{Arc, Condvar, Mutex};
 use crate::{CheckpointId, NetworkBuffer, Result};
+use std::ops::Range;
 
-/// The drainer's `lock`. Held by a [`DrainerLockGuard`], which a caller may keep across calls:
-/// a replay steps the trigger's insertions one channel at a time, on one thread, and holds the
-/// lock between them as the trigger's one `synchronized` block does.
+/// The drainer's `lock`, and under it the reader's committed position per channel. Held by a
+/// [`DrainerLockGuard`], which a caller may keep across calls: a replay steps the trigger's
+/// insertions one channel at a time, on one thread, and holds the lock between them as the
+/// trigger's one `synchronized` block does.
 #[derive(Debug)]
 struct DrainerLock {
-    held: Mutex<bool>,
+    state: Mutex<Reader>,
     released: Condvar,
+}
+
+/// The spill reader's positions, guarded by the drainer's lock.
+#[derive(Debug, Default)]
+struct Reader {
+    held: bool,
+    /// Per channel: recovered buffers fetched into the spill.
+    fetched: Vec<usize>,
+    /// Per channel: recovered buffers delivered (the position the last commit recorded).
+    committed: Vec<usize>,
 }
 
 /// The recovery drainer's lock and the two critical sections that take it.
@@ -37,23 +51,39 @@ pub struct DrainerLockGuard {
 
 impl Drop for DrainerLockGuard {
     fn drop(&mut self) {
-        *self.lock.held.lock() = false;
+        self.lock.state.lock().held = false;
         self.lock.released.notify_all();
+    }
+}
+
+impl DrainerLockGuard {
+    /// The reader's snapshot for `channel`: its recovered buffers not yet delivered, by index
+    /// into its fetched state. Taken under the lock, so no delivery can move it meanwhile.
+    pub fn snapshot(&self, channel: usize) -> Range<usize> {
+        let reader = self.lock.state.lock();
+        let fetched = reader.fetched.get(channel).copied().unwrap_or(0);
+        reader.committed.get(channel).copied().unwrap_or(0).min(fetched)..fetched
     }
 }
 
 impl Default for FetchedChannelStateDrainer {
     fn default() -> Self {
-        Self::new()
+        Self::new(Vec::new())
     }
 }
 
 impl FetchedChannelStateDrainer {
-    /// A drainer whose lock is free.
-    pub fn new() -> Self {
+    /// A drainer whose lock is free, for state that holds `fetched[c]` recovered buffers of
+    /// channel `c`, none delivered yet.
+    pub fn new(fetched: Vec<usize>) -> Self {
+        let committed = vec![0; fetched.len()];
         Self {
             lock: Arc::new(DrainerLock {
-                held: Mutex::new(false),
+                state: Mutex::new(Reader {
+                    held: false,
+                    fetched,
+                    committed,
+                }),
                 released: Condvar::new(),
             }),
         }
@@ -63,11 +93,11 @@ impl FetchedChannelStateDrainer {
     /// calling thread's wait hook), then holds it until the guard is dropped. Not reentrant.
     #[track_caller]
     pub fn lock(&self) -> DrainerLockGuard {
-        let mut held = self.lock.held.lock();
-        while *held {
-            held = self.lock.released.wait(held);
+        let mut state = self.lock.state.lock();
+        while state.held {
+            state = self.lock.released.wait(state);
         }
-        *held = true;
+        state.held = true;
         DrainerLockGuard {
             lock: Arc::clone(&self.lock),
         }
@@ -75,28 +105,38 @@ impl FetchedChannelStateDrainer {
 
     /// Whether some thread holds the lock (for snapshots and tests; it may change at once).
     pub fn is_locked(&self) -> bool {
-        *self.lock.held.lock()
+        self.lock.state.lock().held
     }
 
-    /// `drainSegment`'s delivery: `onRecoveredStateBuffer(buffer)` under the lock, paired with
-    /// the reader's commit (the caller's).
-    pub fn deliver(&self, channel: &dyn RecoverableInputChannel, buffer: NetworkBuffer) -> Result<()> {
+    /// `drainSegment`'s delivery of channel `index`'s next recovered buffer:
+    /// `onRecoveredStateBuffer(buffer)` and the reader's commit, under the lock. The buffer has
+    /// left the reader whatever the channel does with it (a released channel recycles it).
+    pub fn deliver(&self, index: usize, channel: &dyn RecoverableInputChannel, buffer: NetworkBuffer) -> Result<()> {
         let _lock = self.lock();
-        channel.on_recovered_state_buffer(buffer)
+        let result = channel.on_recovered_state_buffer(buffer);
+        if let Some(committed) = self.lock.state.lock().committed.get_mut(index) {
+            *committed += 1;
+        }
+        result
     }
 
     /// `snapshotAndInsertBarriers(checkpointId)`: under the lock, a `RecoveryCheckpointBarrier`
-    /// into every channel still in recovery (the snapshot of the reader is the caller's, which
-    /// has none here). A channel's failure ends the insertions.
+    /// into every channel still in recovery, then the reader's snapshot: per channel, the
+    /// recovered buffers not yet delivered (none for a released channel, whose checkpoint the
+    /// task's cancellation ends). A channel's failure ends the insertions.
     pub fn snapshot_and_insert_barriers(
         &self,
         channels: &[&dyn RecoverableInputChannel],
         checkpoint_id: CheckpointId,
-    ) -> Result<()> {
-        let _lock = self.lock();
+    ) -> Result<Vec<Range<usize>>> {
+        let lock = self.lock();
         channels
             .iter()
-            .try_for_each(|channel| channel.insert_recovery_checkpoint_barrier_if_in_recovery(checkpoint_id))
+            .try_for_each(|channel| channel.insert_recovery_checkpoint_barrier_if_in_recovery(checkpoint_id))?;
+        let slice = |(c, channel): (usize, &&dyn RecoverableInputChannel)| {
+            if channel.is_released() { 0..0 } else { lock.snapshot(c) }
+        };
+        Ok(channels.iter().enumerate().map(slice).collect())
     }
 }
 
@@ -108,7 +148,7 @@ mod tests {
 
     #[test]
     fn a_second_holder_waits_until_the_guard_is_dropped() {
-        let drainer = FetchedChannelStateDrainer::new();
+        let drainer = FetchedChannelStateDrainer::new(vec![2]);
         let guard = drainer.lock();
         assert!(drainer.is_locked());
         let (tx, rx) = mpsc::channel();
@@ -124,5 +164,15 @@ mod tests {
         rx.recv_timeout(Duration::from_secs(10)).expect("taken once released");
         other.join().unwrap();
         assert!(!drainer.is_locked());
+    }
+
+    #[test]
+    fn the_snapshot_is_what_is_not_yet_delivered() {
+        let drainer = FetchedChannelStateDrainer::new(vec![3, 1]);
+        assert_eq!(drainer.lock().snapshot(0), 0..3);
+        drainer.lock.state.lock().committed[0] = 2;
+        assert_eq!(drainer.lock().snapshot(0), 2..3);
+        assert_eq!(drainer.lock().snapshot(1), 0..1);
+        assert_eq!(drainer.lock().snapshot(2), 0..0, "a channel without fetched state");
     }
 }

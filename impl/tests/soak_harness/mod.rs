@@ -460,6 +460,8 @@ struct Run {
     /// The drainer's lock: the IO thread delivers each recovered buffer under it, and the
     /// task's trigger inserts every channel's recovery barrier under it.
     drainer: FetchedChannelStateDrainer,
+    /// The task's `ChannelStateWriter`: the trigger writes the drainer's snapshot to it.
+    writer: Arc<ChannelStateWriter>,
 }
 
 impl Run {
@@ -607,6 +609,7 @@ pub fn run(cfg: SoakConfig) -> Report {
         Checkpoints::Every(_) => (0, false),
     };
     let run = Arc::new(Run {
+        writer: Arc::clone(&writer),
         gate: Arc::clone(&gate),
         specs: cfg.channels.clone(),
         partitions: partitions.clone(),
@@ -622,7 +625,7 @@ pub fn run(cfg: SoakConfig) -> Report {
         released_done: AtomicU64::new(0),
         stuck: AtomicBool::new(false),
         barrier_at: (0..n).map(|_| Mutex::new(Vec::new())).collect(),
-        drainer: FetchedChannelStateDrainer::new(),
+        drainer: FetchedChannelStateDrainer::new(cfg.channels.iter().map(|s| s.recovered as usize).collect()),
     });
     let board = Board {
         slots: Arc::new(Mutex::new(Vec::new())),
@@ -879,7 +882,7 @@ fn io_thread(run: &Run, delivery: Delivery, j: &mut Jitter, slot: &Slot) {
                         run.heap_recovered(c, i)
                     };
                     slot.doing("onRecoveredStateBuffer");
-                    run.drainer.deliver(&**channel, buffer).unwrap();
+                    run.drainer.deliver(c, &**channel, buffer).unwrap();
                     slot.progressed();
                 }
             }
@@ -1234,7 +1237,13 @@ impl Task<'_> {
             .collect();
         let refs: Vec<&dyn RecoverableInputChannel> = recoverable.iter().map(|ch| &**ch).collect();
         slot.doing("snapshotAndInsertBarriers");
-        self.run.drainer.snapshot_and_insert_barriers(&refs, cp as i64).unwrap();
+        let slices = self.run.drainer.snapshot_and_insert_barriers(&refs, cp as i64).unwrap();
+        slot.doing("addInputDataFromSpill");
+        for (c, slice) in slices.into_iter().enumerate() {
+            let info = refs[c].channel_info();
+            let buffers = slice.map(|i| self.run.heap_recovered(c, i as u64).snapshot()).collect();
+            self.run.writer.add_input_data_from_spill(cp as i64, info, buffers);
+        }
         for ch in &all {
             slot.doing("checkpointStarted");
             if ch.checkpoint_started(cp as i64).is_err() {
@@ -1485,6 +1494,38 @@ fn check_persisted(run: &Run, writer: &ChannelStateWriter, outcome: &TaskOutcome
             per.entry((*cp, p.channel.input_channel_idx as usize))
                 .or_default()
                 .push(p.buffer);
+        }
+    }
+    // The spill of (cp, c) is the rest of c's recovered state, from where the channel's own part
+    // stops: in order, after every recovered buffer persisted from the channel.
+    for (cp, written) in &snapshot.spilled {
+        let mut spilled: BTreeMap<usize, Vec<u64>> = BTreeMap::new();
+        for p in written {
+            let c = p.channel.input_channel_idx as usize;
+            match (run.naming.decode)(c as u8, &p.buffer) {
+                Some((Class::Recovered, i)) => spilled.entry(c).or_default().push(i),
+                _ => {
+                    return Err(format!(
+                        "checkpoint {cp}, channel {c}: spilled a non-recovered {:?}",
+                        p.buffer
+                    ));
+                }
+            }
+        }
+        for (c, slice) in spilled {
+            let from_channel = per.get(&(*cp, c)).into_iter().flatten();
+            let recovered = from_channel.filter_map(|b| match (run.naming.decode)(c as u8, b) {
+                Some((Class::Recovered, i)) => Some(i),
+                _ => None,
+            });
+            let first = slice[0];
+            if slice != (first..run.specs[c].recovered).collect::<Vec<_>>()
+                || recovered.max().is_some_and(|i| i >= first)
+            {
+                return Err(format!(
+                    "checkpoint {cp}, channel {c}: spilled {slice:?}, not the rest after the channel's part"
+                ));
+            }
         }
     }
     for ((cp, c), buffers) in per {
