@@ -33,6 +33,10 @@
 //!   the network input, which ignores it: both sides count it as delivered. The tracker's count
 //!   is the gate's `unrestored_channels`; the model's is its channels less those in
 //!   `upstream_recovered`.
+//! - The spill. The model writes a channel's recovered buffers not yet delivered at its
+//!   `RecoveryCheckpointBarrier`'s insertion (`ghost_spilled`); the driver writes the drainer's
+//!   snapshot of the channel at the same step, under the drainer's lock, with
+//!   `addInputDataFromSpill`. Both show as `spilled`, beside what the channel persisted.
 //! - A `ResumeConsumption` on the client-to-server wire is a 0 among the `AddCredit`s, as the
 //!   model writes it (`RESUME_CONSUMPTION`).
 

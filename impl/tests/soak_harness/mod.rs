@@ -625,7 +625,11 @@ pub fn run(cfg: SoakConfig) -> Report {
         released_done: AtomicU64::new(0),
         stuck: AtomicBool::new(false),
         barrier_at: (0..n).map(|_| Mutex::new(Vec::new())).collect(),
-        drainer: FetchedChannelStateDrainer::new(cfg.channels.iter().map(|s| s.recovered as usize).collect()),
+        // The conversion pushes the recovered state itself: no drainer holds any of it.
+        drainer: FetchedChannelStateDrainer::new(match cfg.delivery {
+            Delivery::Drainer => cfg.channels.iter().map(|s| s.recovered as usize).collect(),
+            Delivery::Conversion => Vec::new(),
+        }),
     });
     let board = Board {
         slots: Arc::new(Mutex::new(Vec::new())),
