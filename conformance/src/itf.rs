@@ -5,7 +5,7 @@
 //! can replay or display a `cdr` trace.
 //!
 //! Encoding: integers as `{"#bigint": "n"}`, lists as arrays, records as objects, the
-//! per-checkpoint `persisted` map as `{"#map": [[k, v], ...]}`; absent optional fields are left
+//! per-checkpoint `persisted` and `spilled` maps as `{"#map": [[k, v], ...]}`; absent optional fields are left
 //! out of their record.
 //!
 //! Names: every variable and record field is an identifier in Python, Rust and Quint alike, so
@@ -49,7 +49,7 @@ fn encode_field(key: Option<&str>, value: &Value) -> Value {
     match value {
         Value::Number(n) => json!({ "#bigint": n.to_string() }),
         Value::Array(items) => Value::Array(items.iter().map(encode).collect()),
-        Value::Object(map) if key == Some("persisted") => Value::Object(Map::from_iter([(
+        Value::Object(map) if matches!(key, Some("persisted" | "spilled")) => Value::Object(Map::from_iter([(
             "#map".to_string(),
             Value::Array(map.iter().map(|(k, v)| json!([{ "#bigint": k }, encode(v)])).collect()),
         )])),
