@@ -1184,6 +1184,8 @@ struct TaskOutcome {
     /// Per checkpoint (index `cp - 1`): each channel's cursor when the checkpoint started.
     started_at: Vec<Option<Vec<u64>>>,
     during_recovery: u64,
+    /// Per checkpoint (index `cp - 1`): completed on every live channel.
+    completed_at: Vec<bool>,
     completed: u64,
     declined: u64,
     other: u64,
@@ -1452,7 +1454,9 @@ fn task_thread(
             _ => other += 1,
         }
     }
+    let completed_at = task.status.iter().map(|s| *s == Status::Completed).collect();
     Ok(TaskOutcome {
+        completed_at,
         delivered,
         cursor: task.cursor,
         started_at: task.started_at,
@@ -1523,12 +1527,24 @@ fn check_persisted(run: &Run, writer: &ChannelStateWriter, outcome: &TaskOutcome
                 _ => None,
             });
             let first = slice[0];
-            if slice != (first..run.specs[c].recovered).collect::<Vec<_>>()
-                || recovered.max().is_some_and(|i| i >= first)
-            {
+            let recovered: Vec<u64> = recovered.collect();
+            if slice != (first..run.specs[c].recovered).collect::<Vec<_>>() || recovered.iter().any(|&i| i >= first) {
                 return Err(format!(
                     "checkpoint {cp}, channel {c}: spilled {slice:?}, not the rest after the channel's part"
                 ));
+            }
+            // A completed checkpoint holds every recovered buffer the task had not consumed when
+            // it started: the channel's part and the spill meet.
+            let started = outcome.started_at.get(*cp as usize - 1).and_then(Option::as_ref);
+            let completed = outcome.completed_at.get(*cp as usize - 1) == Some(&true);
+            if let Some(started) = started.filter(|_| completed && !run.released(c)) {
+                let whole: Vec<u64> = recovered.iter().chain(&slice).copied().collect();
+                if whole != (started[c]..run.specs[c].recovered).collect::<Vec<_>>() {
+                    return Err(format!(
+                        "checkpoint {cp}, channel {c}: persisted {recovered:?} and spilled {slice:?}, not every recovered buffer from {}",
+                        started[c]
+                    ));
+                }
             }
         }
     }
