@@ -42,11 +42,13 @@ use recovery_impl::credit_based_sequence_numbering_view_reader::{
 use recovery_impl::fetched_channel_state_drainer::{DrainerLockGuard, FetchedChannelStateDrainer};
 use recovery_impl::input_channel_info::InputChannelInfo;
 use recovery_impl::input_channels_with_data::{ChannelPoll, InputChannelsWithData};
+use recovery_impl::input_gate::IndexedInputGate;
 use recovery_impl::local_input_channel::LocalInputChannel;
 use recovery_impl::netty_message::ResumeConsumption;
 use recovery_impl::pause_point::{PausePoint, set_thread_hook, set_thread_wait_hook};
 use recovery_impl::recoverable_input_channel::ChannelContext;
 use recovery_impl::recovered_input_channel::{RecoveredChannelKind, RecoveredInputChannel};
+use recovery_impl::recovery_checkpoint_trigger::RecoveryCheckpointTrigger;
 use recovery_impl::remote_input_channel::RemoteInputChannel;
 use recovery_impl::result_subpartition::ResultSubpartition;
 use recovery_impl::single_checkpoint_barrier_handler::{CheckpointableInput, SingleCheckpointBarrierHandler};
@@ -348,6 +350,10 @@ struct System {
     /// The drainer's lock: each delivery of a recovered buffer takes it, and the trigger holds
     /// it ([`ImplDriver::insert_recovery_checkpoint_barrier`]).
     drainer: FetchedChannelStateDrainer,
+    /// The task's recovery checkpoint trigger (drainer delivery): the drainer from the first
+    /// partition request on (the model has no `NOT_READY` window), `NO_OP` once every channel's
+    /// recovered state was consumed.
+    trigger: RecoveryCheckpointTrigger,
 }
 
 fn element_buffer(c: u8, kind: Upstream, i: u8) -> NetworkBuffer {
@@ -452,12 +458,14 @@ impl System {
         }
         gate.set_input_channels(channels.iter().map(|ch| ch.handle.clone()).collect());
         let n = cfg.checkpoints as usize;
+        let drainer = FetchedChannelStateDrainer::new(cfg.channels.iter().map(|cc| cc.recovered as usize).collect());
         System {
+            trigger: RecoveryCheckpointTrigger::Drainer(drainer.clone()),
+            drainer,
             gate,
             writer,
             channels,
             barriers: SingleCheckpointBarrierHandler::new(n),
-            drainer: FetchedChannelStateDrainer::new(cfg.channels.iter().map(|cc| cc.recovered as usize).collect()),
         }
     }
 
@@ -1116,7 +1124,22 @@ impl ImplDriver {
     /// (`addInputDataFromSpill`), as the model writes it at this channel's insertion.
     fn insert_recovery_checkpoint_barrier(&mut self, c: u8, cp: u8) -> Observation {
         if self.cfg.delivery == Delivery::Drainer && c == 0 {
-            self.trigger_lock = Some(self.sys.drainer.lock());
+            // The task's mail swaps the trigger to NO_OP once the drain has returned and every
+            // channel's state-consumed future is complete; nothing consumes state mid-trigger.
+            if self.sys.gate.get_state_consumed_future().is_done() {
+                self.sys.trigger = RecoveryCheckpointTrigger::NoOp;
+            }
+            match &self.sys.trigger {
+                RecoveryCheckpointTrigger::Drainer(drainer) => self.trigger_lock = Some(drainer.lock()),
+                RecoveryCheckpointTrigger::NoOp => {}
+                RecoveryCheckpointTrigger::NotReady => {
+                    return unperformable("the recovery checkpoint trigger is not ready");
+                }
+            }
+        }
+        if self.cfg.delivery == Delivery::Drainer && matches!(self.sys.trigger, RecoveryCheckpointTrigger::NoOp) {
+            // NO_OP: no channel is in recovery, so the model's insertion changes nothing either.
+            return Observation::Done;
         }
         let channel = self.ch(c).handle.as_recoverable().expect("a physical channel");
         let observation = outcome(channel.insert_recovery_checkpoint_barrier_if_in_recovery(cp as i64));

@@ -30,6 +30,7 @@ pub mod pause_point;
 pub mod prioritized_deque;
 pub mod recoverable_input_channel;
 pub mod recovered_input_channel;
+pub mod recovery_checkpoint_trigger;
 pub mod remote_input_channel;
 pub mod result_subpartition;
 pub mod single_checkpoint_barrier_handler;
