@@ -558,24 +558,22 @@ fn recovered_state_from_its_source(m: &RecoveryModel, s: &State) -> bool {
     channels(s).all(|(c, ch)| {
         let recovered = m.cfg.channels[c as usize].recovered;
         (1..=m.cfg.checkpoints).all(|cp| {
-            let of_cp = |written: &Written| -> Vec<u8> {
-                let recovered = written.iter().filter(|(k, _)| *k == cp);
-                recovered
-                    .filter_map(|(_, p)| match p {
-                        Payload::Recovered(i) => Some(*i),
-                        _ => None,
-                    })
-                    .collect()
-            };
-            let (spilled, persisted) = (of_cp(&ch.ghost_spilled), of_cp(&ch.ghost_persisted));
             let Some(drained) = ch.ghost_rcb_at[cp as usize - 1] else {
-                return spilled.is_empty();
+                return recovered_of(&ch.ghost_spilled, cp).next().is_none();
             };
             let mut last = None;
-            let from_channel = persisted.iter().all(|&i| i < drained && increases(&mut last, i));
-            let rest: Vec<u8> = (drained..recovered).collect();
-            from_channel && spilled == rest
+            recovered_of(&ch.ghost_persisted, cp).all(|i| i < drained && increases(&mut last, i))
+                && recovered_of(&ch.ghost_spilled, cp).eq(drained..recovered)
         })
+    })
+}
+
+/// The recovered buffers `written` holds for checkpoint `cp`, in write order.
+fn recovered_of(written: &Written, cp: CheckpointId) -> impl Iterator<Item = u8> + '_ {
+    let written = written.iter().filter(move |(k, _)| *k == cp);
+    written.filter_map(|(_, p)| match p {
+        Payload::Recovered(i) => Some(*i),
+        _ => None,
     })
 }
 
