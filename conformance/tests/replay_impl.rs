@@ -458,7 +458,7 @@ fn broken_driver_replaying_the_stash_at_the_head_is_reported_with_step_and_diff(
 
 #[test]
 fn no_bug_zoo_counterexample_is_reproducible_on_the_fixed_implementation() {
-    // The drainer is not part of impl/'s replay: the trace's pushes are the driver's calls, so
+    // The drain loop is not part of impl/'s replay: the trace's pushes are the driver's calls, so
     // a drainer that stops early is a shorter trace, and the recovered state it would keep is
     // the model's ghost. Nor is the checkpoint coordinator: the driver emits each barrier the
     // trace names.
