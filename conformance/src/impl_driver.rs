@@ -576,6 +576,13 @@ fn outcome(r: recovery_impl::Result<()>) -> Observation {
     }
 }
 
+/// Channel `c`'s recovered buffer `i` in heap memory, as the drainer reads it from the fetched
+/// state (and as the spill holds it).
+fn recovered_on_heap(c: u8, i: u8) -> NetworkBuffer {
+    let payload = payload_of(c, &Item::Known(Payload::Recovered(i)));
+    NetworkBuffer::unpooled(BufferId(60_000 + 100 * c as u32 + i as u32), BufferKind::Data, payload)
+}
+
 fn unperformable(reason: impl Into<String>) -> Observation {
     Observation::Unperformable { reason: reason.into() }
 }
@@ -742,8 +749,7 @@ impl ImplDriver {
         }
         let i = ch.pushed;
         ch.pushed += 1;
-        let payload = payload_of(c, &Item::Known(Payload::Recovered(i)));
-        let heap = NetworkBuffer::unpooled(BufferId(60_000 + 100 * c as u32 + i as u32), BufferKind::Data, payload);
+        let heap = recovered_on_heap(c, i);
         match &ch.handle {
             // Flag off: the IO thread reads into the RecoveredInputChannel (heap memory).
             InputChannelHandle::Recovered(recovered) => outcome(recovered.on_recovered_state_buffer(heap)),
@@ -906,9 +912,7 @@ impl ImplDriver {
                 ));
             };
             for i in 0..ch.recovered {
-                let payload = payload_of(c as u8, &Item::Known(Payload::Recovered(i)));
-                let buffer =
-                    NetworkBuffer::unpooled(BufferId(60_000 + 100 * c as u32 + i as u32), BufferKind::Data, payload);
+                let buffer = recovered_on_heap(c as u8, i);
                 if let Err(e) = recovered.on_recovered_state_buffer(buffer) {
                     return Err(Observation::Error { error: error_kind(&e) });
                 }
@@ -1123,36 +1127,29 @@ impl ImplDriver {
     /// snapshot of the channel, the recovered buffers not yet delivered, goes to the writer
     /// (`addInputDataFromSpill`), as the model writes it at this channel's insertion.
     fn insert_recovery_checkpoint_barrier(&mut self, c: u8, cp: u8) -> Observation {
-        if self.cfg.delivery == Delivery::Drainer && c == 0 {
+        if self.cfg.delivery == Delivery::Drainer {
             // The task's mail swaps the trigger to NO_OP once the drain has returned and every
             // channel's state-consumed future is complete; nothing consumes state mid-trigger.
-            if self.sys.gate.get_state_consumed_future().is_done() {
+            if c == 0 && self.sys.gate.get_state_consumed_future().is_done() {
                 self.sys.trigger = RecoveryCheckpointTrigger::NoOp;
             }
             match &self.sys.trigger {
-                RecoveryCheckpointTrigger::Drainer(drainer) => self.trigger_lock = Some(drainer.lock()),
-                RecoveryCheckpointTrigger::NoOp => {}
+                RecoveryCheckpointTrigger::Drainer(drainer) if c == 0 => self.trigger_lock = Some(drainer.lock()),
+                RecoveryCheckpointTrigger::Drainer(_) => {}
+                // NO_OP: no channel is in recovery, so the model's insertion changes nothing either.
+                RecoveryCheckpointTrigger::NoOp => return Observation::Done,
                 RecoveryCheckpointTrigger::NotReady => {
                     return unperformable("the recovery checkpoint trigger is not ready");
                 }
             }
-        }
-        if self.cfg.delivery == Delivery::Drainer && matches!(self.sys.trigger, RecoveryCheckpointTrigger::NoOp) {
-            // NO_OP: no channel is in recovery, so the model's insertion changes nothing either.
-            return Observation::Done;
         }
         let channel = self.ch(c).handle.as_recoverable().expect("a physical channel");
         let observation = outcome(channel.insert_recovery_checkpoint_barrier_if_in_recovery(cp as i64));
         if let Some(lock) = &self.trigger_lock
             && !channel.is_released()
         {
-            let buffers: Vec<_> = (lock.snapshot(c as usize))
-                .map(|i| {
-                    let payload = payload_of(c, &Item::Known(Payload::Recovered(i as u8)));
-                    NetworkBuffer::unpooled(BufferId(60_000 + 100 * c as u32 + i as u32), BufferKind::Data, payload)
-                        .snapshot()
-                })
-                .collect();
+            let slice = lock.snapshot(c as usize);
+            let buffers: Vec<_> = slice.map(|i| recovered_on_heap(c, i as u8).snapshot()).collect();
             let info = self.sys.channels[c as usize].info;
             if !buffers.is_empty() {
                 self.sys.writer.add_input_data_from_spill(cp as i64, info, buffers);

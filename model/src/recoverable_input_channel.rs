@@ -88,14 +88,14 @@ pub fn insert_recovery_checkpoint_barrier_if_in_recovery(
     }
     ch.ghost_rcb_at[cp as usize - 1] = Some(ch.ghost_pushed);
     if spill {
-        spill_remaining_state(ch, cp, recovered);
+        add_input_data_from_spill(ch, cp, recovered);
     }
     append_recovered(ch, kind, Payload::RecoveryBarrier(cp))
 }
 
 /// `addInputDataFromSpill(cp, snapshot)`: the recovered buffers the drainer has not pushed yet
 /// belong to checkpoint `cp`.
-pub fn spill_remaining_state(ch: &mut Channel, cp: CheckpointId, recovered: u8) {
+pub fn add_input_data_from_spill(ch: &mut Channel, cp: CheckpointId, recovered: u8) {
     let remaining = (ch.ghost_pushed..recovered).map(|i| (cp, Payload::Recovered(i)));
     ch.ghost_spilled.extend(remaining);
 }

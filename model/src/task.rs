@@ -251,7 +251,7 @@ impl RecoveryModel {
         if variant == Variant::SpillSnapshotAfterInsertion && ch.ghost_rcb_at[cp as usize - 1].is_some() && !ch.released
         {
             // The snapshot of the drainer's remaining state, taken after the insertions.
-            rc::spill_remaining_state(ch, cp, cfg.channels[c as usize].recovered);
+            rc::add_input_data_from_spill(ch, cp, cfg.channels[c as usize].recovered);
         }
         let known = if ch.in_recovery {
             rc::collect_pre_recovery_barrier(ch, cp, variant)

@@ -5,7 +5,7 @@
 //! would lose states.
 
 use recovery_model::check::state_fingerprint;
-use recovery_model::config::{Delivery, ModelConfig, Upstream, local};
+use recovery_model::config::{ModelConfig, Upstream, local, preset};
 use recovery_model::{RecoveryModel, State, Variant};
 use stateright::Model;
 use std::collections::HashSet;
@@ -35,14 +35,7 @@ fn channels_configured_alike_are_not_interchangeable_under_the_drainer() {
     let cfg = ModelConfig {
         channels: vec![alike.clone(), alike],
         checkpoints: 0,
-        delivery: Delivery::Drainer,
-        insert_recovery_barriers: true,
-        release: false,
-        faults: false,
-        release_step: false,
-        aligned_checkpoint_timeout: false,
-        shared_pool: false,
-        overlapping_checkpoints: false,
+        ..preset("tiny").unwrap()
     };
     let states = reachable(cfg);
     let pushed = |s: &State| (s.channels[0].ghost_pushed, s.channels[1].ghost_pushed);
