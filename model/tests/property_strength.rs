@@ -67,6 +67,14 @@ fn remote_floating_release() -> ModelConfig {
     }
 }
 
+/// The flag-off path (`legacy`) with two recovered buffers on the local channel: the
+/// `RecoveredInputChannel`'s buffers numbered one by one (each preset's channels recover one).
+fn legacy_two_recovered() -> ModelConfig {
+    let mut cfg = (find_preset("legacy").unwrap().config)();
+    cfg.channels[0].recovered = 2;
+    cfg
+}
+
 /// Asserts every verdict of `cfg` with every fix in place.
 fn gets_its_verdicts(name: &str, cfg: ModelConfig, unreachable: &[PropertyId]) {
     let report = check(RecoveryModel::new(cfg, Variant::Fixed), name, unreachable, 1, true);
@@ -110,6 +118,11 @@ fn every_preset_gets_its_verdicts_and_every_variant_is_found() {
         "remote-floating-release",
         remote_floating_release(),
         &[PropertyId::StaleRecoveryBarrierPolled],
+    );
+    gets_its_verdicts(
+        "legacy-two-recovered",
+        legacy_two_recovered(),
+        find_preset("legacy").unwrap().unreachable,
     );
     for name in ["tiny", "floating"] {
         fingerprints_tell_states_apart(name, (find_preset(name).unwrap().config)());
