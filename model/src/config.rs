@@ -208,12 +208,11 @@ impl ModelConfig {
             return Err("release_step is not modelled together with faults".into());
         }
         if self.aligned_checkpoint_timeout {
-            // One remote channel: the barrier handler stays in AlternatingWaitingForFirstBarrier
-            // until its barrier or the timeout; one checkpoint: nothing follows the barrier, so
-            // the upstream's blocking after an aligned barrier never shows.
-            let one_remote = self.channels.len() == 1 && self.channels[0].kind == ChannelKind::Remote;
-            if !one_remote || self.checkpoints != 1 || self.channels[0].late > 0 {
-                return Err("aligned_checkpoint_timeout is modelled for one remote channel, one checkpoint and no late elements".into());
+            // Remote channels: a local one announces nothing. One checkpoint: the handler's
+            // state after a completed or timed-out alignment is not modelled for the next.
+            let remote = self.channels.iter().all(|c| c.kind == ChannelKind::Remote);
+            if !remote || self.checkpoints != 1 || self.channels.iter().any(|c| c.late > 0) {
+                return Err("aligned_checkpoint_timeout is modelled for remote channels, one checkpoint and no late elements".into());
             }
             if self.delivery != Delivery::Drainer || self.release || self.faults {
                 return Err(
@@ -468,6 +467,18 @@ const ALIGNED_TIMEOUT_UNREACHABLE: &[PropertyId] = &[
     PropertyId::CheckpointPersistsRecoveredData,
     PropertyId::CheckpointSpillsUndrainedData,
     PropertyId::CheckpointPersistsLiveData,
+    PropertyId::RecycleRacesEnableNotify,
+    PropertyId::CheckpointDeclinedForMissingBarrier,
+    PropertyId::CheckpointCompletesDuringRecovery,
+    PropertyId::RecoveryBarrierBehindSentinel,
+    PropertyId::StaleRecoveryBarrierPolled,
+];
+
+/// Two channels aligned with a timeout: a timeout with one barrier in goes unaligned and
+/// persists the other channel's data before its barrier.
+const ALIGNED_TIMEOUT_TWO_CHANNELS_UNREACHABLE: &[PropertyId] = &[
+    PropertyId::CheckpointPersistsRecoveredData,
+    PropertyId::CheckpointSpillsUndrainedData,
     PropertyId::RecycleRacesEnableNotify,
     PropertyId::CheckpointDeclinedForMissingBarrier,
     PropertyId::CheckpointCompletesDuringRecovery,
@@ -881,6 +892,23 @@ pub const PRESETS: &[Preset] = &[
         unreachable: ALIGNED_TIMEOUT_UNREACHABLE,
     },
     Preset {
+        name: "aligned-timeout-two-channels",
+        summary: "two remote channels, an aligned checkpoint with timeout after recovery: each aligned barrier blocks its subpartition; the alignment completes and resumes both, or times out with one barrier in and goes unaligned",
+        config: || ModelConfig {
+            channels: vec![remote(1, &[O], 1, 0), remote(0, &[O, D], 1, 0)],
+            checkpoints: 1,
+            delivery: Delivery::Drainer,
+            insert_recovery_barriers: true,
+            release: false,
+            faults: false,
+            release_step: false,
+            aligned_checkpoint_timeout: true,
+            shared_pool: false,
+            overlapping_checkpoints: false,
+        },
+        unreachable: ALIGNED_TIMEOUT_TWO_CHANNELS_UNREACHABLE,
+    },
+    Preset {
         name: "shared-pool",
         summary: "two remote channels borrowing from the gate's one LocalBufferPool: a recycled floating buffer goes to the other channel's waiting manager",
         config: || ModelConfig {
@@ -1198,8 +1226,8 @@ mod tests {
     fn aligned_checkpoint_timeout_is_refused_where_it_is_not_modelled() {
         let ok = preset("aligned-timeout").unwrap();
         ok.validate().unwrap();
-        let two_channels = ModelConfig {
-            channels: vec![remote(1, &[O], 1, 0), remote(0, &[O], 1, 0)],
+        let late = ModelConfig {
+            channels: vec![ChannelConfig { late: 1, ..remote(1, &[O], 1, 0) }],
             ..ok.clone()
         };
         let local_channel = ModelConfig {
@@ -1218,7 +1246,7 @@ mod tests {
             delivery: Delivery::Legacy,
             ..ok
         };
-        for cfg in [two_channels, local_channel, two_checkpoints, release, legacy] {
+        for cfg in [late, local_channel, two_checkpoints, release, legacy] {
             let err = cfg.validate().unwrap_err();
             assert!(err.contains("aligned_checkpoint_timeout"), "{err}");
         }

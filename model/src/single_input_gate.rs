@@ -17,7 +17,6 @@ use crate::recovered_input_channel as recovered;
 use crate::remote_input_channel as remote;
 use crate::state::PerChannel;
 use crate::state::{Failure, Payload, State, TaskPc, Violation};
-use crate::task;
 use crate::variant::Variant;
 use serde::{Deserialize, Serialize};
 
@@ -247,7 +246,7 @@ impl RecoveryModel {
             s.gate.queue_channel(c, false);
         }
         if let recovered::Polled::Buffer { payload, seq } = polled {
-            task::handle_polled(s, &self.cfg, c, payload, seq);
+            self.handle_polled(s, c, payload, seq);
         }
     }
 
@@ -259,16 +258,17 @@ impl RecoveryModel {
         {
             s.gate.queue_channel(c, next.has_priority());
         }
-        task::handle_polled(s, &self.cfg, c, payload, seq);
+        self.handle_polled(s, c, payload, seq);
         let every_channel = (1u8 << s.channels.len()) - 1;
-        if payload.is_blocking_upstream() && s.upstream_recovered == every_channel {
+        if matches!(payload, Payload::EndOfOutput(_)) && s.upstream_recovered == every_channel {
             self.resume_consumption(s);
         }
     }
 
-    /// `UpstreamRecoveryTrackerImpl.handleEndOfRecovery` once every channel's
-    /// `EndOfOutputChannelStateEvent` was handled: `SingleInputGate.resumeConsumption` of every
-    /// channel, in channel order, in the same turn of the task. A released channel would throw
+    /// `SingleInputGate.resumeConsumption` of every channel, in channel order, in the same turn
+    /// of the task: `UpstreamRecoveryTrackerImpl.handleEndOfRecovery` once every channel's
+    /// `EndOfOutputChannelStateEvent` was handled, or the alternating barrier handler's
+    /// `unblockAllChannels` when a checkpoint whose aligned barriers blocked them ends. A released channel would throw
     /// `checkState(!isReleased)`; the task is being cancelled then, and the model skips it.
     pub(crate) fn resume_consumption(&self, s: &mut State) {
         for c in 0..s.channels.len() as u8 {
@@ -326,7 +326,7 @@ impl RecoveryModel {
         if !ch.queue.is_empty() && self.models_gate_queue() {
             s.gate.queue_channel(c, false);
         }
-        task::handle_polled(s, &self.cfg, c, Payload::Barrier(cp), seq);
+        self.handle_polled(s, c, Payload::Barrier(cp), seq);
     }
 
     /// The `requestPartitions` mail that converts the recovered channels (flag off, 2.3.0's

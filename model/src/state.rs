@@ -228,7 +228,7 @@ impl Payload {
     /// `DataType.isBlockingUpstream()`: the subpartition that hands it out is blocked until
     /// `resumeConsumption`.
     pub fn is_blocking_upstream(self) -> bool {
-        matches!(self, Payload::EndOfOutput(_))
+        matches!(self, Payload::EndOfOutput(_) | Payload::AlignedBarrier(_))
     }
     /// `DataType.hasPriority()`: an unaligned barrier or an announcement.
     pub fn has_priority(self) -> bool {

@@ -14,8 +14,18 @@ use crate::state::Announce;
 use crate::state::{Alignment, CheckpointId, CheckpointStatus, Delivered, Payload, State, TaskPc};
 use crate::variant::Variant;
 
+/// What the handler asks of the gate after a polled element: nothing, a converted barrier's
+/// channel queued at the priority head, or (the alternating handler's `finishCheckpoint`)
+/// every channel resumed.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Followup {
+    None,
+    NotifyPriority(u8),
+    UnblockAllChannels,
+}
+
 /// `CheckpointedInputGate.pollNext` after a channel returned `payload`.
-pub fn handle_polled(s: &mut State, cfg: &ModelConfig, c: u8, payload: Payload, seq: i32) {
+fn checkpointed_input_gate(s: &mut State, cfg: &ModelConfig, c: u8, payload: Payload, seq: i32) -> Followup {
     match payload {
         // 2.3.0 flag on: the migrated EndOfInputChannelStateEvent is an ordinary event to
         // CheckpointedInputGate; StreamTaskNetworkInput.processEvent ignores a class it does not
@@ -26,7 +36,9 @@ pub fn handle_polled(s: &mut State, cfg: &ModelConfig, c: u8, payload: Payload, 
         Payload::Barrier(cp) => {
             s.ch_mut(c).ghost_delivered.push(Delivered { payload, seq });
             s.barriers_seen[cp as usize - 1] |= 1 << c;
-            on_barrier(s, cfg, cp);
+            if on_barrier(s, cfg, cp) {
+                return unblock_all_channels(cfg);
+            }
         }
         // handleEvent: the UpstreamRecoveryTracker notes the channel; the event goes on to the
         // network input, which ignores it.
@@ -35,21 +47,35 @@ pub fn handle_polled(s: &mut State, cfg: &ModelConfig, c: u8, payload: Payload, 
             s.upstream_recovered |= 1 << c;
         }
         // handleEvent: an EventAnnouncement goes to processBarrierAnnouncement, not the operator.
-        Payload::Announcement(cp) => process_barrier_announcement(s, c, cp, seq),
+        Payload::Announcement(cp) => return process_barrier_announcement(s, c, cp, seq),
         Payload::AlignedBarrier(cp) => {
             s.ch_mut(c).ghost_delivered.push(Delivered { payload, seq });
             s.barriers_seen[cp as usize - 1] |= 1 << c;
-            process_aligned_barrier(s, c, cp);
+            if process_aligned_barrier(s, c, cp) {
+                return Followup::UnblockAllChannels;
+            }
         }
         // Data and events reach the operator; a stale RecoveryCheckpointBarrier (its checkpoint
         // aborted before this channel started it) reaches the network input, which ignores it.
         _ => s.ch_mut(c).ghost_delivered.push(Delivered { payload, seq }),
     }
+    Followup::None
+}
+
+/// A checkpoint completed: the alternating handler's `finishCheckpoint` resumes the channels
+/// its aligned barriers blocked (`ChannelState.unblockAllChannels`); with aligned checkpoints
+/// with timeout every barrier is such a barrier. The unaligned handler blocks nothing.
+fn unblock_all_channels(cfg: &ModelConfig) -> Followup {
+    if cfg.aligned_checkpoint_timeout {
+        Followup::UnblockAllChannels
+    } else {
+        Followup::None
+    }
 }
 
 /// `SingleCheckpointBarrierHandler`: the first barrier of a checkpoint triggers it on every
-/// channel; once all barriers are in, it completes.
-fn on_barrier(s: &mut State, cfg: &ModelConfig, cp: CheckpointId) {
+/// channel; once all barriers are in, it completes (true).
+fn on_barrier(s: &mut State, cfg: &ModelConfig, cp: CheckpointId) -> bool {
     let i = cp as usize - 1;
     if s.checkpoints[i] == CheckpointStatus::NotTriggered {
         // A newer checkpoint aborts an older one still waiting for barriers.
@@ -64,8 +90,9 @@ fn on_barrier(s: &mut State, cfg: &ModelConfig, cp: CheckpointId) {
             channel: 0,
             inserted: !cfg.insert_recovery_barriers,
         };
+        false
     } else {
-        maybe_complete(s, cp);
+        maybe_complete(s, cp)
     }
 }
 
@@ -94,25 +121,53 @@ fn pending(s: &State, cp: CheckpointId) -> bool {
 }
 
 /// `SingleCheckpointBarrierHandler.processBarrierAnnouncement`: `checkNewCheckpoint`, then,
-/// unless obsolete, `announcementReceived` → `ChannelState.addSeenAnnouncement(channel, seq)`.
-fn process_barrier_announcement(s: &mut State, c: u8, cp: CheckpointId, seq: i32) {
+/// unless obsolete, `announcementReceived`: before the timeout
+/// `ChannelState.addSeenAnnouncement(channel, seq)`; after it (the `...Unaligned` states)
+/// `convertToPriorityEvent(channel, seq)` at once.
+fn process_barrier_announcement(s: &mut State, c: u8, cp: CheckpointId, seq: i32) -> Followup {
     check_new_checkpoint(s, cp);
     if !pending(s, cp) {
-        return;
+        return Followup::None;
     }
     let a = s.alignment.as_mut().expect("pending");
     if !a.timed_out {
         a.announced.push((c, seq));
+        return Followup::None;
+    }
+    match convert_to_priority_event(s, c, seq) {
+        Some(true) => Followup::NotifyPriority(c),
+        _ => Followup::None,
+    }
+}
+
+/// `RemoteInputChannel.convertToPriorityEvent(seq)` called by the handler: `Some(true)` if
+/// the barrier is the channel's first priority element (`notifyPriorityEventForce`); `None`
+/// if the lookup threw, which fails the task.
+fn convert_to_priority_event(s: &mut State, c: u8, seq: i32) -> Option<bool> {
+    match remote::convert_to_priority_event(s.ch_mut(c), seq) {
+        Ok(first) => {
+            s.ghost_converted = true;
+            Some(first)
+        }
+        Err(cause) => {
+            s.task = TaskPc::Failed { channel: c, cause };
+            None
+        }
     }
 }
 
 /// `processBarrier` with an aligned barrier: `barrierReceived` removes the channel's
-/// announcement; once every barrier is in, `triggerGlobalCheckpoint` takes an aligned
-/// checkpoint (no channel state) and `finishCheckpoint` resets the timer.
-fn process_aligned_barrier(s: &mut State, c: u8, cp: CheckpointId) {
+/// announcement (its subpartition blocked itself when it sent the barrier); once every barrier
+/// is in, `triggerGlobalCheckpoint` takes an aligned checkpoint (no channel state, no
+/// `checkpointStopped`), the timer is reset, and `finishCheckpoint` resumes every channel
+/// (true). After the timeout the checkpoint went on unaligned: the barrier only counts.
+fn process_aligned_barrier(s: &mut State, c: u8, cp: CheckpointId) -> bool {
     check_new_checkpoint(s, cp);
     if !pending(s, cp) {
-        return;
+        return false;
+    }
+    if s.checkpoints[cp as usize - 1] == CheckpointStatus::Triggered {
+        return maybe_complete(s, cp);
     }
     let a = s.alignment.as_mut().expect("pending");
     a.announced.retain(|&(k, _)| k != c);
@@ -128,9 +183,10 @@ fn process_aligned_barrier(s: &mut State, c: u8, cp: CheckpointId) {
         for ch in s.channels.iter_mut() {
             // The operator snapshot: everything before the barriers is consumed.
             ch.ghost_started_at[cp as usize - 1] = Some(ch.ghost_delivered.len() as u8);
-            ch.persister.stop_persisting(cp);
         }
+        return true;
     }
+    false
 }
 
 /// Whether the alignment timer of `cp` fires now: registered, and the checkpoint still waits
@@ -140,39 +196,43 @@ pub fn alignment_timer_due(s: &State) -> Option<CheckpointId> {
     (a.timer && s.checkpoints[a.cp as usize - 1] == CheckpointStatus::NotTriggered).then_some(a.cp)
 }
 
-/// The alignment timer's mail: `alignedCheckpointTimeout` of `AlternatingWaitingForFirstBarrier`
-/// → `ChannelState.prioritizeAllAnnouncements()` → `convertToPriorityEvent(channel, seq)` on
-/// every announced channel; the checkpoint goes on unaligned, triggered by the converted
-/// barrier. Returns the channels to queue at the gate's priority head; a lookup that throws
-/// fails the task.
-fn prioritize_all_announcements(s: &mut State) -> Vec<u8> {
+/// The alignment timer's mail, `alignedCheckpointTimeout`: `ChannelState.prioritizeAllAnnouncements()`
+/// → `convertToPriorityEvent(channel, seq)` on every announced channel; the checkpoint goes on
+/// unaligned. Returns the channels to queue at the gate's priority head; a lookup that throws
+/// fails the task. In `AlternatingWaitingForFirstBarrier` the converted barrier triggers it
+/// when polled; in `AlternatingCollectingBarriers` (a barrier is in) the timeout itself
+/// triggers it: `checkpointStarted` of the unaligned barrier on every channel, then
+/// `triggerGlobalCheckpoint`.
+fn aligned_checkpoint_timeout(s: &mut State, cfg: &ModelConfig) -> Vec<u8> {
     let a = s.alignment.as_mut().expect("guarded");
     a.timer = false;
     a.timed_out = true;
+    let cp = a.cp;
     let announced = std::mem::take(&mut a.announced);
     let mut notify = Vec::new();
     for (c, seq) in announced {
-        match remote::convert_to_priority_event(s.ch_mut(c), seq) {
-            Ok(first) => {
-                s.ghost_converted = true;
-                if first {
-                    notify.push(c);
-                }
-            }
-            Err(cause) => {
-                s.task = TaskPc::Failed { channel: c, cause };
-                return Vec::new();
-            }
+        match convert_to_priority_event(s, c, seq) {
+            Some(first) => notify.extend(first.then_some(c)),
+            None => return Vec::new(),
         }
+    }
+    if s.barriers_seen[cp as usize - 1] != 0 {
+        s.checkpoints[cp as usize - 1] = CheckpointStatus::Triggered;
+        s.task = TaskPc::Trigger {
+            cp,
+            channel: 0,
+            inserted: !cfg.insert_recovery_barriers,
+        };
     }
     notify
 }
 
-/// Completes `cp` once the trigger is done and every live channel's barrier was processed.
-fn maybe_complete(s: &mut State, cp: CheckpointId) {
+/// Completes `cp` once the trigger is done and every live channel's barrier was processed
+/// (true).
+fn maybe_complete(s: &mut State, cp: CheckpointId) -> bool {
     let i = cp as usize - 1;
     if s.checkpoints[i] != CheckpointStatus::Triggered || matches!(s.task, TaskPc::Trigger { .. }) {
-        return;
+        return false;
     }
     let live = s
         .channels
@@ -180,12 +240,14 @@ fn maybe_complete(s: &mut State, cp: CheckpointId) {
         .enumerate()
         .filter(|(_, ch)| !ch.released)
         .fold(0u8, |m, (c, _)| m | 1 << c);
-    if s.barriers_seen[i] & live == live {
-        s.checkpoints[i] = CheckpointStatus::Completed;
-        for ch in s.channels.iter_mut() {
-            ch.persister.stop_persisting(cp);
-        }
+    if s.barriers_seen[i] & live != live {
+        return false;
     }
+    s.checkpoints[i] = CheckpointStatus::Completed;
+    for ch in s.channels.iter_mut() {
+        ch.persister.stop_persisting(cp);
+    }
+    true
 }
 
 /// The checkpoint failed on this task: `abortInternal` stops persisting on every channel.
@@ -297,14 +359,31 @@ impl RecoveryModel {
             };
         } else {
             s.task = TaskPc::Idle;
-            maybe_complete(s, cp);
+            if maybe_complete(s, cp) {
+                self.follow_up(s, unblock_all_channels(cfg));
+            }
         }
     }
 
     /// The alignment timer's mail: the converted channels queue at the gate's priority head.
     pub(crate) fn aligned_checkpoint_timeout(&self, s: &mut State, _cp: CheckpointId) {
-        for c in prioritize_all_announcements(s) {
+        for c in aligned_checkpoint_timeout(s, &self.cfg) {
             self.notify(s, c, true);
+        }
+    }
+
+    /// The task hands a polled element to `CheckpointedInputGate`, and the gate does what the
+    /// handler asks.
+    pub(crate) fn handle_polled(&self, s: &mut State, c: u8, payload: Payload, seq: i32) {
+        let followup = checkpointed_input_gate(s, &self.cfg, c, payload, seq);
+        self.follow_up(s, followup);
+    }
+
+    fn follow_up(&self, s: &mut State, followup: Followup) {
+        match followup {
+            Followup::None => {}
+            Followup::NotifyPriority(c) => self.notify(s, c, true),
+            Followup::UnblockAllChannels => self.resume_consumption(s),
         }
     }
 

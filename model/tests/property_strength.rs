@@ -18,7 +18,7 @@ use std::collections::HashMap;
 /// The presets whose verdicts the oracle asserts: every preset that checks in a few seconds in
 /// release, so that each part of the protocol (both channel kinds, the drainer, the conversion,
 /// the flag-off path, 2.3.0's migration, releases, faults, late writes, stashes, the priority
-/// split, the release split, aligned checkpoints with timeout, a floating buffer released, a
+/// split, the release split, aligned checkpoints with timeout on one channel and on two, a floating buffer released, a
 /// channel living on the shared pool's floating buffers, the drainer borrowing from the pool and
 /// waiting for it, the drainer parked until a recycle wakes it, floating credit arriving late) is under some property.
 const FIXED: &[&str] = &[
@@ -27,6 +27,7 @@ const FIXED: &[&str] = &[
     "stash-order",
     "priority-race",
     "aligned-timeout",
+    "aligned-timeout-two-channels",
     "release-window-local",
     "release-window-remote",
     "no-trigger",
