@@ -340,6 +340,9 @@ impl CheckpointableInput for Inputs<'_> {
             ch.handle.checkpoint_stopped(cp);
         }
     }
+    fn resume_consumption(&self, c: usize) -> recovery_impl::Result<()> {
+        self.0[c].handle.resume_consumption()
+    }
 }
 
 struct System {
@@ -476,18 +479,27 @@ impl System {
     }
 
     /// The gate handed the task a barrier of `cp` from channel `c`.
-    fn on_barrier(&mut self, c: u8, cp: u8) {
-        self.barriers.process_barrier(c, cp, &Inputs(&self.channels));
+    fn on_barrier(&mut self, c: u8, cp: u8) -> recovery_impl::Result<()> {
+        self.barriers
+            .process_barrier(c, cp, &Inputs(&self.channels))
+            .map(|_| ())
     }
 
-    /// The gate handed the task an `EventAnnouncement` of `cp`'s barrier numbered `seq`.
-    fn process_barrier_announcement(&mut self, c: u8, cp: u8, seq: i32) {
-        self.barriers.process_barrier_announcement(c, cp, seq);
+    /// The gate handed the task an `EventAnnouncement` of `cp`'s barrier numbered `seq`; after
+    /// the alignment timeout the handler converts the barrier at once.
+    fn process_barrier_announcement(&mut self, c: u8, cp: u8, seq: i32) -> recovery_impl::Result<()> {
+        if !self.barriers.process_barrier_announcement(c, cp, seq) {
+            return Ok(());
+        }
+        match self.channels[c as usize].handle.as_remote() {
+            Some(remote) => remote.convert_to_priority_event(seq),
+            None => Ok(()),
+        }
     }
 
     /// The gate handed the task an aligned barrier of `cp` from channel `c`.
-    fn process_aligned_barrier(&mut self, c: u8, cp: u8) {
-        self.barriers.process_aligned_barrier(c, cp, &Inputs(&self.channels));
+    fn process_aligned_barrier(&mut self, c: u8, cp: u8) -> recovery_impl::Result<()> {
+        self.barriers.process_aligned_barrier(c, cp, &Inputs(&self.channels))
     }
 }
 
@@ -1100,7 +1112,7 @@ impl ImplDriver {
             // and announcements, which go to the barrier handler.
             self.ch(c).delivered.push(item.clone());
         }
-        match item {
+        let handled = match item {
             Item::Known(Payload::Barrier(cp)) => self.sys.on_barrier(c, cp),
             Item::Known(Payload::Announcement(cp)) => self.sys.process_barrier_announcement(c, cp, seq),
             Item::Known(Payload::AlignedBarrier(cp)) => self.sys.process_aligned_barrier(c, cp),
@@ -1109,11 +1121,12 @@ impl ImplDriver {
             Item::Known(Payload::EndOfOutput(_)) => {
                 let tracker = self.sys.gate.upstream_recovery_tracker();
                 let info = self.ch(c).info;
-                if let Err(e) = tracker.handle_end_of_recovery(info, &Resuming(&self.sys.gate)) {
-                    return Observation::Error { error: error_kind(&e) };
-                }
+                tracker.handle_end_of_recovery(info, &Resuming(&self.sys.gate))
             }
-            _ => {}
+            _ => Ok(()),
+        };
+        if let Err(e) = handled {
+            return Observation::Error { error: error_kind(&e) };
         }
         Observation::Polled {
             item,
@@ -1171,8 +1184,10 @@ impl ImplDriver {
                     .iter()
                     .map(|b| item_of(c, b))
                     .collect();
-                if c as usize + 1 == self.sys.channels.len() {
-                    self.sys.barriers.trigger_done(cp, &Inputs(&self.sys.channels));
+                if c as usize + 1 == self.sys.channels.len()
+                    && let Err(e) = self.sys.barriers.trigger_done(cp, &Inputs(&self.sys.channels))
+                {
+                    return Observation::Error { error: error_kind(&e) };
                 }
                 Observation::Persisted {
                     checkpoint: cp,

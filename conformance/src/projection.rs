@@ -421,15 +421,20 @@ pub fn model_observation(m: &RecoveryModel, pre: &State, action: &Action, post: 
                 };
             }
             // An EventAnnouncement goes to the barrier handler, not the operator: the poll
-            // returned it all the same.
+            // returned it all the same. What follows it is read at the poll, before the handler
+            // (after the alignment timeout) converts the announced barrier.
             if let Some(head) = pre.ch(c).queue.first()
                 && let Payload::Announcement(cp) = head.payload
                 && post.ch(c).queue.len() < pre.ch(c).queue.len()
             {
+                let mut at_poll = pre.clone();
+                let ch = at_poll.ch_mut(c);
+                ch.queue.remove(0);
+                ch.priority_len -= 1;
                 return Observation::Polled {
                     item: Item::Known(Payload::Announcement(cp)),
                     seq: head.seq,
-                    next: next_after_poll(m, post, c, head.payload),
+                    next: next_after_poll(m, &at_poll, c, head.payload),
                 };
             }
             // 2.3.0 flag on: a migrated EndOfInputChannelStateEvent is handed out as an ordinary

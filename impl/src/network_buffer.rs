@@ -66,9 +66,12 @@ impl BufferKind {
         )
     }
 
-    /// `Buffer.DataType.isBlockingUpstream()`.
+    /// `Buffer.DataType.isBlockingUpstream()`: `RECOVERY_COMPLETION` and the aligned barriers.
     pub fn is_blocking_upstream(self) -> bool {
-        matches!(self, BufferKind::EndOfOutputChannelState)
+        matches!(
+            self,
+            BufferKind::EndOfOutputChannelState | BufferKind::TimeoutableAlignedCheckpointBarrier(_)
+        )
     }
 
     /// `Buffer.DataType.requiresAnnouncement()`.

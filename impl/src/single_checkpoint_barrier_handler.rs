@@ -8,6 +8,8 @@
 //! and tells the handler how they ended. What it calls on every channel itself, it calls through
 //! [`CheckpointableInput`], as Flink's handler calls the gate.
 
+use crate::error::Result;
+
 /// The gate's channels, as the handler sees them (Flink's `CheckpointableInput`).
 pub trait CheckpointableInput {
     /// Number of channels.
@@ -17,6 +19,8 @@ pub trait CheckpointableInput {
     fn is_live(&self, c: usize) -> bool;
     /// `checkpointStopped(cp)` on every channel: the checkpoint completed or was aborted.
     fn checkpoint_stopped(&self, cp: i64);
+    /// `resumeConsumption` of channel `c`, whose aligned barrier blocked its upstream.
+    fn resume_consumption(&self, c: usize) -> Result<()>;
 }
 
 /// Where a checkpoint stands at the handler.
@@ -53,6 +57,10 @@ pub struct SingleCheckpointBarrierHandler {
     /// The trigger of the current checkpoint is running (its channel calls are not all done).
     triggering: bool,
     alignment: Option<Alignment>,
+    /// `ChannelState.blockedChannels`: bitmask of the channels whose aligned barrier (or
+    /// aligned barrier converted to priority) was processed; their upstreams blocked
+    /// themselves when they sent it.
+    blocked: u8,
 }
 
 impl SingleCheckpointBarrierHandler {
@@ -63,6 +71,7 @@ impl SingleCheckpointBarrierHandler {
             barriers_seen: vec![0; checkpoints],
             triggering: false,
             alignment: None,
+            blocked: 0,
         }
     }
 
@@ -78,27 +87,31 @@ impl SingleCheckpointBarrierHandler {
 
     /// `processBarrier` of an unaligned barrier of `cp` from channel `c`: its first barrier
     /// triggers it (aborting older ones still waiting) and returns true, the task then runs the
-    /// trigger's channel calls; a later one may complete it.
-    pub fn process_barrier(&mut self, c: u8, cp: u8, inputs: &impl CheckpointableInput) -> bool {
+    /// trigger's channel calls; a later one may complete it. A barrier of an aligned checkpoint
+    /// is one the alignment timer converted to priority: its channel is blocked.
+    pub fn process_barrier(&mut self, c: u8, cp: u8, inputs: &impl CheckpointableInput) -> Result<bool> {
         let i = cp as usize - 1;
         self.barriers_seen[i] |= 1 << c;
+        if self.alignment.as_ref().is_some_and(|a| a.cp == cp) {
+            self.blocked |= 1 << c;
+        }
         if self.checkpoints[i] != CheckpointState::NotTriggered {
-            self.maybe_complete(cp, inputs);
-            return false;
+            self.maybe_complete(cp, inputs)?;
+            return Ok(false);
         }
         for old in self.checkpoints[..i].iter_mut() {
             *old = CheckpointState::Ended;
         }
         self.checkpoints[i] = CheckpointState::Triggered;
         self.triggering = true;
-        true
+        Ok(true)
     }
 
     /// The trigger's last channel call succeeded: `cp` completes once every live channel's
     /// barrier is in.
-    pub fn trigger_done(&mut self, cp: u8, inputs: &impl CheckpointableInput) {
+    pub fn trigger_done(&mut self, cp: u8, inputs: &impl CheckpointableInput) -> Result<()> {
         self.triggering = false;
-        self.maybe_complete(cp, inputs);
+        self.maybe_complete(cp, inputs)
     }
 
     /// A channel declined `cp` during its trigger (`CheckpointException`): the checkpoint is
@@ -108,44 +121,63 @@ impl SingleCheckpointBarrierHandler {
         self.stop_checkpoint(cp, inputs);
     }
 
-    /// `processBarrierAnnouncement`: `checkNewCheckpoint`, then `addSeenAnnouncement`.
-    pub fn process_barrier_announcement(&mut self, c: u8, cp: u8, seq: i32) {
+    /// `processBarrierAnnouncement`: `checkNewCheckpoint`, then `announcementReceived`: before
+    /// the timeout `addSeenAnnouncement`; after it (the `...Unaligned` states) the barrier is
+    /// converted at once: true, the task calls `convertToPriorityEvent(seq)` on the channel.
+    pub fn process_barrier_announcement(&mut self, c: u8, cp: u8, seq: i32) -> bool {
         self.check_new_checkpoint(cp);
         if !self.pending(cp) {
-            return;
+            return false;
         }
         let a = self.alignment.as_mut().expect("pending");
-        if !a.timed_out {
-            a.announced.push((c, seq));
+        if a.timed_out {
+            return true;
         }
+        a.announced.push((c, seq));
+        false
     }
 
-    /// `processBarrier` of an aligned barrier: once every live channel's is in, the aligned
-    /// checkpoint is taken (no channel state) and the timer reset.
-    pub fn process_aligned_barrier(&mut self, c: u8, cp: u8, inputs: &impl CheckpointableInput) {
+    /// `processBarrier` of an aligned barrier: the channel is blocked (`blockChannel`); once
+    /// every live channel's is in, the aligned checkpoint is taken (no channel state, no
+    /// `checkpointStopped`), the timer reset, and every blocked channel resumed
+    /// (`finishCheckpoint`). After the timeout the checkpoint went on unaligned, and the barrier
+    /// only counts.
+    pub fn process_aligned_barrier(&mut self, c: u8, cp: u8, inputs: &impl CheckpointableInput) -> Result<()> {
         self.barriers_seen[cp as usize - 1] |= 1 << c;
         self.check_new_checkpoint(cp);
         if !self.pending(cp) {
-            return;
+            return Ok(());
+        }
+        self.blocked |= 1 << c;
+        if self.checkpoint(cp) == CheckpointState::Triggered {
+            return self.maybe_complete(cp, inputs);
         }
         let all_in = self.all_live_barriers_seen(cp, inputs);
         let a = self.alignment.as_mut().expect("pending");
         a.announced.retain(|&(k, _)| k != c);
         if all_in {
             a.timer = false;
-            self.stop_checkpoint(cp, inputs);
+            self.checkpoints[cp as usize - 1] = CheckpointState::Ended;
+            return self.unblock_all_channels(inputs);
         }
+        Ok(())
     }
 
     /// The alignment timer of `cp` fires (`alignedCheckpointTimeout`): the checkpoint goes on
     /// unaligned, and the announced barriers are returned, in the order seen, for the task to
-    /// `convertToPriorityEvent` (`ChannelState.prioritizeAllAnnouncements`). `None` if no timer
-    /// of `cp` is registered.
+    /// `convertToPriorityEvent` (`ChannelState.prioritizeAllAnnouncements`). With a barrier in
+    /// (`AlternatingCollectingBarriers`) the timeout triggers the checkpoint too: the task then
+    /// runs the trigger's channel calls. `None` if no timer of `cp` is registered.
     pub fn aligned_checkpoint_timeout(&mut self, cp: u8) -> Option<Vec<(u8, i32)>> {
         let a = self.alignment.as_mut().filter(|a| a.cp == cp && a.timer)?;
         a.timer = false;
         a.timed_out = true;
-        Some(std::mem::take(&mut a.announced))
+        let announced = std::mem::take(&mut a.announced);
+        if self.barriers_seen[cp as usize - 1] != 0 {
+            self.checkpoints[cp as usize - 1] = CheckpointState::Triggered;
+            self.triggering = true;
+        }
+        Some(announced)
     }
 
     /// `checkNewCheckpoint`: a newer checkpoint becomes current; a timeoutable barrier
@@ -175,14 +207,25 @@ impl SingleCheckpointBarrierHandler {
         self.barriers_seen[cp as usize - 1] & live == live
     }
 
-    /// Completes `cp` once its trigger is done and every live channel's barrier was processed.
-    fn maybe_complete(&mut self, cp: u8, inputs: &impl CheckpointableInput) {
+    /// Completes `cp` once its trigger is done and every live channel's barrier was processed:
+    /// `checkpointStopped` on every channel, then the blocked channels resumed.
+    fn maybe_complete(&mut self, cp: u8, inputs: &impl CheckpointableInput) -> Result<()> {
         if self.checkpoint(cp) == CheckpointState::Triggered
             && !self.triggering
             && self.all_live_barriers_seen(cp, inputs)
         {
             self.stop_checkpoint(cp, inputs);
+            return self.unblock_all_channels(inputs);
         }
+        Ok(())
+    }
+
+    /// `ChannelState.unblockAllChannels`: `resumeConsumption` of every blocked channel.
+    fn unblock_all_channels(&mut self, inputs: &impl CheckpointableInput) -> Result<()> {
+        let blocked = std::mem::take(&mut self.blocked);
+        (0..inputs.num_channels())
+            .filter(|&c| blocked & 1 << c != 0 && inputs.is_live(c))
+            .try_for_each(|c| inputs.resume_consumption(c))
     }
 
     /// Completion or `abortInternal`: `checkpointStopped` on every channel.
@@ -200,6 +243,7 @@ mod tests {
     struct Gate {
         live: Vec<bool>,
         stopped: RefCell<Vec<i64>>,
+        resumed: RefCell<Vec<usize>>,
     }
 
     impl CheckpointableInput for Gate {
@@ -212,12 +256,17 @@ mod tests {
         fn checkpoint_stopped(&self, cp: i64) {
             self.stopped.borrow_mut().push(cp);
         }
+        fn resume_consumption(&self, c: usize) -> Result<()> {
+            self.resumed.borrow_mut().push(c);
+            Ok(())
+        }
     }
 
     fn gate(live: &[bool]) -> Gate {
         Gate {
             live: live.to_vec(),
             stopped: RefCell::new(Vec::new()),
+            resumed: RefCell::new(Vec::new()),
         }
     }
 
@@ -225,28 +274,30 @@ mod tests {
     fn the_first_barrier_triggers_and_the_last_live_one_completes_after_the_trigger() {
         let g = gate(&[true, true]);
         let mut h = SingleCheckpointBarrierHandler::new(1);
-        assert!(h.process_barrier(0, 1, &g));
+        assert!(h.process_barrier(0, 1, &g).unwrap());
         assert_eq!(h.checkpoint(1), CheckpointState::Triggered);
         // The second barrier while the trigger runs does not complete it yet.
-        assert!(!h.process_barrier(1, 1, &g));
+        assert!(!h.process_barrier(1, 1, &g).unwrap());
         assert_eq!(h.checkpoint(1), CheckpointState::Triggered);
-        h.trigger_done(1, &g);
+        h.trigger_done(1, &g).unwrap();
         assert_eq!(h.checkpoint(1), CheckpointState::Ended);
         assert_eq!(*g.stopped.borrow(), [1]);
+        // Unaligned barriers block nothing.
+        assert!(g.resumed.borrow().is_empty());
     }
 
     #[test]
     fn a_released_channel_is_not_waited_for_and_a_newer_checkpoint_aborts_an_older_one() {
         let g = gate(&[true, false]);
         let mut h = SingleCheckpointBarrierHandler::new(2);
-        assert!(h.process_barrier(0, 1, &g));
-        h.trigger_done(1, &g);
+        assert!(h.process_barrier(0, 1, &g).unwrap());
+        h.trigger_done(1, &g).unwrap();
         assert_eq!(h.checkpoint(1), CheckpointState::Ended);
         let g = gate(&[true, true]);
         let mut h = SingleCheckpointBarrierHandler::new(2);
-        assert!(h.process_barrier(0, 1, &g));
-        h.trigger_done(1, &g);
-        assert!(h.process_barrier(1, 2, &g));
+        assert!(h.process_barrier(0, 1, &g).unwrap());
+        h.trigger_done(1, &g).unwrap();
+        assert!(h.process_barrier(1, 2, &g).unwrap());
         assert_eq!(h.checkpoint(1), CheckpointState::Ended);
         h.trigger_declined(2, &g);
         assert_eq!(h.checkpoint(2), CheckpointState::Ended);
@@ -254,18 +305,55 @@ mod tests {
     }
 
     #[test]
-    fn the_alignment_timer_returns_the_announcements_once_and_then_ignores_new_ones() {
+    fn the_alignment_timer_returns_the_announcements_once_and_later_ones_are_converted_at_once() {
         let g = gate(&[true, true]);
         let mut h = SingleCheckpointBarrierHandler::new(1);
-        h.process_barrier_announcement(0, 1, 7);
-        h.process_barrier_announcement(1, 1, 3);
+        assert!(!h.process_barrier_announcement(0, 1, 7));
+        assert!(!h.process_barrier_announcement(1, 1, 3));
         assert_eq!(h.aligned_checkpoint_timeout(1), Some(vec![(0, 7), (1, 3)]));
         assert_eq!(h.aligned_checkpoint_timeout(1), None);
-        h.process_barrier_announcement(0, 1, 8);
-        assert!(h.alignment().unwrap().announced.is_empty());
-        h.process_aligned_barrier(0, 1, &g);
+        // No barrier was in: the first converted barrier triggers the checkpoint.
         assert_eq!(h.checkpoint(1), CheckpointState::NotTriggered);
-        h.process_aligned_barrier(1, 1, &g);
+        assert!(h.process_barrier_announcement(0, 1, 8));
+        assert!(h.alignment().unwrap().announced.is_empty());
+        assert!(h.process_barrier(0, 1, &g).unwrap());
+        h.trigger_done(1, &g).unwrap();
+        assert!(!h.process_barrier(1, 1, &g).unwrap());
         assert_eq!(h.checkpoint(1), CheckpointState::Ended);
+        assert_eq!(*g.stopped.borrow(), [1]);
+        assert_eq!(*g.resumed.borrow(), [0, 1]);
+    }
+
+    #[test]
+    fn an_aligned_checkpoint_completes_without_checkpoint_stopped_and_resumes_every_channel() {
+        let g = gate(&[true, true]);
+        let mut h = SingleCheckpointBarrierHandler::new(1);
+        h.process_barrier_announcement(1, 1, 4);
+        h.process_aligned_barrier(1, 1, &g).unwrap();
+        assert_eq!(h.checkpoint(1), CheckpointState::NotTriggered);
+        assert!(g.resumed.borrow().is_empty());
+        h.process_aligned_barrier(0, 1, &g).unwrap();
+        assert_eq!(h.checkpoint(1), CheckpointState::Ended);
+        assert!(g.stopped.borrow().is_empty());
+        assert_eq!(*g.resumed.borrow(), [0, 1]);
+    }
+
+    #[test]
+    fn a_timeout_with_a_barrier_in_triggers_and_the_last_converted_barrier_completes() {
+        let g = gate(&[true, true]);
+        let mut h = SingleCheckpointBarrierHandler::new(1);
+        h.process_barrier_announcement(0, 1, 2);
+        h.process_aligned_barrier(0, 1, &g).unwrap();
+        h.process_barrier_announcement(1, 1, 5);
+        assert_eq!(h.aligned_checkpoint_timeout(1), Some(vec![(1, 5)]));
+        assert_eq!(h.checkpoint(1), CheckpointState::Triggered);
+        // Channel 0 stays blocked until the checkpoint ends.
+        assert!(g.resumed.borrow().is_empty());
+        assert!(!h.process_barrier(1, 1, &g).unwrap());
+        assert_eq!(h.checkpoint(1), CheckpointState::Triggered);
+        h.trigger_done(1, &g).unwrap();
+        assert_eq!(h.checkpoint(1), CheckpointState::Ended);
+        assert_eq!(*g.stopped.borrow(), [1]);
+        assert_eq!(*g.resumed.borrow(), [0, 1]);
     }
 }

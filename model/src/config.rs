@@ -212,7 +212,10 @@ impl ModelConfig {
             // state after a completed or timed-out alignment is not modelled for the next.
             let remote = self.channels.iter().all(|c| c.kind == ChannelKind::Remote);
             if !remote || self.checkpoints != 1 || self.channels.iter().any(|c| c.late > 0) {
-                return Err("aligned_checkpoint_timeout is modelled for remote channels, one checkpoint and no late elements".into());
+                return Err(
+                    "aligned_checkpoint_timeout is modelled for remote channels, one checkpoint and no late elements"
+                        .into(),
+                );
             }
             if self.delivery != Delivery::Drainer || self.release || self.faults {
                 return Err(
@@ -1227,7 +1230,10 @@ mod tests {
         let ok = preset("aligned-timeout").unwrap();
         ok.validate().unwrap();
         let late = ModelConfig {
-            channels: vec![ChannelConfig { late: 1, ..remote(1, &[O], 1, 0) }],
+            channels: vec![ChannelConfig {
+                late: 1,
+                ..remote(1, &[O], 1, 0)
+            }],
             ..ok.clone()
         };
         let local_channel = ModelConfig {
