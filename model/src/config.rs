@@ -211,11 +211,8 @@ impl ModelConfig {
             // Remote channels: a local one announces nothing. One checkpoint: the handler's
             // state after a completed or timed-out alignment is not modelled for the next.
             let remote = self.channels.iter().all(|c| c.kind == ChannelKind::Remote);
-            if !remote || self.checkpoints != 1 || self.channels.iter().any(|c| c.late > 0) {
-                return Err(
-                    "aligned_checkpoint_timeout is modelled for remote channels, one checkpoint and no late elements"
-                        .into(),
-                );
+            if !remote || self.checkpoints != 1 {
+                return Err("aligned_checkpoint_timeout is modelled for remote channels and one checkpoint".into());
             }
             if self.delivery != Delivery::Drainer || self.release || self.faults {
                 return Err(
@@ -898,7 +895,14 @@ pub const PRESETS: &[Preset] = &[
         name: "aligned-timeout-two-channels",
         summary: "two remote channels, an aligned checkpoint with timeout after recovery: each aligned barrier blocks its subpartition; the alignment completes and resumes both, or times out with one barrier in and goes unaligned",
         config: || ModelConfig {
-            channels: vec![remote(1, &[O], 1, 0), remote(0, &[O, D], 1, 0)],
+            // The data is written while the consumer runs, so it may follow the barrier.
+            channels: vec![
+                remote(1, &[O], 1, 0),
+                ChannelConfig {
+                    late: 1,
+                    ..remote(0, &[O, D], 1, 0)
+                },
+            ],
             checkpoints: 1,
             delivery: Delivery::Drainer,
             insert_recovery_barriers: true,
@@ -1209,12 +1213,9 @@ mod tests {
             1,
             "only the announcement is enabled after the request"
         );
-        let late = ModelConfig {
-            channels: vec![ChannelConfig {
-                late: 1,
-                ..remote(0, &[O, D], 0, 1)
-            }],
-            ..cfg.clone()
+        let local_and_remote = ModelConfig {
+            channels: vec![remote(1, &[O], 1, 0), local(0, &[O])],
+            ..ok.clone()
         };
         assert!(late.validate().unwrap_err().contains("late"));
         let no_floating = ModelConfig {
@@ -1252,7 +1253,7 @@ mod tests {
             delivery: Delivery::Legacy,
             ..ok
         };
-        for cfg in [late, local_channel, two_checkpoints, release, legacy] {
+        for cfg in [local_and_remote, local_channel, two_checkpoints, release, legacy] {
             let err = cfg.validate().unwrap_err();
             assert!(err.contains("aligned_checkpoint_timeout"), "{err}");
         }

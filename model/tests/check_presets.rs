@@ -84,7 +84,7 @@ fn the_alignment_timer_finds_the_announced_barrier_behind_the_blocking_end_of_ou
     // behind it (not a priority element) waits until every channel's recovery ended and the
     // task resumed consumption, so it never reaches the recovery stash, and the timer's
     // convertToPriorityEvent finds it (the sometimes twin shows the conversion).
-    assert_eq!(satisfies_every_property("aligned-timeout"), 321);
+    assert_eq!(satisfies_every_property("aligned-timeout"), 361);
     let p = find_preset("aligned-timeout").unwrap();
     assert!((p.config)().violated_by_config().is_empty());
     let m = RecoveryModel::new((p.config)(), Variant::Fixed);
@@ -273,4 +273,44 @@ fn a_converted_local_channel_still_in_recovery_loses_the_priority_flag_as_the_dr
     assert_eq!(path.len(), 8, "{path:?}");
     assert!(path.contains(&Action::AbortPendingCheckpoint { cp: 1 }), "{path:?}");
     assert_eq!(path[0], Action::ConvertRecoveredInputChannels);
+}
+
+#[test]
+fn two_channels_aligned_with_timeout_complete_aligned_or_go_unaligned_when_the_timer_fires() {
+    use recovery_model::check::shortest_path;
+    use recovery_model::state::{CheckpointStatus, Payload, State, TaskPc};
+    assert_eq!(satisfies_every_property("aligned-timeout-two-channels"), 102254);
+    let p = find_preset("aligned-timeout-two-channels").unwrap();
+    let m = RecoveryModel::new((p.config)(), Variant::Fixed);
+    let timed_out = |s: &State| s.alignment.as_ref().is_some_and(|a| a.timed_out);
+    let aligned_in = |s: &State, c: u8| {
+        s.ch(c)
+            .ghost_delivered
+            .iter()
+            .any(|d| d.payload == Payload::AlignedBarrier(1))
+    };
+    // Both aligned barriers in: the checkpoint completes aligned, nothing converted.
+    let aligned = |s: &State| s.checkpoints[0] == CheckpointStatus::Completed && !timed_out(s);
+    assert!(shortest_path(&m, aligned).is_some());
+    // AlternatingCollectingBarriers' timeout: one aligned barrier in, the timer itself
+    // triggers the checkpoint (checkpointStarted on every channel).
+    let collecting = |s: &State| timed_out(s) && aligned_in(s, 0) && matches!(s.task, TaskPc::Trigger { .. });
+    assert!(shortest_path(&m, collecting).is_some());
+    // While channel 0's aligned barrier is in and the checkpoint waits, its subpartition stays
+    // blocked; channel 1's data behind its own barrier waits in the subpartition the same way.
+    let resumed_early =
+        |s: &State| aligned_in(s, 0) && s.checkpoints[0] != CheckpointStatus::Completed && !s.ch(0).producer.blocked;
+    assert!(shortest_path(&m, resumed_early).is_none());
+    let sent_past_barrier = |s: &State| {
+        let ch = s.ch(1);
+        s.checkpoints[0] != CheckpointStatus::Completed
+            && ch.ghost_barrier_after[0].is_some_and(|before| ch.producer.dequeued() > before)
+    };
+    assert!(shortest_path(&m, sent_past_barrier).is_none());
+    // Once it completes, the data behind the barrier goes out.
+    let sent_after_completion = |s: &State| {
+        let ch = s.ch(1);
+        ch.ghost_barrier_after[0].is_some_and(|before| ch.producer.dequeued() > before)
+    };
+    assert!(shortest_path(&m, sent_after_completion).is_some());
 }
