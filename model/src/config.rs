@@ -1213,9 +1213,12 @@ mod tests {
             1,
             "only the announcement is enabled after the request"
         );
-        let local_and_remote = ModelConfig {
-            channels: vec![remote(1, &[O], 1, 0), local(0, &[O])],
-            ..ok.clone()
+        let late = ModelConfig {
+            channels: vec![ChannelConfig {
+                late: 1,
+                ..remote(0, &[O, D], 0, 1)
+            }],
+            ..cfg.clone()
         };
         assert!(late.validate().unwrap_err().contains("late"));
         let no_floating = ModelConfig {
@@ -1230,11 +1233,8 @@ mod tests {
     fn aligned_checkpoint_timeout_is_refused_where_it_is_not_modelled() {
         let ok = preset("aligned-timeout").unwrap();
         ok.validate().unwrap();
-        let late = ModelConfig {
-            channels: vec![ChannelConfig {
-                late: 1,
-                ..remote(1, &[O], 1, 0)
-            }],
+        let local_and_remote = ModelConfig {
+            channels: vec![remote(1, &[O], 1, 0), local(0, &[O])],
             ..ok.clone()
         };
         let local_channel = ModelConfig {
