@@ -383,6 +383,7 @@ impl RecoveryModel {
         match followup {
             Followup::None => {}
             Followup::NotifyPriority(c) => self.notify(s, c, true),
+            Followup::UnblockAllChannels if self.variant == Variant::AlignmentLeavesChannelsBlocked => {}
             Followup::UnblockAllChannels => self.resume_consumption(s),
         }
     }

@@ -57,6 +57,9 @@ pub enum Variant {
     /// The gate's `UpstreamRecoveryTracker` never calls `resumeConsumption`: every subpartition
     /// stays blocked behind its `EndOfOutputChannelStateEvent`.
     NoResumeConsumption,
+    /// The alternating barrier handler's `finishCheckpoint` forgets `unblockAllChannels`: the
+    /// subpartitions its aligned barriers blocked stay blocked.
+    AlignmentLeavesChannelsBlocked,
     /// `EndOfOutputChannelStateEvent` as an ordinary event: the subpartition that hands it out
     /// does not block (and so is not resumed). The model's error behind two withdrawn findings
     /// (docs/findings.md).
@@ -253,6 +256,13 @@ pub const VARIANTS: &[VariantInfo] = &[
         bug: "the task handles every channel's EndOfOutputChannelStateEvent but never resumes consumption: each upstream stays blocked and its data never comes",
         property: PropertyId::AllLiveDataDelivered,
         preset: "tiny",
+    },
+    VariantInfo {
+        variant: Variant::AlignmentLeavesChannelsBlocked,
+        name: "alignment-leaves-channels-blocked",
+        bug: "the checkpoint whose aligned barriers blocked the subpartitions ends without resuming them: data written behind a barrier never comes",
+        property: PropertyId::AllLiveDataDelivered,
+        preset: "aligned-timeout-two-channels",
     },
     VariantInfo {
         variant: Variant::RecoveryCompletionNotBlocking,
