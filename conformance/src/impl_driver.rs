@@ -480,9 +480,13 @@ impl System {
 
     /// The gate handed the task a barrier of `cp` from channel `c`.
     fn on_barrier(&mut self, c: u8, cp: u8) -> recovery_impl::Result<()> {
-        self.barriers
-            .process_barrier(c, cp, &Inputs(&self.channels))
-            .map(|_| ())
+        self.barriers.process_barrier(c, cp, &Inputs(&self.channels))?;
+        for (k, seq) in self.barriers.take_conversions() {
+            if let Some(remote) = self.channels[k as usize].handle.as_remote() {
+                remote.convert_to_priority_event(seq)?;
+            }
+        }
+        Ok(())
     }
 
     /// The gate handed the task an `EventAnnouncement` of `cp`'s barrier numbered `seq`; after
@@ -1235,6 +1239,11 @@ impl ImplDriver {
         self.beside_turn(Thread::Producer, c, false, move || subpartition.add(barrier))
     }
 
+    /// The upstream's alignment timer: `alignedBarrierTimeout(cp)` on the subpartition.
+    fn aligned_barrier_timeout(&mut self, c: u8, cp: u8) -> Observation {
+        outcome(self.ch(c).subpartition.aligned_barrier_timeout(cp as i64))
+    }
+
     /// `notifyPriorityEvent` (`priority_notify_step`): the producer stopped after `add`
     /// resumes; the listener sets `hasPendingPriorityEvent`, and its gate notification lands,
     /// or waits for the task's turn to end (then shown as made).
@@ -1574,6 +1583,7 @@ impl ImplDriver {
             }
             CloseGate => self.close_gate(),
             EmitTimeoutableCheckpointBarrier { channel, cp } => self.emit_timeoutable_checkpoint_barrier(channel, cp),
+            AlignedBarrierTimeout { channel, cp } => self.aligned_barrier_timeout(channel, cp),
             AlignedCheckpointTimeout { cp } => self.aligned_checkpoint_timeout(cp),
             OnResumeConsumption { channel } => self.on_resume_consumption(channel),
             SendResumeConsumption { channel } => self.send_resume_consumption(channel),

@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{ChannelError, Result};
 use crate::event_log::{self, Event};
-use crate::network_buffer::{BufferSnapshot, DataType, NetworkBuffer};
+use crate::network_buffer::{BufferKind, BufferSnapshot, DataType, NetworkBuffer};
 use crate::pause_point::{self, PausePoint};
 use crate::prioritized_deque::PrioritizedDeque;
 use crate::sync::{Arc, Mutex};
@@ -167,6 +167,24 @@ impl ResultSubpartition {
                 pause_point::reached(PausePoint::NotifyPriorityEvent);
                 listener.notify_priority_event(sequence_number);
             }
+        }
+        Ok(())
+    }
+
+    /// `alignedBarrierTimeout(checkpointId)`: the upstream's alignment timer fired while the
+    /// timeoutable barrier of `checkpoint_id` is still queued: it goes on as an unaligned
+    /// barrier at the priority head, which a blocked subpartition hands out too. A barrier
+    /// already sent is left alone. Only a local view's listener would be told, and the
+    /// configurations with timeoutable barriers have remote consumers only.
+    pub fn aligned_barrier_timeout(&self, checkpoint_id: i64) -> Result<()> {
+        let mut state = self.buffers.lock();
+        let queued = state
+            .buffers
+            .get_and_remove(|b| b.kind() == BufferKind::TimeoutableAlignedCheckpointBarrier(checkpoint_id));
+        if let Ok(barrier) = queued {
+            barrier.recycle_buffer()?;
+            let unaligned = NetworkBuffer::event(BufferKind::CheckpointBarrier(checkpoint_id));
+            state.buffers.add_priority_element(unaligned);
         }
         Ok(())
     }

@@ -39,8 +39,7 @@ pub enum CheckpointState {
 pub struct Alignment {
     /// The checkpoint.
     pub cp: u8,
-    /// `sequenceNumberInAnnouncedChannels`: (channel, announced sequence number), in the order
-    /// the announcements were seen.
+    /// `sequenceNumberInAnnouncedChannels`: (channel, announced sequence number).
     pub announced: Vec<(u8, i32)>,
     /// The alignment timer is registered and has not fired.
     pub timer: bool,
@@ -61,6 +60,9 @@ pub struct SingleCheckpointBarrierHandler {
     /// aligned barrier converted to priority) was processed; their upstreams blocked
     /// themselves when they sent it.
     blocked: u8,
+    /// Announced barriers the handler has decided to convert and the task has not yet
+    /// (`convertToPriorityEvent`), in channel order.
+    to_convert: Vec<(u8, i32)>,
 }
 
 impl SingleCheckpointBarrierHandler {
@@ -72,6 +74,7 @@ impl SingleCheckpointBarrierHandler {
             triggering: false,
             alignment: None,
             blocked: 0,
+            to_convert: Vec::new(),
         }
     }
 
@@ -87,14 +90,28 @@ impl SingleCheckpointBarrierHandler {
 
     /// `processBarrier` of an unaligned barrier of `cp` from channel `c`: its first barrier
     /// triggers it (aborting older ones still waiting) and returns true, the task then runs the
-    /// trigger's channel calls; a later one may complete it. A barrier of an aligned checkpoint
-    /// is one the alignment timer converted to priority: its channel is blocked.
+    /// trigger's channel calls; a later one may complete it. While an alignment of `cp` waits
+    /// (the upstream's own timeout sent this barrier unaligned), `alignedCheckpointTimeout`
+    /// runs first: the task converts what [`Self::take_conversions`] returns.
     pub fn process_barrier(&mut self, c: u8, cp: u8, inputs: &impl CheckpointableInput) -> Result<bool> {
         let i = cp as usize - 1;
-        self.barriers_seen[i] |= 1 << c;
-        if self.alignment.as_ref().is_some_and(|a| a.cp == cp) {
-            self.blocked |= 1 << c;
+        let waiting = self.alignment.as_ref().is_some_and(|a| a.cp == cp && !a.timed_out) && self.pending(cp);
+        if waiting {
+            let announced = self.time_out(cp, 1 << c);
+            self.to_convert.extend(announced);
+        } else if self.alignment.as_ref().is_none_or(|a| a.cp < cp)
+            && self.checkpoint(cp) == CheckpointState::NotTriggered
+        {
+            // The checkpoint's first barrier, unaligned: the handler goes on unaligned, and
+            // converts later announcements at once.
+            self.alignment = Some(Alignment {
+                cp,
+                announced: Vec::new(),
+                timer: false,
+                timed_out: true,
+            });
         }
+        self.barriers_seen[i] |= 1 << c;
         if self.checkpoints[i] != CheckpointState::NotTriggered {
             self.maybe_complete(cp, inputs)?;
             return Ok(false);
@@ -131,6 +148,7 @@ impl SingleCheckpointBarrierHandler {
         }
         let a = self.alignment.as_mut().expect("pending");
         if a.timed_out {
+            self.blocked |= 1 << c;
             return true;
         }
         a.announced.push((c, seq));
@@ -164,20 +182,40 @@ impl SingleCheckpointBarrierHandler {
     }
 
     /// The alignment timer of `cp` fires (`alignedCheckpointTimeout`): the checkpoint goes on
-    /// unaligned, and the announced barriers are returned, in the order seen, for the task to
+    /// unaligned, and the announced barriers are returned, in channel order, for the task to
     /// `convertToPriorityEvent` (`ChannelState.prioritizeAllAnnouncements`). With a barrier in
     /// (`AlternatingCollectingBarriers`) the timeout triggers the checkpoint too: the task then
     /// runs the trigger's channel calls. `None` if no timer of `cp` is registered.
     pub fn aligned_checkpoint_timeout(&mut self, cp: u8) -> Option<Vec<(u8, i32)>> {
-        let a = self.alignment.as_mut().filter(|a| a.cp == cp && a.timer)?;
+        self.alignment.as_ref().filter(|a| a.cp == cp && a.timer)?;
+        Some(self.time_out(cp, 0))
+    }
+
+    /// The announced barriers the handler decided to convert on an unaligned barrier's
+    /// arrival, for the task's `convertToPriorityEvent`.
+    pub fn take_conversions(&mut self) -> Vec<(u8, i32)> {
+        std::mem::take(&mut self.to_convert)
+    }
+
+    /// `alignedCheckpointTimeout` of the current alignment: every announced channel will be
+    /// blocked once its converted barrier is taken; with a barrier in (other than `arriving`'s
+    /// bits) the checkpoint is triggered now.
+    fn time_out(&mut self, cp: u8, arriving: u8) -> Vec<(u8, i32)> {
+        let a = self.alignment.as_mut().expect("an alignment");
         a.timer = false;
         a.timed_out = true;
-        let announced = std::mem::take(&mut a.announced);
-        if self.barriers_seen[cp as usize - 1] != 0 {
+        // `sequenceNumberInAnnouncedChannels` is a `HashMap` keyed by `InputChannelInfo`, whose
+        // hash grows with the channel index within a gate: the channels come in index order.
+        let mut announced = std::mem::take(&mut a.announced);
+        announced.sort_unstable();
+        for &(c, _) in &announced {
+            self.blocked |= 1 << c;
+        }
+        if self.barriers_seen[cp as usize - 1] & !arriving != 0 {
             self.checkpoints[cp as usize - 1] = CheckpointState::Triggered;
             self.triggering = true;
         }
-        Some(announced)
+        announced
     }
 
     /// `checkNewCheckpoint`: a newer checkpoint becomes current; a timeoutable barrier

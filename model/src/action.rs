@@ -201,6 +201,15 @@ actions! {
         /// Checkpoint id.
         cp: CheckpointId,
     } => "processTimeoutableCheckpointBarrier", Thread::Producer, emit_timeoutable_checkpoint_barrier;
+    /// Producer (`aligned_checkpoint_timeout`): the upstream's own alignment timer,
+    /// `PipelinedSubpartition.alignedBarrierTimeout(cp)`: the timeoutable barrier still queued
+    /// becomes an unaligned one and moves to the priority head.
+    AlignedBarrierTimeout {
+        /// Channel index.
+        channel: u8,
+        /// Checkpoint id.
+        cp: CheckpointId,
+    } => "alignedBarrierTimeout", Thread::Producer, aligned_barrier_timeout;
     /// Task (the alignment timer's mail, `aligned_checkpoint_timeout`): the barrier handler's
     /// `alignedCheckpointTimeout` → `prioritizeAllAnnouncements` → `convertToPriorityEvent` on
     /// every channel whose announcement it saw.

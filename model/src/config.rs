@@ -459,30 +459,23 @@ const TINY_UNREACHABLE: &[PropertyId] = &[
     PropertyId::StaleRecoveryBarrierPolled,
 ];
 
-/// An aligned checkpoint never runs during recovery: its barrier waits in the stash until
-/// recovery ends, and a timeout before that fails the task (docs/findings.md). So nothing
-/// recovered is persisted or spilled and no recovery barrier is inserted; no data upstream, one
-/// exclusive buffer, no release, as in tiny.
+/// An aligned checkpoint with a timeout on one channel: the upstream's own timeout sends the
+/// barrier unaligned during recovery, or it waits behind the blocking event; no data is
+/// written behind it, and nothing declines.
 const ALIGNED_TIMEOUT_UNREACHABLE: &[PropertyId] = &[
-    PropertyId::CheckpointPersistsRecoveredData,
-    PropertyId::CheckpointSpillsUndrainedData,
     PropertyId::CheckpointPersistsLiveData,
     PropertyId::RecycleRacesEnableNotify,
     PropertyId::CheckpointDeclinedForMissingBarrier,
-    PropertyId::CheckpointCompletesDuringRecovery,
-    PropertyId::RecoveryBarrierBehindSentinel,
     PropertyId::StaleRecoveryBarrierPolled,
 ];
 
-/// Two channels aligned with a timeout: a timeout with one barrier in goes unaligned and
-/// persists the other channel's data before its barrier.
+/// Two channels aligned with a timeout, nothing recovered: a timeout with one barrier in goes
+/// unaligned and persists the other channel's data before its barrier.
 const ALIGNED_TIMEOUT_TWO_CHANNELS_UNREACHABLE: &[PropertyId] = &[
     PropertyId::CheckpointPersistsRecoveredData,
     PropertyId::CheckpointSpillsUndrainedData,
     PropertyId::RecycleRacesEnableNotify,
     PropertyId::CheckpointDeclinedForMissingBarrier,
-    PropertyId::CheckpointCompletesDuringRecovery,
-    PropertyId::RecoveryBarrierBehindSentinel,
     PropertyId::StaleRecoveryBarrierPolled,
 ];
 
@@ -897,7 +890,7 @@ pub const PRESETS: &[Preset] = &[
         config: || ModelConfig {
             // The data is written while the consumer runs, so it may follow the barrier.
             channels: vec![
-                remote(1, &[O], 1, 0),
+                remote(0, &[O], 1, 0),
                 ChannelConfig {
                     late: 1,
                     ..remote(0, &[O, D], 1, 0)

@@ -6,7 +6,7 @@
 //! |---|---|---|
 //! | task | `task_actions`, task.rs | single_input_gate.rs: `ConvertRecoveredInputChannels`, `RequestPartitions`, `GetNextBuffer`, `ClearPendingPriorityEvent`, `RereadPendingPriorityEvent`; task.rs: `InsertRecoveryCheckpointBarrier`, `CheckpointStarted`, `AlignedCheckpointTimeout`; recoverable_input_channel.rs: `OnRecoveredStateConsumed`; remote_input_channel.rs: `EnableNotify` |
 //! | io | `io_actions`, sequential_channel_state_reader.rs | sequential_channel_state_reader.rs: `OnRecoveredStateBuffer`, `RequestBufferBlocking`, `FinishRecoveredBufferDelivery` |
-//! | producer | `producer_actions`, producer.rs | producer.rs: `EmitCheckpointBarrier`, `EmitTimeoutableCheckpointBarrier`, `NotifyPriorityEvent`, `AddBuffer`, `ReleasePartition` |
+//! | producer | `producer_actions`, producer.rs | producer.rs: `EmitCheckpointBarrier`, `EmitTimeoutableCheckpointBarrier`, `AlignedBarrierTimeout`, `NotifyPriorityEvent`, `AddBuffer`, `ReleasePartition` |
 //! | netty-server | `netty_server_actions`, producer.rs | producer.rs: `SendBuffer`, `OnAddCredit`, `OnResumeConsumption`, `AnnounceBacklog` |
 //! | netty-client | `netty_client_actions`, remote_input_channel.rs | remote_input_channel.rs: `OnBuffer`, `OnSenderBacklog`, `SendAddCredit`, `SendResumeConsumption`, `OnError` |
 //! | recycler | `recycler_actions`, buffer_manager.rs | buffer_manager.rs: `Recycle`, `ReturnFloatingBuffer` |

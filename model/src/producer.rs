@@ -113,6 +113,18 @@ impl Producer {
         self.barriers += 1;
     }
 
+    /// `alignedBarrierTimeout(cp)`: the timeoutable barrier of `cp` still queued goes on as an
+    /// unaligned barrier, behind the priority events already at the head. False if it was sent.
+    pub fn aligned_barrier_timeout(&mut self, cp: CheckpointId) -> bool {
+        let Some(at) = self.subpartition.iter().position(|p| *p == Payload::AlignedBarrier(cp)) else {
+            return false;
+        };
+        self.subpartition.remove(at);
+        let head = self.priority_elements();
+        self.subpartition.insert(head, Payload::Barrier(cp));
+        true
+    }
+
     /// Priority elements (barriers) at the head of the subpartition.
     pub fn priority_elements(&self) -> usize {
         self.subpartition
@@ -241,6 +253,12 @@ impl RecoveryModel {
                     cp: p.barriers + 1,
                 });
             }
+            // The upstream's alignment timer fires while its barrier is still queued.
+            if let Some(&Payload::AlignedBarrier(cp)) =
+                p.subpartition.iter().find(|e| matches!(e, Payload::AlignedBarrier(_)))
+            {
+                out.push(Action::AlignedBarrierTimeout { channel: c, cp });
+            }
             if p.writes_more(&self.cfg.channels[c as usize]) {
                 out.push(Action::AddBuffer { channel: c });
             }
@@ -312,6 +330,14 @@ impl RecoveryModel {
     /// An aligned barrier that may time out into an unaligned one: queued as data.
     pub(crate) fn emit_timeoutable_checkpoint_barrier(&self, s: &mut State, c: u8, cp: CheckpointId) {
         s.ch_mut(c).producer.emit_timeoutable_barrier(cp);
+    }
+
+    /// The upstream's alignment timer (`SubtaskCheckpointCoordinatorImpl`'s, on the producer's
+    /// task): `PipelinedSubpartition.alignedBarrierTimeout(cp)` turns the queued timeoutable
+    /// barrier into an unaligned one at the priority head, which a blocked subpartition hands
+    /// out too. Remote channels only (`aligned_checkpoint_timeout`): no listener to notify.
+    pub(crate) fn aligned_barrier_timeout(&self, s: &mut State, c: u8, cp: CheckpointId) {
+        s.ch_mut(c).producer.aligned_barrier_timeout(cp);
     }
 
     /// `priority_notify_step`: `notifyPriorityEvent` after `add()` released the lock. The gate's

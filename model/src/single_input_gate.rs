@@ -271,7 +271,12 @@ impl RecoveryModel {
     /// `unblockAllChannels` when a checkpoint whose aligned barriers blocked them ends. A released channel would throw
     /// `checkState(!isReleased)`; the task is being cancelled then, and the model skips it.
     pub(crate) fn resume_consumption(&self, s: &mut State) {
-        for c in 0..s.channels.len() as u8 {
+        self.resume_channels(s, u8::MAX);
+    }
+
+    /// `resumeConsumption` of the channels in the bitmask `channels`, in channel order.
+    pub(crate) fn resume_channels(&self, s: &mut State, channels: u8) {
+        for c in (0..s.channels.len() as u8).filter(|c| channels & 1 << c != 0) {
             if s.ch(c).released
                 || matches!(
                     self.variant,

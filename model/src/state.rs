@@ -699,6 +699,11 @@ pub struct Alignment {
     /// The timer fired (`AlternatingWaitingForFirstBarrierUnaligned`): the checkpoint goes on
     /// unaligned.
     pub timed_out: bool,
+    /// `ChannelState.blockedChannels`: bitmask of the channels whose aligned barrier (as it
+    /// came, or converted to priority by the handler) the handler took; their subpartitions
+    /// blocked themselves when they sent it. An upstream's own timeout sends an unaligned
+    /// barrier, which blocks nothing.
+    pub blocked: u8,
 }
 
 /// A credit announcement computed under the `bufferQueue` lock and made after releasing it:

@@ -20,6 +20,7 @@ use crate::variant::Variant;
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Followup {
     None,
+    /// Bitmask of the channels whose converted barrier is their first priority element.
     NotifyPriority(u8),
     UnblockAllChannels,
 }
@@ -35,9 +36,34 @@ fn checkpointed_input_gate(s: &mut State, cfg: &ModelConfig, c: u8, payload: Pay
         Payload::EndOfRecovery => s.task = TaskPc::Consume { channel: c },
         Payload::Barrier(cp) => {
             s.ch_mut(c).ghost_delivered.push(Delivered { payload, seq });
+            // An unaligned barrier while the alignment waits (the upstream's own timeout sent
+            // it): `alignedCheckpointTimeout` first, then the barrier as in the unaligned state.
+            let converted = match s.alignment.as_ref() {
+                Some(a) if a.cp == cp && !a.timed_out && pending(s, cp) => aligned_checkpoint_timeout(s, cfg, c),
+                _ => {
+                    // The first barrier of the checkpoint, unaligned: the handler goes on
+                    // unaligned, so its later announcements are converted at once.
+                    if cfg.aligned_checkpoint_timeout
+                        && s.alignment.as_ref().is_none_or(|a| a.cp < cp)
+                        && s.checkpoints[cp as usize - 1] == CheckpointStatus::NotTriggered
+                    {
+                        s.alignment = Some(Alignment {
+                            cp,
+                            announced: Vec::new(),
+                            timer: false,
+                            timed_out: true,
+                            blocked: 0,
+                        });
+                    }
+                    0
+                }
+            };
             s.barriers_seen[cp as usize - 1] |= 1 << c;
             if on_barrier(s, cfg, cp) {
                 return unblock_all_channels(cfg);
+            }
+            if converted != 0 {
+                return Followup::NotifyPriority(converted);
             }
         }
         // handleEvent: the UpstreamRecoveryTracker notes the channel; the event goes on to the
@@ -107,6 +133,7 @@ fn check_new_checkpoint(s: &mut State, cp: CheckpointId) {
             announced: Vec::new(),
             timer: true,
             timed_out: false,
+            blocked: 0,
         });
     }
 }
@@ -135,7 +162,7 @@ fn process_barrier_announcement(s: &mut State, c: u8, cp: CheckpointId, seq: i32
         return Followup::None;
     }
     match convert_to_priority_event(s, c, seq) {
-        Some(true) => Followup::NotifyPriority(c),
+        Some(true) => Followup::NotifyPriority(1 << c),
         _ => Followup::None,
     }
 }
@@ -147,6 +174,9 @@ fn convert_to_priority_event(s: &mut State, c: u8, seq: i32) -> Option<bool> {
     match remote::convert_to_priority_event(s.ch_mut(c), seq) {
         Ok(first) => {
             s.ghost_converted = true;
+            // The barrier keeps its aligned options: the handler blocks its channel when it
+            // takes it (`blockChannel`), which the checkpoint's end undoes.
+            s.alignment.as_mut().expect("converted for an alignment").blocked |= 1 << c;
             Some(first)
         }
         Err(cause) => {
@@ -166,6 +196,8 @@ fn process_aligned_barrier(s: &mut State, c: u8, cp: CheckpointId) -> bool {
     if !pending(s, cp) {
         return false;
     }
+    let a = s.alignment.as_mut().expect("pending");
+    a.blocked |= 1 << c;
     if s.checkpoints[cp as usize - 1] == CheckpointStatus::Triggered {
         return maybe_complete(s, cp);
     }
@@ -203,20 +235,26 @@ pub fn alignment_timer_due(s: &State) -> Option<CheckpointId> {
 /// when polled; in `AlternatingCollectingBarriers` (a barrier is in) the timeout itself
 /// triggers it: `checkpointStarted` of the unaligned barrier on every channel, then
 /// `triggerGlobalCheckpoint`.
-fn aligned_checkpoint_timeout(s: &mut State, cfg: &ModelConfig) -> Vec<u8> {
+/// Returns the bitmask of the channels to notify. `arriving`: the channel whose unaligned
+/// barrier called it, not yet counted (`u8::MAX` for the timer).
+fn aligned_checkpoint_timeout(s: &mut State, cfg: &ModelConfig, arriving: u8) -> u8 {
     let a = s.alignment.as_mut().expect("guarded");
     a.timer = false;
     a.timed_out = true;
     let cp = a.cp;
-    let announced = std::mem::take(&mut a.announced);
-    let mut notify = Vec::new();
+    // `sequenceNumberInAnnouncedChannels` is a `HashMap` by `InputChannelInfo`, whose hash
+    // grows with the channel index: the channels are converted in index order.
+    let mut announced = std::mem::take(&mut a.announced);
+    announced.sort_unstable();
+    let mut notify = 0;
     for (c, seq) in announced {
         match convert_to_priority_event(s, c, seq) {
-            Some(first) => notify.extend(first.then_some(c)),
-            None => return Vec::new(),
+            Some(first) => notify |= u8::from(first) << c,
+            None => return 0,
         }
     }
-    if s.barriers_seen[cp as usize - 1] != 0 {
+    let others = s.barriers_seen[cp as usize - 1] & !1u8.checked_shl(u32::from(arriving)).unwrap_or(0);
+    if others != 0 {
         s.checkpoints[cp as usize - 1] = CheckpointStatus::Triggered;
         s.task = TaskPc::Trigger {
             cp,
@@ -367,9 +405,8 @@ impl RecoveryModel {
 
     /// The alignment timer's mail: the converted channels queue at the gate's priority head.
     pub(crate) fn aligned_checkpoint_timeout(&self, s: &mut State, _cp: CheckpointId) {
-        for c in aligned_checkpoint_timeout(s, &self.cfg) {
-            self.notify(s, c, true);
-        }
+        let notify = aligned_checkpoint_timeout(s, &self.cfg, u8::MAX);
+        self.follow_up(s, Followup::NotifyPriority(notify));
     }
 
     /// The task hands a polled element to `CheckpointedInputGate`, and the gate does what the
@@ -382,9 +419,16 @@ impl RecoveryModel {
     fn follow_up(&self, s: &mut State, followup: Followup) {
         match followup {
             Followup::None => {}
-            Followup::NotifyPriority(c) => self.notify(s, c, true),
+            Followup::NotifyPriority(mask) => {
+                for c in (0..s.channels.len() as u8).filter(|c| mask & 1 << c != 0) {
+                    self.notify(s, c, true);
+                }
+            }
             Followup::UnblockAllChannels if self.variant == Variant::AlignmentLeavesChannelsBlocked => {}
-            Followup::UnblockAllChannels => self.resume_consumption(s),
+            Followup::UnblockAllChannels => {
+                let blocked = s.alignment.as_mut().map_or(0, |a| std::mem::take(&mut a.blocked));
+                self.resume_channels(s, blocked);
+            }
         }
     }
 
