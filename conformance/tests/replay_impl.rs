@@ -67,6 +67,7 @@ fn every_edge_of_tiny_replays_on_the_implementation_without_divergence() {
             "pullPriorityFromSubpartitionView",
             "abortPendingCheckpoint",
             "processTimeoutableCheckpointBarrier",
+            "alignedBarrierTimeout",
             "alignedCheckpointTimeout",
             "announceBacklog",
             "recycleFloatingBuffer",
@@ -104,6 +105,7 @@ fn every_edge_of_the_conversion_preset_replays_on_the_implementation_without_div
             "finishRecoveredBufferDelivery",
             "requestPartitions",
             "processTimeoutableCheckpointBarrier",
+            "alignedBarrierTimeout",
             "alignedCheckpointTimeout",
             "notifyPriorityEvent",
             "pullPriorityFromSubpartitionView",
@@ -201,9 +203,14 @@ fn every_edge_of_the_priority_race_preset_replays_on_the_implementation_without_
 #[test]
 fn every_edge_of_the_aligned_timeout_preset_replays_on_the_implementation_without_divergence() {
     // The timeoutable barrier stashed in recovery or queued after it, its announcement polled,
-    // the alignment timer converting it (or failing the task), the aligned checkpoint taken.
+    // the alignment timer converting it (or failing the task), the aligned checkpoint taken;
+    // or the upstream's own timeout sending it unaligned during recovery.
     let r = every_edge_without_divergence("aligned-timeout");
-    for kind in ["processTimeoutableCheckpointBarrier", "alignedCheckpointTimeout"] {
+    for kind in [
+        "processTimeoutableCheckpointBarrier",
+        "alignedCheckpointTimeout",
+        "alignedBarrierTimeout",
+    ] {
         assert!(!r.kinds_unreachable.contains(&kind), "{kind}");
     }
     assert!(r.kinds_missed.is_empty(), "{:?}", r.kinds_missed);
@@ -388,6 +395,7 @@ fn random_walks_with_releases_floating_buffers_and_two_checkpoints_agree_with_th
             "notifyPriorityEvent",
             "pullPriorityFromSubpartitionView",
             "processTimeoutableCheckpointBarrier",
+            "alignedBarrierTimeout",
             "alignedCheckpointTimeout",
             "announceBacklog",
         ]),

@@ -53,6 +53,7 @@ fn table() -> Vec<(&'static str, Split, &'static str)> {
         ),
         ("emitCheckpointBarrier", Whole, "P1"),
         ("processTimeoutableCheckpointBarrier", Whole, "P1"),
+        ("alignedBarrierTimeout", Whole, "choice 24"),
         ("alignedCheckpointTimeout", Whole, "choice 24"),
         // After `PipelinedSubpartition.add` released its lock (`priority_notify_step`, L8/P1).
         ("notifyPriorityEvent", Window(PausePoint::NotifyPriorityEvent), "L8, P1"),

@@ -595,7 +595,14 @@ fn the_accepted_remote_logs_cover_every_action_kind() {
     }
     let missing: Vec<_> = (Action::KINDS.iter())
         .filter(|k| !all.contains(*k) && !["close", "add", "onError", "releasePartition"].contains(*k))
-        .filter(|k| !["processTimeoutableCheckpointBarrier", "alignedCheckpointTimeout"].contains(*k))
+        .filter(|k| {
+            ![
+                "processTimeoutableCheckpointBarrier",
+                "alignedCheckpointTimeout",
+                "alignedBarrierTimeout",
+            ]
+            .contains(*k)
+        })
         .filter(|k| **k != "abortPendingCheckpoint")
         // Every logged channel has exclusive buffers: no reader announces its backlog.
         .filter(|k| **k != "announceBacklog")

@@ -16,7 +16,7 @@
 //!    pool, credit from an announcement to the server; dropped credit counts as consumed;
 //! 4. the other threads' post-lock work and the gate's queue, each entry done once.
 
-use crate::state::{Channel, CheckpointStatus, RecyclerPc, State, TaskPc};
+use crate::state::{Channel, CheckpointStatus, Payload, RecyclerPc, State, TaskPc};
 use crate::{Action, RecoveryModel};
 use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -77,7 +77,7 @@ fn grown(ch: &Channel) -> i64 {
         + flag(ch.producer.released)
         + flag(ch.bm.notify_available)
         // Resumed: the subpartition handed out its EndOfOutputChannelStateEvent and is no
-        // longer blocked (blocked only ever from that hand-out to the resume).
+        // longer blocked (an aligned barrier that blocks it again is counted as sent).
         + flag(!ch.producer.blocked && ch.producer.dequeued() > 0)
         + i64::from(ch.producer.emitted)
         + i64::from(ch.producer.barriers)
@@ -100,7 +100,11 @@ fn grown(ch: &Channel) -> i64 {
 /// Tier 1 of one channel: elements in flight, by how far they still have to go (every step
 /// that adds one grows tier 0; one that leaves counts as gone).
 fn in_flight(ch: &Channel) -> i64 {
+    // A queued timeoutable barrier is further from done than the unaligned one the upstream's
+    // timeout makes of it.
+    let aligned = |p: &&Payload| matches!(p, Payload::AlignedBarrier(_));
     -3 * ch.producer.subpartition.len() as i64
+        - ch.producer.subpartition.iter().filter(aligned).count() as i64
         - 2 * ch.producer.wire.len() as i64
         - (ch.queue.len() + ch.stash.len()) as i64
 }

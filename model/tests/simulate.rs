@@ -19,14 +19,25 @@ fn run(model: &RecoveryModel, seed: u64, walks: usize, threads: usize) -> Simula
     )
 }
 
+/// Variants that uniform random walks do not find within the CLI's default number of walks,
+/// with why; the exhaustive check finds them (`model/tests/bug_zoo.rs`).
+/// `alignment-leaves-channels-blocked` needs both barriers to travel aligned, and the upstream's
+/// own alignment timeout, enabled at every step while a barrier waits behind the blocking
+/// `EndOfOutputChannelStateEvent`, almost always turns one of them unaligned first.
+const SIMULATION_MISSES: &[&str] = &["alignment-leaves-channels-blocked"];
+
 #[test]
 fn every_variant_is_found_by_its_own_property_and_its_counterexample_is_shrunk() {
     for v in VARIANTS {
         let model = RecoveryModel::new(preset(v.preset).unwrap(), v.variant);
-        // The CLI's default number of walks: the rarest variant (floating-buffer-not-announced)
+        // The CLI's default number of walks: the rarest variant found (floating-buffer-not-announced)
         // is found about once in 1,500 walks.
         let report = run(&model, 1, 10_000, 2);
         let p = report.properties.iter().find(|p| p.name == v.property.name()).unwrap();
+        if SIMULATION_MISSES.contains(&v.name) {
+            assert_eq!(p.status, SimStatus::NotRefuted, "{}: found by simulation now", v.name);
+            continue;
+        }
         assert_eq!(p.status, SimStatus::Violated, "{}: {:?}", v.name, p);
         let actions = p.actions.as_ref().unwrap();
         assert!(
