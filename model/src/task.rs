@@ -59,6 +59,8 @@ fn checkpointed_input_gate(s: &mut State, cfg: &ModelConfig, c: u8, payload: Pay
                 }
             };
             s.barriers_seen[cp as usize - 1] |= 1 << c;
+            // A converted channel's barrier is still to come: the checkpoint cannot complete
+            // on this one as well.
             if on_barrier(s, cfg, cp) {
                 return unblock_all_channels(cfg);
             }
