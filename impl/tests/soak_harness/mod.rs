@@ -1199,6 +1199,12 @@ struct Task<'a> {
     seen: Vec<u64>,
     started_at: Vec<Option<Vec<u64>>>,
     during_recovery: u64,
+    /// The live channels before the task's current step, the one that may complete a
+    /// checkpoint. A release the event log places before that step had returned by then; one
+    /// still running is counted live, as the model counts a release the log places after the
+    /// step. Reading the channels' flags after the step instead would let a concurrent release
+    /// complete a checkpoint the model, which takes the step at once, still waits for.
+    live_at_step: u64,
 }
 
 impl Task<'_> {
@@ -1208,9 +1214,11 @@ impl Task<'_> {
             .collect()
     }
 
+    /// The channels whose release has not returned (`released_done`).
     fn live(&self) -> u64 {
+        let released = self.run.released_done.load(SeqCst);
         (0..self.cursor.len())
-            .filter(|c| !self.run.released(*c))
+            .filter(|c| released & 1 << c == 0)
             .fold(0, |m, c| m | 1 << c)
     }
 
@@ -1250,6 +1258,7 @@ impl Task<'_> {
             let buffers = slice.map(|i| self.run.heap_recovered(c, i as u64).snapshot()).collect();
             self.run.writer.add_input_data_from_spill(cp as i64, info, buffers);
         }
+        self.live_at_step = self.live();
         for ch in &all {
             slot.doing("checkpointStarted");
             if ch.checkpoint_started(cp as i64).is_err() {
@@ -1273,7 +1282,7 @@ impl Task<'_> {
     }
 
     fn maybe_complete(&mut self, i: usize) {
-        let live = self.live();
+        let live = self.live_at_step;
         if self.status[i] == Status::Triggered && self.seen[i] & live == live {
             self.status[i] = Status::Completed;
             self.run.ended.fetch_max(i as u64 + 1, SeqCst);
@@ -1299,6 +1308,7 @@ fn task_thread(
         seen: Vec::new(),
         started_at: Vec::new(),
         during_recovery: 0,
+        live_at_step: u64::MAX,
     };
     let totals: Vec<u64> = run.specs.iter().map(ChannelSpec::total).collect();
     let request_after = match delivery {
@@ -1347,6 +1357,7 @@ fn task_thread(
         polls += 1;
         j.pause();
         slot.doing("pollNext");
+        task.live_at_step = task.live();
         let next = match run.gate.poll_next() {
             Ok(Some(next)) => next,
             Ok(None) => {
