@@ -99,17 +99,10 @@ impl SingleCheckpointBarrierHandler {
         if waiting {
             let announced = self.time_out(cp, 1 << c);
             self.to_convert.extend(announced);
-        } else if self.alignment.as_ref().is_none_or(|a| a.cp < cp)
-            && self.checkpoint(cp) == CheckpointState::NotTriggered
-        {
+        } else {
             // The checkpoint's first barrier, unaligned: the handler goes on unaligned, and
             // converts later announcements at once.
-            self.alignment = Some(Alignment {
-                cp,
-                announced: Vec::new(),
-                timer: false,
-                timed_out: true,
-            });
+            self.check_new_checkpoint(cp, true);
         }
         self.barriers_seen[i] |= 1 << c;
         if self.checkpoints[i] != CheckpointState::NotTriggered {
@@ -142,7 +135,7 @@ impl SingleCheckpointBarrierHandler {
     /// the timeout `addSeenAnnouncement`; after it (the `...Unaligned` states) the barrier is
     /// converted at once: true, the task calls `convertToPriorityEvent(seq)` on the channel.
     pub fn process_barrier_announcement(&mut self, c: u8, cp: u8, seq: i32) -> bool {
-        self.check_new_checkpoint(cp);
+        self.check_new_checkpoint(cp, false);
         if !self.pending(cp) {
             return false;
         }
@@ -162,7 +155,7 @@ impl SingleCheckpointBarrierHandler {
     /// only counts.
     pub fn process_aligned_barrier(&mut self, c: u8, cp: u8, inputs: &impl CheckpointableInput) -> Result<()> {
         self.barriers_seen[cp as usize - 1] |= 1 << c;
-        self.check_new_checkpoint(cp);
+        self.check_new_checkpoint(cp, false);
         if !self.pending(cp) {
             return Ok(());
         }
@@ -219,16 +212,17 @@ impl SingleCheckpointBarrierHandler {
     }
 
     /// `checkNewCheckpoint`: a newer checkpoint becomes current; a timeoutable barrier
-    /// registers the alignment timer, whether it came as a barrier or announced.
-    fn check_new_checkpoint(&mut self, cp: u8) {
+    /// registers the alignment timer, whether it came as a barrier or announced; an unaligned
+    /// one (`timed_out`) sets the handler on unaligned.
+    fn check_new_checkpoint(&mut self, cp: u8, timed_out: bool) {
         if self.alignment.as_ref().is_none_or(|a| a.cp < cp)
             && self.checkpoints[cp as usize - 1] == CheckpointState::NotTriggered
         {
             self.alignment = Some(Alignment {
                 cp,
                 announced: Vec::new(),
-                timer: true,
-                timed_out: false,
+                timer: !timed_out,
+                timed_out,
             });
         }
     }

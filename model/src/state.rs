@@ -706,6 +706,20 @@ pub struct Alignment {
     pub blocked: u8,
 }
 
+impl Alignment {
+    /// `checkNewCheckpoint` of `cp`: a timeoutable barrier registers the alignment timer; an
+    /// unaligned first barrier (`timed_out`) sets the handler on unaligned at once.
+    pub fn new(cp: CheckpointId, timed_out: bool) -> Self {
+        Alignment {
+            cp,
+            announced: Vec::new(),
+            timer: !timed_out,
+            timed_out,
+            blocked: 0,
+        }
+    }
+}
+
 /// A credit announcement computed under the `bufferQueue` lock and made after releasing it:
 /// `inputChannel.notifyBufferAvailable(n)`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]

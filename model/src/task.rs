@@ -39,21 +39,12 @@ fn checkpointed_input_gate(s: &mut State, cfg: &ModelConfig, c: u8, payload: Pay
             // An unaligned barrier while the alignment waits (the upstream's own timeout sent
             // it): `alignedCheckpointTimeout` first, then the barrier as in the unaligned state.
             let converted = match s.alignment.as_ref() {
-                Some(a) if a.cp == cp && !a.timed_out && pending(s, cp) => aligned_checkpoint_timeout(s, cfg, c),
+                Some(a) if a.cp == cp && !a.timed_out && pending(s, cp) => aligned_checkpoint_timeout(s, cfg, 1 << c),
                 _ => {
                     // The first barrier of the checkpoint, unaligned: the handler goes on
                     // unaligned, so its later announcements are converted at once.
-                    if cfg.aligned_checkpoint_timeout
-                        && s.alignment.as_ref().is_none_or(|a| a.cp < cp)
-                        && s.checkpoints[cp as usize - 1] == CheckpointStatus::NotTriggered
-                    {
-                        s.alignment = Some(Alignment {
-                            cp,
-                            announced: Vec::new(),
-                            timer: false,
-                            timed_out: true,
-                            blocked: 0,
-                        });
+                    if cfg.aligned_checkpoint_timeout {
+                        check_new_checkpoint(s, cp, true);
                     }
                     0
                 }
@@ -62,7 +53,7 @@ fn checkpointed_input_gate(s: &mut State, cfg: &ModelConfig, c: u8, payload: Pay
             // A converted channel's barrier is still to come: the checkpoint cannot complete
             // on this one as well.
             if on_barrier(s, cfg, cp) {
-                return unblock_all_channels(cfg);
+                return Followup::UnblockAllChannels;
             }
             if converted != 0 {
                 return Followup::NotifyPriority(converted);
@@ -90,17 +81,6 @@ fn checkpointed_input_gate(s: &mut State, cfg: &ModelConfig, c: u8, payload: Pay
     Followup::None
 }
 
-/// A checkpoint completed: the alternating handler's `finishCheckpoint` resumes the channels
-/// its aligned barriers blocked (`ChannelState.unblockAllChannels`); with aligned checkpoints
-/// with timeout every barrier is such a barrier. The unaligned handler blocks nothing.
-fn unblock_all_channels(cfg: &ModelConfig) -> Followup {
-    if cfg.aligned_checkpoint_timeout {
-        Followup::UnblockAllChannels
-    } else {
-        Followup::None
-    }
-}
-
 /// `SingleCheckpointBarrierHandler`: the first barrier of a checkpoint triggers it on every
 /// channel; once all barriers are in, it completes (true).
 fn on_barrier(s: &mut State, cfg: &ModelConfig, cp: CheckpointId) -> bool {
@@ -125,18 +105,13 @@ fn on_barrier(s: &mut State, cfg: &ModelConfig, cp: CheckpointId) -> bool {
 }
 
 /// `checkNewCheckpoint`: a newer checkpoint becomes current; a timeoutable barrier registers
-/// the alignment timer (`registerAlignmentTimer`), whether it came as a barrier or announced.
-fn check_new_checkpoint(s: &mut State, cp: CheckpointId) {
+/// the alignment timer (`registerAlignmentTimer`), whether it came as a barrier or announced;
+/// an unaligned one (`timed_out`) sets the handler on unaligned.
+fn check_new_checkpoint(s: &mut State, cp: CheckpointId, timed_out: bool) {
     if s.alignment.as_ref().is_none_or(|a| a.cp < cp)
         && s.checkpoints[cp as usize - 1] == CheckpointStatus::NotTriggered
     {
-        s.alignment = Some(Alignment {
-            cp,
-            announced: Vec::new(),
-            timer: true,
-            timed_out: false,
-            blocked: 0,
-        });
+        s.alignment = Some(Alignment::new(cp, timed_out));
     }
 }
 
@@ -154,7 +129,7 @@ fn pending(s: &State, cp: CheckpointId) -> bool {
 /// `ChannelState.addSeenAnnouncement(channel, seq)`; after it (the `...Unaligned` states)
 /// `convertToPriorityEvent(channel, seq)` at once.
 fn process_barrier_announcement(s: &mut State, c: u8, cp: CheckpointId, seq: i32) -> Followup {
-    check_new_checkpoint(s, cp);
+    check_new_checkpoint(s, cp, false);
     if !pending(s, cp) {
         return Followup::None;
     }
@@ -194,7 +169,7 @@ fn convert_to_priority_event(s: &mut State, c: u8, seq: i32) -> Option<bool> {
 /// `checkpointStopped`), the timer is reset, and `finishCheckpoint` resumes every channel
 /// (true). After the timeout the checkpoint went on unaligned: the barrier only counts.
 fn process_aligned_barrier(s: &mut State, c: u8, cp: CheckpointId) -> bool {
-    check_new_checkpoint(s, cp);
+    check_new_checkpoint(s, cp, false);
     if !pending(s, cp) {
         return false;
     }
@@ -232,13 +207,12 @@ pub fn alignment_timer_due(s: &State) -> Option<CheckpointId> {
 
 /// The alignment timer's mail, `alignedCheckpointTimeout`: `ChannelState.prioritizeAllAnnouncements()`
 /// → `convertToPriorityEvent(channel, seq)` on every announced channel; the checkpoint goes on
-/// unaligned. Returns the channels to queue at the gate's priority head; a lookup that throws
-/// fails the task. In `AlternatingWaitingForFirstBarrier` the converted barrier triggers it
-/// when polled; in `AlternatingCollectingBarriers` (a barrier is in) the timeout itself
-/// triggers it: `checkpointStarted` of the unaligned barrier on every channel, then
-/// `triggerGlobalCheckpoint`.
-/// Returns the bitmask of the channels to notify. `arriving`: the channel whose unaligned
-/// barrier called it, not yet counted (`u8::MAX` for the timer).
+/// unaligned. Returns the bitmask of the channels to queue at the gate's priority head; a
+/// lookup that throws fails the task. In `AlternatingWaitingForFirstBarrier` the converted
+/// barrier triggers it when polled; in `AlternatingCollectingBarriers` (a barrier is in, other
+/// than `arriving`'s: the bitmask of the channel whose unaligned barrier called it, 0 for the
+/// timer) the timeout itself triggers it: `checkpointStarted` of the unaligned barrier on
+/// every channel, then `triggerGlobalCheckpoint`.
 fn aligned_checkpoint_timeout(s: &mut State, cfg: &ModelConfig, arriving: u8) -> u8 {
     let a = s.alignment.as_mut().expect("guarded");
     a.timer = false;
@@ -255,8 +229,7 @@ fn aligned_checkpoint_timeout(s: &mut State, cfg: &ModelConfig, arriving: u8) ->
             None => return 0,
         }
     }
-    let others = s.barriers_seen[cp as usize - 1] & !1u8.checked_shl(u32::from(arriving)).unwrap_or(0);
-    if others != 0 {
+    if s.barriers_seen[cp as usize - 1] & !arriving != 0 {
         s.checkpoints[cp as usize - 1] = CheckpointStatus::Triggered;
         s.task = TaskPc::Trigger {
             cp,
@@ -400,14 +373,14 @@ impl RecoveryModel {
         } else {
             s.task = TaskPc::Idle;
             if maybe_complete(s, cp) {
-                self.follow_up(s, unblock_all_channels(cfg));
+                self.follow_up(s, Followup::UnblockAllChannels);
             }
         }
     }
 
     /// The alignment timer's mail: the converted channels queue at the gate's priority head.
     pub(crate) fn aligned_checkpoint_timeout(&self, s: &mut State, _cp: CheckpointId) {
-        let notify = aligned_checkpoint_timeout(s, &self.cfg, u8::MAX);
+        let notify = aligned_checkpoint_timeout(s, &self.cfg, 0);
         self.follow_up(s, Followup::NotifyPriority(notify));
     }
 
