@@ -20,6 +20,7 @@ use recovery_impl::credit_based_sequence_numbering_view_reader::{
     BufferResponse, CreditBasedSequenceNumberingViewReader,
 };
 use recovery_impl::event_log::{Event, EventLog, Recorded, Recorder, set_thread_recorder};
+use recovery_impl::fetched_channel_state_drainer::FetchedChannelStateDrainer;
 use recovery_impl::input_channel_info::InputChannelInfo;
 use recovery_impl::local_input_channel::LocalInputChannel;
 use recovery_impl::netty_message::ResumeConsumption;
@@ -195,10 +196,12 @@ fn run(cfg: &ModelConfig, seed: u64) -> Run {
     let stop = Arc::new(AtomicBool::new(false));
     let mut threads = Vec::new();
 
-    // IO: the drainer's program (drainer delivery only).
+    // IO: the drainer's program (drainer delivery only). Its deliveries and the recovery
+    // trigger's insertions take the drainer's lock, as the model's do.
     let io_done = Arc::new(AtomicBool::new(cfg.delivery == Delivery::Conversion));
+    let drainer = FetchedChannelStateDrainer::new(cfg.channels.iter().map(|cc| cc.recovered as usize).collect());
     if cfg.delivery == Delivery::Drainer {
-        let (gate, cfg, done) = (Arc::clone(&gate), cfg.clone(), Arc::clone(&io_done));
+        let (gate, cfg, done, drainer) = (Arc::clone(&gate), cfg.clone(), Arc::clone(&io_done), drainer.clone());
         threads.push(spawn("io", &log, move || {
             let mut rng = SplitMix64::new(seed ^ 0x10);
             let channels: Vec<_> = (0..cfg.channels.len())
@@ -209,13 +212,13 @@ fn run(cfg: &ModelConfig, seed: u64) -> Run {
                     jitter(&mut rng);
                     // A local channel's recovered data is in heap memory.
                     if cfg.channels[c].kind == ChannelKind::Local {
-                        ch.on_recovered_state_buffer(recovered_buffer(c as u8, i)).unwrap();
+                        drainer.deliver(c, &**ch, recovered_buffer(c as u8, i)).unwrap();
                         continue;
                     }
                     match ch.request_recovery_buffer_blocking() {
                         Ok(buffer) => {
                             let buffer = buffer.fill(BufferKind::Data, recovered_payload(c as u8, i));
-                            ch.on_recovered_state_buffer(buffer).unwrap();
+                            drainer.deliver(c, &**ch, buffer).unwrap();
                         }
                         // A released channel: the model's drainer goes on, pushing into it.
                         Err(ChannelError::Released(_)) => {}
@@ -396,6 +399,7 @@ fn run(cfg: &ModelConfig, seed: u64) -> Run {
         .map(|cc| cc.upstream.len() + cfg.checkpoints as usize)
         .collect();
     let (task_gate, conversion) = (Arc::clone(&gate), cfg.delivery == Delivery::Conversion);
+    let task_drainer = drainer.clone();
     let task_requested = Arc::clone(&partitions_requested);
     let task_released_done = Arc::clone(&released_done);
     let checkpoints = cfg.checkpoints as usize;
@@ -466,12 +470,9 @@ fn run(cfg: &ModelConfig, seed: u64) -> Run {
                     triggered = true;
                     // The recovery trigger inserts on every channel, then the gate starts the
                     // checkpoint channel by channel until one throws.
-                    for ch in &all {
-                        let recoverable = ch.as_recoverable().unwrap();
-                        recoverable
-                            .insert_recovery_checkpoint_barrier_if_in_recovery(cp as i64)
-                            .unwrap();
-                    }
+                    let recoverable: Vec<_> = all.iter().map(|ch| ch.as_recoverable().unwrap()).collect();
+                    let refs: Vec<&dyn RecoverableInputChannel> = recoverable.iter().map(|ch| &**ch).collect();
+                    task_drainer.snapshot_and_insert_barriers(&refs, cp as i64).unwrap();
                     for ch in &all {
                         if ch.checkpoint_started(cp as i64).is_err() {
                             ended = true;
