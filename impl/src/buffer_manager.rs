@@ -415,6 +415,14 @@ impl BufferManager {
         floating.into_iter().try_for_each(NetworkBuffer::recycle_buffer)
     }
 
+    /// Runs `op` under `bufferQueue`'s lock. The owner's release swaps its `isReleased` flag
+    /// here: every step of this manager reads the flag under the lock and records its event
+    /// before unlocking, so the swap's place in the event log is the place the steps saw.
+    pub(crate) fn with_queue_locked<R>(&self, op: impl FnOnce() -> R) -> R {
+        let _queue = self.buffer_queue.lock();
+        op()
+    }
+
     /// `releaseAllBuffers(buffers)` (after the channel set `isReleased`): exclusive segments,
     /// of `buffers` and of the queue, go back to the global pool in one batch; the rest is
     /// recycled to its owner. Wakes blocked `request_buffer_blocking` callers.

@@ -601,28 +601,29 @@ impl RemoteInputChannel {
     /// initial credit is 0 (the server's reader drops its credit too) and a `ResumeConsumption`
     /// queued on the Netty client (`partitionRequestClient.resumeConsumption(this)`).
     pub fn resume_consumption(&self) -> Result<()> {
-        if self.shared.released.load(Ordering::SeqCst) {
-            return Err(ChannelError::illegal_state("Channel released."));
-        }
-        if !self.partition_requested.load(Ordering::SeqCst) {
-            return Err(ChannelError::illegal_state(
-                "Bug: partitionRequestClient is not initialized before processing data.",
-            ));
-        }
+        // The checks are inside the recorded step: a release recorded before it was seen by it.
         event_log::record_atomic(
             || {
+                if self.shared.released.load(Ordering::SeqCst) {
+                    return Err(ChannelError::illegal_state("Channel released."));
+                }
+                if !self.partition_requested.load(Ordering::SeqCst) {
+                    return Err(ChannelError::illegal_state(
+                        "Bug: partitionRequestClient is not initialized before processing data.",
+                    ));
+                }
                 if self.initial_credit == 0 {
                     self.shared.unannounced_credit.store(0, Ordering::SeqCst);
                 }
                 self.shared.resume_consumption_queued.fetch_add(1, Ordering::SeqCst);
+                Ok(())
             },
-            |()| {
-                Some(Event::ResumeConsumption {
+            |outcome| {
+                outcome.is_ok().then_some(Event::ResumeConsumption {
                     channel: self.context.channel_info,
                 })
             },
-        );
-        Ok(())
+        )
     }
 
     /// The Netty client takes this channel's oldest queued `ResumeConsumption` to write it
@@ -988,10 +989,19 @@ impl RecoverableInputChannel for RemoteInputChannel {
     /// `upstreamReady` and fails the future.
     fn release_all_resources(&self) -> Result<()> {
         let channel = self.context.channel_info;
-        let was_released = event_log::record_atomic(
-            || self.shared.released.swap(true, Ordering::SeqCst),
-            |was_released| (!was_released).then_some(Event::ReleaseAllResources { channel }),
-        );
+        // Flink's compareAndSet takes no lock. Here it takes `receivedBuffers` and `bufferQueue`
+        // so that it falls between the steps that read the flag under them and record before
+        // unlocking (`onBuffer`, the buffer manager's), as the model orders them: the steps
+        // are atomic in the model, so no interleaving is lost.
+        let was_released = {
+            let _received = self.received_buffers.lock();
+            self.buffer_manager.with_queue_locked(|| {
+                event_log::record_atomic(
+                    || self.shared.released.swap(true, Ordering::SeqCst),
+                    |was_released| (!was_released).then_some(Event::ReleaseAllResources { channel }),
+                )
+            })
+        };
         if was_released {
             return Ok(());
         }
