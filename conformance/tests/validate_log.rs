@@ -14,6 +14,7 @@ use conformance::validate::{Step, steps, validate};
 use recovery_impl::buffer_pool::{LocalBufferPool, NetworkBufferPool};
 use recovery_impl::channel_state_persister::ChannelStateWriter;
 use recovery_impl::event_log::{Event, EventLog, Recorded, Recorder, set_thread_recorder};
+use recovery_impl::fetched_channel_state_drainer::FetchedChannelStateDrainer;
 use recovery_impl::local_input_channel::LocalInputChannel;
 use recovery_impl::recoverable_input_channel::FutureStatus;
 use recovery_impl::result_subpartition::ResultSubpartition;
@@ -93,7 +94,10 @@ fn run(cfg: &ModelConfig, seed: u64) -> Run {
     });
 
     // IO thread: the drainer's program, every channel's recovered buffers, then the sentinels.
-    let (io_channels, io_cfg, io_recorder) = (channels.clone(), cfg.clone(), recorder());
+    // Its deliveries and the recovery trigger's insertions take the drainer's lock, as the
+    // model's do.
+    let drainer = FetchedChannelStateDrainer::new(cfg.channels.iter().map(|cc| cc.recovered as usize).collect());
+    let (io_channels, io_cfg, io_recorder, io_drainer) = (channels.clone(), cfg.clone(), recorder(), drainer.clone());
     let io_done = Arc::new(AtomicBool::new(false));
     let io_flag = Arc::clone(&io_done);
     let io = thread::Builder::new().name("io".into()).spawn(move || {
@@ -104,7 +108,8 @@ fn run(cfg: &ModelConfig, seed: u64) -> Run {
                 jitter(&mut rng);
                 let payload = payload_of(c as u8, &Item::Known(Payload::Recovered(i)));
                 let id = BufferId(60_000 + 100 * c as u32 + i as u32);
-                ch.on_recovered_state_buffer(NetworkBuffer::unpooled(id, BufferKind::Data, payload))
+                io_drainer
+                    .deliver(c, &**ch, NetworkBuffer::unpooled(id, BufferKind::Data, payload))
                     .unwrap();
             }
         }
@@ -171,9 +176,11 @@ fn run(cfg: &ModelConfig, seed: u64) -> Run {
                         triggered = true;
                         // The recovery trigger inserts on every channel, then the gate starts
                         // the checkpoint channel by channel until one throws.
-                        for ch in &task_channels {
-                            ch.insert_recovery_checkpoint_barrier_if_in_recovery(cp as i64).unwrap();
-                        }
+                        let refs: Vec<&dyn RecoverableInputChannel> = task_channels
+                            .iter()
+                            .map(|ch| &**ch as &dyn RecoverableInputChannel)
+                            .collect();
+                        drainer.snapshot_and_insert_barriers(&refs, cp as i64).unwrap();
                         for ch in &task_channels {
                             if ch.checkpoint_started(cp as i64).is_err() {
                                 ended = true;
@@ -372,11 +379,15 @@ fn the_window_places_an_event_logged_too_early_after_the_events_of_other_threads
             .unwrap()
     };
     // A run where the task does nothing but poll between the push of r0 and its poll (moving the
-    // poll over a checkpoint's steps would change what that checkpoint persists).
+    // poll over a checkpoint's steps would change what that checkpoint persists), and whose
+    // partition request is not the task's last step before the push: that step may end as late
+    // as the task's next one begins, which the moved poll would be, and so take the push with it.
     let mut log = accepted_log(|steps| {
-        steps[push_of_r0(steps)..poll_of_recovered(steps, 0)]
+        let push = push_of_r0(steps);
+        steps[push..poll_of_recovered(steps, 0)]
             .iter()
             .all(|s| s.thread != "task" || matches!(s.action, Action::GetNextBuffer { .. }))
+            && steps[..push].iter().rfind(|s| s.thread == "task").map(|s| &s.action) != Some(&Action::RequestPartitions)
     });
     let push = push_of_r0(&log);
     let poll = poll_of_recovered(&log, 0);
