@@ -1,6 +1,7 @@
 //! The crates' module graphs, read from their sources: impl/ has no import cycle (a module can be
 //! understood, and changed, from the modules below it), and no model/ module is imported by so
-//! many others that every change to it ripples through the model.
+//! many others that every change to it ripples through the model. Also read from the sources:
+//! the longest function of each crate, which docs/contributing.md names.
 //!
 //! An edge A -> B is a path in A's code (comments and literals excluded) that names B: `use
 //! crate::b::X`, `crate::b::f()`, `super::b` from a top-level module, or an item that `lib.rs` or
@@ -525,7 +526,7 @@ fn the_reader_sees_edges_and_cycles() {
 }
 
 #[test]
-#[ignore = "model/src has files imported by more than 8 others (the test prints them): state.rs, model.rs, action.rs, variant.rs, config.rs"]
+#[ignore = "model/src has files imported by more than 8 others (the test prints them): state.rs, model.rs, action.rs, variant.rs, config.rs, task_level/state.rs, properties.rs"]
 fn no_model_file_is_imported_by_more_than_eight_others() {
     let graph = Crate::read("model").graph();
     let counts = importers(&graph);
@@ -542,4 +543,82 @@ fn no_model_file_is_imported_by_more_than_eight_others() {
         "model/src files imported by more than {MAX_IMPORTERS} others: {}",
         over.join(", ")
     );
+}
+
+/// Each `fn` with a body in `code` (comments and literals blanked): its name, first line and
+/// length in lines, from the `fn` keyword to the closing brace.
+fn functions(code: &str) -> Vec<(String, usize, usize)> {
+    let c: Vec<char> = code.chars().collect();
+    let line_at = |i: usize| c[..i].iter().filter(|&&ch| ch == '\n').count() + 1;
+    let mut found = Vec::new();
+    for i in 0..c.len().saturating_sub(3) {
+        let starts_word = i == 0 || !is_ident(c[i - 1]);
+        if !(starts_word && c[i] == 'f' && c[i + 1] == 'n' && c[i + 2].is_whitespace()) {
+            continue;
+        }
+        let mut j = i + 2;
+        while j < c.len() && c[j].is_whitespace() {
+            j += 1;
+        }
+        let name: String = c[j..].iter().take_while(|&&ch| is_ident(ch)).collect();
+        // The body's brace, unless a `;` ends a declaration first (a trait's method).
+        let Some(open) = (j..c.len()).find(|&k| c[k] == '{' || c[k] == ';') else {
+            continue;
+        };
+        if name.is_empty() || c[open] == ';' {
+            continue;
+        }
+        let mut depth = 0;
+        let mut close = open;
+        for (k, &ch) in c.iter().enumerate().skip(open) {
+            depth += match ch {
+                '{' => 1,
+                '}' => -1,
+                _ => 0,
+            };
+            if depth == 0 {
+                close = k;
+                break;
+            }
+        }
+        found.push((name, line_at(i), line_at(close) - line_at(i) + 1));
+    }
+    found
+}
+
+/// The longest function of a crate's `src/`: (lines, file, name).
+fn longest_function(krate: &str) -> (usize, String, String) {
+    let krate_files = Crate::read(krate);
+    krate_files
+        .code
+        .iter()
+        .flat_map(|(m, code)| {
+            let file = krate_files.files[m].clone();
+            functions(code)
+                .into_iter()
+                .map(move |(name, _, lines)| (lines, file.clone(), name))
+        })
+        .max()
+        .expect("a crate has functions")
+}
+
+#[test]
+fn the_longest_functions_are_those_contributing_md_names() {
+    let doc = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/contributing.md"))
+        .expect("docs/contributing.md");
+    for krate in ["model", "impl", "conformance", "cdr"] {
+        let (lines, file, name) = longest_function(krate);
+        let row = format!("| {krate} | `{name}` (`{krate}/src/{file}`) | {lines} |");
+        assert!(
+            doc.lines().any(|l| l.starts_with(&row)),
+            "docs/contributing.md's table of the longest functions should start a row with\n{row}"
+        );
+    }
+}
+
+#[test]
+fn the_function_reader_measures_from_fn_to_its_closing_brace() {
+    let code = code_only("trait T { fn a(&self); }\nfn b() {\n    if x { y }\n}\nfn c() {}\n");
+    let found = functions(&code);
+    assert_eq!(found, [("b".to_string(), 2, 3), ("c".to_string(), 5, 1)]);
 }
