@@ -68,6 +68,17 @@ fn remote_floating_release() -> ModelConfig {
     }
 }
 
+/// A remote channel without exclusive buffers, living on one floating buffer, released in
+/// Flink's two parts: between them the channel is released and still holds its floating buffer,
+/// which its upstream's blocking event makes it give back (`onBlockingUpstream`).
+fn remote_floating_only_release_step() -> ModelConfig {
+    ModelConfig {
+        channels: vec![remote(1, &[Upstream::EndOfOutputChannelState, Upstream::Data], 0, 1)],
+        release_step: true,
+        ..remote_floating_release()
+    }
+}
+
 /// The flag-off path (`legacy`) with two recovered buffers on the local channel: the
 /// `RecoveredInputChannel`'s buffers numbered one by one (each preset's channels recover one).
 fn legacy_two_recovered() -> ModelConfig {
@@ -119,6 +130,14 @@ fn every_preset_gets_its_verdicts_and_every_variant_is_found() {
         "remote-floating-release",
         remote_floating_release(),
         &[PropertyId::StaleRecoveryBarrierPolled],
+    );
+    gets_its_verdicts(
+        "remote-floating-only-release-step",
+        remote_floating_only_release_step(),
+        &[
+            PropertyId::StaleRecoveryBarrierPolled,
+            PropertyId::RecycleRacesEnableNotify,
+        ],
     );
     gets_its_verdicts(
         "legacy-two-recovered",
