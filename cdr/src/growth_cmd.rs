@@ -42,6 +42,9 @@ pub struct GrowthArgs {
     /// Skip the acyclicity check that makes liveness verdicts sound, in every step.
     #[arg(long)]
     pub no_acyclic: bool,
+    /// Check every step with `--compact-frontier`: the states waiting to be searched encoded.
+    #[arg(long)]
+    pub compact_frontier: bool,
     /// Print one JSON object instead of the table.
     #[arg(long)]
     pub json: bool,
@@ -196,6 +199,7 @@ pub fn growth(args: GrowthArgs) -> ExitCode {
             "max_memory_bytes": args.max_memory,
             "threads": threads,
             "acyclic": !args.no_acyclic,
+            "compact_frontier": args.compact_frontier,
             "points": points,
             "ends": ends,
         });
@@ -239,6 +243,9 @@ fn run_step(
         .stderr(open(&err_path)?);
     if args.no_acyclic {
         cmd.arg("--no-acyclic");
+    }
+    if args.compact_frontier {
+        cmd.arg("--compact-frontier");
     }
     let start = Instant::now();
     let child = cmd.spawn().map_err(|e| format!("cannot run {}: {e}", exe.display()))?;

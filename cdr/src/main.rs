@@ -17,6 +17,7 @@ use conformance::trace::Trace;
 use recovery_model::Action;
 use recovery_model::check::{CheckReport, Status};
 use recovery_model::config::PRESETS;
+use recovery_model::search::Frontier;
 use recovery_model::task_level::variant::TASK_VARIANTS;
 use recovery_model::variant::VARIANTS;
 use setup::Setup;
@@ -157,6 +158,11 @@ struct CheckArgs {
     /// Default: three quarters of the machine's memory.
     #[arg(long, value_name = "SIZE", value_parser = progress::parse_size)]
     max_memory: Option<u64>,
+    /// Keep the states waiting to be searched encoded, a few bytes a field, and decode each
+    /// when it is searched: a level of millions of states then takes a fraction of the memory,
+    /// for some more time. The report gives the mean bytes of an encoded state.
+    #[arg(long)]
+    compact_frontier: bool,
 }
 
 fn usage_error(msg: String) -> ExitCode {
@@ -174,6 +180,9 @@ fn print_report(setup: &Setup, r: &CheckReport) {
         r.seconds,
         r.unique_states as f64 / r.seconds.max(1e-9)
     );
+    if let Some(bytes) = r.encoded_bytes_per_state {
+        println!("frontier encoded: {bytes:.0} bytes a state");
+    }
     report::print_verdicts(r, 45);
     for p in r.properties.iter().filter(|p| p.status == Status::Violated) {
         println!();
@@ -264,8 +273,12 @@ fn run_check(args: CheckArgs) -> ExitCode {
         max_states: args.max_states,
         max_memory: args.max_memory.or_else(progress::default_max_memory),
     };
+    let mut model = setup.model.clone();
+    if args.compact_frontier {
+        model.frontier = Frontier::Encoded;
+    }
     let report = progress::check_with_limits(
-        setup.model.clone(),
+        model,
         &setup.label,
         &setup.unreachable,
         default_threads(args.threads),

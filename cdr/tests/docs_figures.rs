@@ -317,6 +317,21 @@ fn performance_md_counts_the_property_predicates_the_model_has() {
 }
 
 #[test]
+fn performance_md_gives_the_encoded_size_of_tiny_s_states() {
+    // Every state but the initial one is encoded once, whatever the threads: the mean is exact.
+    let mut model = RecoveryModel::new(preset("tiny").unwrap(), Variant::Fixed);
+    model.frontier = recovery_model::search::Frontier::Encoded;
+    let report = check(model, "tiny", &[], 2, false);
+    let bytes = report
+        .encoded_bytes_per_state
+        .expect("an encoded frontier reports its size");
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/performance.md")).unwrap();
+    let flat = doc.split_whitespace().collect::<Vec<_>>().join(" ");
+    let figure = format!("a state of `tiny` takes {bytes:.0} bytes encoded");
+    assert!(flat.contains(&figure), "docs/performance.md should say \"{figure}\"");
+}
+
+#[test]
 fn ci_md_counts_the_action_kinds_and_variants_the_code_has() {
     use recovery_model::Action;
     let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/ci.md")).unwrap();

@@ -12,7 +12,7 @@ use crate::state::{Buffers, NetBuf, PopFront};
 use crate::variant::Variant;
 
 /// Buffer queues and the notification gate of one channel.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize)]
 pub struct BufferManager {
     /// `bufferQueue.exclusiveBuffers`.
     pub exclusive: Buffers,

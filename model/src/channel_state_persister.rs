@@ -5,7 +5,7 @@
 use crate::state::{CheckpointId, Payload, Written};
 
 /// `CheckpointStatus` of the persister.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize)]
 pub enum PersistStatus {
     /// No persisting in progress.
     #[default]
@@ -17,7 +17,7 @@ pub enum PersistStatus {
 }
 
 /// Status and the last barrier seen.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct ChannelStatePersister {
     /// `checkpointStatus`.
     pub status: PersistStatus,

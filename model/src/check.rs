@@ -111,6 +111,9 @@ pub struct CheckReport {
     pub acyclic_by: Option<AcyclicBy>,
     /// Every property.
     pub properties: Vec<PropertyResult>,
+    /// With an encoded frontier, the mean size of an encoded state, in bytes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub encoded_bytes_per_state: Option<f64>,
 }
 
 impl CheckReport {
@@ -237,6 +240,7 @@ pub fn check_with_progress(
         acyclic,
         acyclic_by,
         properties,
+        encoded_bytes_per_state: outcome.encoded_bytes_per_state,
     }
 }
 

@@ -12,7 +12,7 @@ use crate::state::{Buffers, NetBuf, PerChannel, PopFront};
 use crate::variant::Variant;
 
 /// One `LocalBufferPool`, under its `availableMemorySegments` monitor.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize)]
 pub struct LocalBufferPool {
     /// `availableMemorySegments`: floating buffers not lent out.
     pub available: Buffers,

@@ -53,6 +53,8 @@ pub struct RecoveryModel {
     pub explorer_notes: Vec<(String, Option<String>)>,
     /// Counts the edges that do not increase [`crate::progress::rank`] while the checker runs.
     pub rank_check: Option<std::sync::Arc<crate::progress::RankCheck>>,
+    /// How `check`'s search keeps the states of a level waiting to be searched.
+    pub frontier: crate::search::Frontier,
     /// The drainer's program (`sequential_channel_state_reader::program`).
     pub(crate) io_program: Vec<IoStep>,
 }
@@ -67,6 +69,7 @@ impl RecoveryModel {
             polling: GatePolling::Queue,
             explorer_notes: Vec::new(),
             rank_check: None,
+            frontier: crate::search::Frontier::Whole,
         }
     }
 

@@ -13,7 +13,7 @@ use crate::variant::Variant;
 use std::hash::{Hash, Hasher};
 
 /// A `BufferResponse` on the wire.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Wire {
     /// Buffer or event.
     pub payload: Payload,
@@ -32,7 +32,7 @@ impl Hash for Wire {
 }
 
 /// Subpartition, reader and wire of one channel.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize)]
 pub struct Producer {
     /// Upstream elements written so far (see [`Producer::with_output`]).
     pub emitted: u8,

@@ -34,6 +34,10 @@ pub struct Counters {
     pub unique_states: AtomicUsize,
     /// Levels begun: the length, in states, of the longest path so far.
     pub max_depth: AtomicUsize,
+    /// [`Frontier::Encoded`]: the states encoded so far, and their bytes.
+    pub encoded_states: AtomicUsize,
+    /// See `encoded_states`.
+    pub encoded_bytes: AtomicUsize,
 }
 
 /// What a finished search found.
@@ -49,6 +53,8 @@ pub struct Outcome {
     /// `always` property false, a `sometimes` property true, a terminal state whose path never
     /// satisfied an `eventually` property).
     pub discoveries: Vec<Option<Vec<Action>>>,
+    /// [`Frontier::Encoded`]: the mean size of an encoded state, in bytes.
+    pub encoded_bytes_per_state: Option<f64>,
 }
 
 /// How a state was first reached: its parent and the action from it, and its level (1 for an
@@ -209,6 +215,66 @@ impl SeenStates {
     }
 }
 
+/// How the states of a level wait to be searched.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Frontier {
+    /// As `State` values: nothing to decode, but a state of four channels takes kilobytes.
+    #[default]
+    Whole,
+    /// Encoded (postcard: variable-length integers, no field names), a chunk's states in one
+    /// buffer, decoded when searched: TLC's way of holding a frontier of millions of states.
+    Encoded,
+}
+
+/// A chunk of a level: at most [`CHUNK`] states, whole or encoded.
+enum Chunk {
+    Whole(Vec<Item>),
+    Encoded(Encoded),
+}
+
+/// States encoded one after another in `bytes`, each with its fingerprint, its `eventually`
+/// bits and where its encoding ends.
+#[derive(Default)]
+struct Encoded {
+    bytes: Vec<u8>,
+    items: Vec<(u64, u64, u32)>,
+}
+
+impl Encoded {
+    fn of(items: &[Item]) -> Self {
+        let mut e = Encoded {
+            bytes: Vec::new(),
+            items: Vec::with_capacity(items.len()),
+        };
+        for item in items {
+            e.bytes = postcard::to_extend(&item.state, std::mem::take(&mut e.bytes)).expect("a state encodes");
+            let end = u32::try_from(e.bytes.len()).expect("a chunk's encoding fits in 4 GiB");
+            e.items.push((item.fp, item.eventually, end));
+        }
+        e.bytes.shrink_to_fit();
+        e
+    }
+
+    /// The states, decoded one at a time.
+    fn items(&self) -> impl Iterator<Item = Item> + '_ {
+        let starts = std::iter::once(0).chain(self.items.iter().map(|&(_, _, end)| end as usize));
+        self.items
+            .iter()
+            .zip(starts)
+            .map(|(&(fp, eventually, end), start)| Item {
+                state: postcard::from_bytes(&self.bytes[start..end as usize])
+                    .expect("a state decodes as it was encoded"),
+                fp,
+                eventually,
+            })
+    }
+}
+
+/// The bytes `state` takes encoded, for [`Frontier::Encoded`]'s report.
+pub fn encoded_size(state: &State) -> usize {
+    postcard::to_allocvec(state).expect("a state encodes").len()
+}
+
 /// One state of the level being searched: the state, its fingerprint and the `eventually`
 /// properties its path has not yet satisfied (a bit per index of [`PropertyId::ALL`]). A state
 /// reached along several paths keeps the bits of the first that reached it, as stateright's
@@ -268,10 +334,10 @@ pub fn bfs(model: &RecoveryModel, threads: usize, counters: &Counters) -> Outcom
     counters.unique_states.store(first.len(), Ordering::Relaxed);
     // A level is a list of chunks; a thread takes one, and frees it once searched, so that the
     // level searched and the next one together hold about one level's states.
-    let mut level: Vec<Vec<Item>> = vec![first];
+    let mut level: Vec<Chunk> = vec![Chunk::Whole(first)];
     let mut discovered: Vec<Option<u64>> = vec![None; properties.len()];
     let mut depth = 0u32;
-    while level.iter().any(|part| !part.is_empty()) {
+    while !level.is_empty() {
         depth += 1;
         counters.max_depth.store(depth as usize, Ordering::Relaxed);
         let found = Found(Mutex::new(vec![None; properties.len()]));
@@ -285,7 +351,7 @@ pub fn bfs(model: &RecoveryModel, threads: usize, counters: &Counters) -> Outcom
             depth,
             chunks: Mutex::new(std::mem::take(&mut level)),
         };
-        let parts: Vec<Vec<Vec<Item>>> = if threads <= 1 {
+        let parts: Vec<Vec<Chunk>> = if threads <= 1 {
             vec![work.run()]
         } else {
             std::thread::scope(|scope| {
@@ -307,6 +373,10 @@ pub fn bfs(model: &RecoveryModel, threads: usize, counters: &Counters) -> Outcom
         unique_states: seen.len(),
         max_depth: depth as usize,
         discoveries: discovered.into_iter().map(|fp| fp.map(|fp| seen.path_to(fp))).collect(),
+        encoded_bytes_per_state: match counters.encoded_states.load(Ordering::Relaxed) {
+            0 => None,
+            n => Some(counters.encoded_bytes.load(Ordering::Relaxed) as f64 / n as f64),
+        },
     }
 }
 
@@ -321,7 +391,7 @@ struct Work<'a> {
     counters: &'a Counters,
     depth: u32,
     /// The chunks of the level not yet taken.
-    chunks: Mutex<Vec<Vec<Item>>>,
+    chunks: Mutex<Vec<Chunk>>,
 }
 
 /// States a thread takes from the level at a time, and gives to the next.
@@ -333,26 +403,43 @@ const SLACK: usize = 64;
 impl Work<'_> {
     /// Takes chunks of the level until none is left; returns the new states they led to, in
     /// chunks of at most [`CHUNK`] (allocated at that size, never grown).
-    fn run(&self) -> Vec<Vec<Item>> {
+    fn run(&self) -> Vec<Chunk> {
         let mut done = Vec::new();
         let mut out = Vec::with_capacity(CHUNK + SLACK);
         let mut actions = Vec::new();
         let mut successors = Vec::new();
+        let frontier = self.model.frontier;
+        let seal = |out: Vec<Item>| match frontier {
+            Frontier::Whole => Chunk::Whole(out),
+            Frontier::Encoded => {
+                let encoded = Encoded::of(&out);
+                self.counters.encoded_states.fetch_add(out.len(), Ordering::Relaxed);
+                self.counters
+                    .encoded_bytes
+                    .fetch_add(encoded.bytes.len(), Ordering::Relaxed);
+                Chunk::Encoded(encoded)
+            }
+        };
         loop {
             let Some(chunk) = self.chunks.lock().expect("no thread panics holding it").pop() else {
                 if !out.is_empty() {
-                    done.push(out);
+                    done.push(seal(out));
                 }
                 return done;
             };
             let (mut generated, mut new) = (0, 0);
-            for item in &chunk {
+            let mut search = |item: &Item, out: &mut Vec<Item>| {
                 let before = out.len();
-                generated += self.visit(item, &mut actions, &mut successors, &mut out);
+                generated += self.visit(item, &mut actions, &mut successors, out);
                 new += out.len() - before;
                 if out.len() >= CHUNK {
-                    done.push(std::mem::replace(&mut out, Vec::with_capacity(CHUNK + SLACK)));
+                    let full = std::mem::replace(out, Vec::with_capacity(CHUNK + SLACK));
+                    done.push(seal(full));
                 }
+            };
+            match &chunk {
+                Chunk::Whole(items) => items.iter().for_each(|item| search(item, &mut out)),
+                Chunk::Encoded(encoded) => encoded.items().for_each(|item| search(&item, &mut out)),
             }
             drop(chunk);
             self.counters.states.fetch_add(generated, Ordering::Relaxed);

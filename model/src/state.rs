@@ -180,7 +180,7 @@ where
 pub type CheckpointId = u8;
 
 /// What an element of a channel queue, stash, subpartition or the wire is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case", tag = "kind", content = "id")]
 pub enum Payload {
     /// Recovered data buffer number `i` of this channel, read from the checkpoint.
@@ -309,7 +309,7 @@ impl std::str::FromStr for Payload {
 }
 
 /// A network buffer of a remote channel's `BufferManager`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case", tag = "kind", content = "id")]
 pub enum NetBuf {
     /// Exclusive segment `i` from the global `NetworkBufferPool`.
@@ -329,6 +329,111 @@ impl NetBuf {
     /// An optional buffer as one number: [`NetBuf::code`], or 2 in the high byte for none.
     pub fn code_of(b: Option<NetBuf>) -> u16 {
         b.map_or(2 << 8, NetBuf::code)
+    }
+}
+
+/// `Payload`'s and `NetBuf`'s form in JSON (traces, reports): `{"kind": "recovered", "id": 0}`.
+/// A format that is not human-readable (the search's encoded frontier) takes two bytes instead,
+/// the variant's index and its number, since its field names cost more than the element.
+mod json {
+    use super::{CheckpointId, NetBuf, Payload};
+    use serde::{Deserialize, Serialize};
+
+    #[derive(Serialize, Deserialize)]
+    #[serde(remote = "Payload", rename_all = "kebab-case", tag = "kind", content = "id")]
+    pub(super) enum PayloadJson {
+        Recovered(u8),
+        Data(u8),
+        Event(u8),
+        Barrier(CheckpointId),
+        RecoveryBarrier(CheckpointId),
+        EndOfRecovery,
+        AlignedBarrier(CheckpointId),
+        Announcement(CheckpointId),
+        BacklogAnnouncement,
+        EndOfOutput(u8),
+    }
+
+    #[derive(Serialize, Deserialize)]
+    #[serde(remote = "NetBuf", rename_all = "kebab-case", tag = "kind", content = "id")]
+    pub(super) enum NetBufJson {
+        Exclusive(u8),
+        Floating(u8),
+    }
+}
+
+impl Payload {
+    /// The variant's index and its number.
+    fn to_bytes(self) -> [u8; 2] {
+        match self {
+            Payload::Recovered(i) => [0, i],
+            Payload::Data(i) => [1, i],
+            Payload::Event(i) => [2, i],
+            Payload::Barrier(cp) => [3, cp],
+            Payload::RecoveryBarrier(cp) => [4, cp],
+            Payload::EndOfRecovery => [5, 0],
+            Payload::AlignedBarrier(cp) => [6, cp],
+            Payload::Announcement(cp) => [7, cp],
+            Payload::BacklogAnnouncement => [8, 0],
+            Payload::EndOfOutput(i) => [9, i],
+        }
+    }
+
+    fn from_bytes([variant, n]: [u8; 2]) -> Option<Self> {
+        Some(match variant {
+            0 => Payload::Recovered(n),
+            1 => Payload::Data(n),
+            2 => Payload::Event(n),
+            3 => Payload::Barrier(n),
+            4 => Payload::RecoveryBarrier(n),
+            5 => Payload::EndOfRecovery,
+            6 => Payload::AlignedBarrier(n),
+            7 => Payload::Announcement(n),
+            8 => Payload::BacklogAnnouncement,
+            9 => Payload::EndOfOutput(n),
+            _ => return None,
+        })
+    }
+}
+
+impl Serialize for Payload {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match s.is_human_readable() {
+            true => json::PayloadJson::serialize(self, s),
+            false => self.to_bytes().serialize(s),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Payload {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        match d.is_human_readable() {
+            true => json::PayloadJson::deserialize(d),
+            false => Payload::from_bytes(<[u8; 2]>::deserialize(d)?)
+                .ok_or_else(|| serde::de::Error::custom("no such payload")),
+        }
+    }
+}
+
+impl Serialize for NetBuf {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match s.is_human_readable() {
+            true => json::NetBufJson::serialize(self, s),
+            false => self.code().serialize(s),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for NetBuf {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        if d.is_human_readable() {
+            return json::NetBufJson::deserialize(d);
+        }
+        match u16::deserialize(d)? {
+            code if code >> 8 == 0 => Ok(NetBuf::Exclusive(code as u8)),
+            code if code >> 8 == 1 => Ok(NetBuf::Floating(code as u8)),
+            _ => Err(serde::de::Error::custom("no such network buffer")),
+        }
     }
 }
 
@@ -406,7 +511,7 @@ pub enum Violation {
 }
 
 /// One input channel: its consumer side, buffer manager, persister, producer and wire.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Channel {
     // --- consumer channel, guarded by the queue monitor ---
     /// `recoveredBuffers` (local) or `receivedBuffers` (remote); priority elements at the head.
@@ -757,7 +862,7 @@ pub enum RecyclerPc {
 }
 
 /// The whole model state.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct State {
     /// One entry per configured channel: one heap block, sized to the configuration (kept
     /// inline, two channels' worth would make every state larger for no measurable gain).

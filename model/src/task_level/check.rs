@@ -59,6 +59,7 @@ pub fn check(
         acyclic_by: acyclic.map(|_| AcyclicBy::Search),
         acyclic,
         properties,
+        encoded_bytes_per_state: None,
     }
 }
 
