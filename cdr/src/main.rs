@@ -163,6 +163,10 @@ struct CheckArgs {
     /// for some more time. The report gives the mean bytes of an encoded state.
     #[arg(long)]
     compact_frontier: bool,
+    /// Keep the frontier encoded on disk, in one file of DIR per level (removed once the level
+    /// is searched), TLC's way: only the seen set stays in memory.
+    #[arg(long, value_name = "DIR")]
+    spill_dir: Option<PathBuf>,
 }
 
 fn usage_error(msg: String) -> ExitCode {
@@ -276,6 +280,12 @@ fn run_check(args: CheckArgs) -> ExitCode {
     let mut model = setup.model.clone();
     if args.compact_frontier {
         model.frontier = Frontier::Encoded;
+    }
+    if let Some(dir) = &args.spill_dir {
+        if !dir.is_dir() {
+            return usage_error(format!("--spill-dir {}: not a directory", dir.display()));
+        }
+        model.frontier = Frontier::Spilled(dir.clone());
     }
     let report = progress::check_with_limits(
         model,

@@ -22,8 +22,11 @@ use crate::model::RecoveryModel;
 use crate::properties::PropertyId;
 use crate::state::State;
 use stateright::{Expectation, Model};
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 /// Counts a running search publishes, for progress reports.
 #[derive(Debug, Default)]
@@ -216,7 +219,7 @@ impl SeenStates {
 }
 
 /// How the states of a level wait to be searched.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub enum Frontier {
     /// As `State` values: nothing to decode, but a state of four channels takes kilobytes.
     #[default]
@@ -224,12 +227,89 @@ pub enum Frontier {
     /// Encoded (postcard: variable-length integers, no field names), a chunk's states in one
     /// buffer, decoded when searched: TLC's way of holding a frontier of millions of states.
     Encoded,
+    /// Encoded, and written to a file of this directory, one per level, read back when the
+    /// level is searched and removed after: only the seen set stays in memory.
+    Spilled(PathBuf),
 }
 
-/// A chunk of a level: at most [`CHUNK`] states, whole or encoded.
+/// A chunk of a level: at most [`CHUNK`] states, whole, encoded, or encoded in the level's
+/// spill file.
 enum Chunk {
     Whole(Vec<Item>),
     Encoded(Encoded),
+    Spilled { offset: u64, len: usize },
+}
+
+/// A level's chunks on disk: written at disjoint offsets by the threads that seal them, read
+/// back when the level is searched, and removed when dropped.
+struct SpillFile {
+    file: File,
+    path: PathBuf,
+    end: AtomicU64,
+}
+
+impl SpillFile {
+    fn create(dir: &Path, depth: u32) -> SpillFile {
+        let path = dir.join(format!("cdr-frontier-{}-{depth}.bin", std::process::id()));
+        let file = File::options()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .unwrap_or_else(|e| panic!("cannot create the spill file {}: {e}", path.display()));
+        SpillFile {
+            file,
+            path,
+            end: AtomicU64::new(0),
+        }
+    }
+
+    /// Writes `e` as: the number of states (u32), each one's fingerprint, `eventually` bits
+    /// and end (u64, u64, u32), then the encodings.
+    fn write(&self, e: &Encoded) -> Chunk {
+        let mut buf = Vec::with_capacity(4 + 20 * e.items.len() + e.bytes.len());
+        buf.extend_from_slice(&(e.items.len() as u32).to_le_bytes());
+        for &(fp, eventually, end) in &e.items {
+            buf.extend_from_slice(&fp.to_le_bytes());
+            buf.extend_from_slice(&eventually.to_le_bytes());
+            buf.extend_from_slice(&end.to_le_bytes());
+        }
+        buf.extend_from_slice(&e.bytes);
+        let offset = self.end.fetch_add(buf.len() as u64, Ordering::Relaxed);
+        self.file
+            .write_all_at(&buf, offset)
+            .unwrap_or_else(|err| panic!("cannot write the spill file {}: {err}", self.path.display()));
+        Chunk::Spilled { offset, len: buf.len() }
+    }
+
+    fn read(&self, offset: u64, len: usize) -> Encoded {
+        let mut buf = vec![0; len];
+        self.file
+            .read_exact_at(&mut buf, offset)
+            .unwrap_or_else(|err| panic!("cannot read the spill file {}: {err}", self.path.display()));
+        let word = |at: usize, n: usize| {
+            let mut b = [0; 8];
+            b[..n].copy_from_slice(&buf[at..at + n]);
+            u64::from_le_bytes(b)
+        };
+        let n = word(0, 4) as usize;
+        let items = (0..n)
+            .map(|i| {
+                let at = 4 + 20 * i;
+                (word(at, 8), word(at + 8, 8), word(at + 16, 4) as u32)
+            })
+            .collect();
+        Encoded {
+            bytes: buf[4 + 20 * n..].to_vec(),
+            items,
+        }
+    }
+}
+
+impl Drop for SpillFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
 }
 
 /// States encoded one after another in `bytes`, each with its fingerprint, its `eventually`
@@ -335,13 +415,21 @@ pub fn bfs(model: &RecoveryModel, threads: usize, counters: &Counters) -> Outcom
     // A level is a list of chunks; a thread takes one, and frees it once searched, so that the
     // level searched and the next one together hold about one level's states.
     let mut level: Vec<Chunk> = vec![Chunk::Whole(first)];
+    // With a spilled frontier, the file of the level being searched.
+    let mut reading: Option<SpillFile> = None;
     let mut discovered: Vec<Option<u64>> = vec![None; properties.len()];
     let mut depth = 0u32;
     while !level.is_empty() {
         depth += 1;
         counters.max_depth.store(depth as usize, Ordering::Relaxed);
         let found = Found(Mutex::new(vec![None; properties.len()]));
+        let writing = match &model.frontier {
+            Frontier::Spilled(dir) => Some(SpillFile::create(dir, depth)),
+            _ => None,
+        };
         let work = Work {
+            reading: reading.as_ref(),
+            writing: writing.as_ref(),
             model,
             properties: &properties,
             decided: &discovered,
@@ -367,6 +455,7 @@ pub fn bfs(model: &RecoveryModel, threads: usize, counters: &Counters) -> Outcom
             *d = d.or(f);
         }
         level = parts.into_iter().flatten().collect();
+        reading = writing;
     }
     Outcome {
         states: counters.states.load(Ordering::Relaxed),
@@ -392,6 +481,9 @@ struct Work<'a> {
     depth: u32,
     /// The chunks of the level not yet taken.
     chunks: Mutex<Vec<Chunk>>,
+    /// With a spilled frontier, the file the level's chunks are in, and the next level's.
+    reading: Option<&'a SpillFile>,
+    writing: Option<&'a SpillFile>,
 }
 
 /// States a thread takes from the level at a time, and gives to the next.
@@ -408,16 +500,18 @@ impl Work<'_> {
         let mut out = Vec::with_capacity(CHUNK + SLACK);
         let mut actions = Vec::new();
         let mut successors = Vec::new();
-        let frontier = self.model.frontier;
-        let seal = |out: Vec<Item>| match frontier {
-            Frontier::Whole => Chunk::Whole(out),
-            Frontier::Encoded => {
-                let encoded = Encoded::of(&out);
-                self.counters.encoded_states.fetch_add(out.len(), Ordering::Relaxed);
-                self.counters
-                    .encoded_bytes
-                    .fetch_add(encoded.bytes.len(), Ordering::Relaxed);
-                Chunk::Encoded(encoded)
+        let seal = |out: Vec<Item>| {
+            if self.model.frontier == Frontier::Whole {
+                return Chunk::Whole(out);
+            }
+            let encoded = Encoded::of(&out);
+            self.counters.encoded_states.fetch_add(out.len(), Ordering::Relaxed);
+            self.counters
+                .encoded_bytes
+                .fetch_add(encoded.bytes.len(), Ordering::Relaxed);
+            match self.writing {
+                Some(file) => file.write(&encoded),
+                None => Chunk::Encoded(encoded),
             }
         };
         loop {
@@ -440,6 +534,10 @@ impl Work<'_> {
             match &chunk {
                 Chunk::Whole(items) => items.iter().for_each(|item| search(item, &mut out)),
                 Chunk::Encoded(encoded) => encoded.items().for_each(|item| search(&item, &mut out)),
+                &Chunk::Spilled { offset, len } => {
+                    let file = self.reading.expect("a spilled chunk is read from its level's file");
+                    file.read(offset, len).items().for_each(|item| search(&item, &mut out))
+                }
             }
             drop(chunk);
             self.counters.states.fetch_add(generated, Ordering::Relaxed);

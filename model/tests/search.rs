@@ -159,6 +159,31 @@ fn an_encoded_frontier_finds_what_a_whole_one_does() {
 }
 
 #[test]
+fn a_spilled_frontier_finds_what_a_whole_one_does_and_leaves_no_file() {
+    let dir = std::env::temp_dir().join(format!("cdr-spill-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for name in ["tiny", "aligned-timeout"] {
+        let whole = RecoveryModel::new((find_preset(name).unwrap().config)(), Variant::Fixed);
+        let mut spilled = whole.clone();
+        spilled.frontier = Frontier::Spilled(dir.clone());
+        let (a, b) = (search(&whole, 2), search(&spilled, 2));
+        assert_eq!(
+            (b.states, b.unique_states, b.max_depth),
+            (a.states, a.unique_states, a.max_depth),
+            "{name}"
+        );
+        assert_eq!(b.discoveries, a.discoveries, "{name}");
+        assert!(
+            b.encoded_bytes_per_state.is_some(),
+            "{name}: spilled states are encoded"
+        );
+    }
+    let left: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
+    assert!(left.is_empty(), "spill files left behind: {left:?}");
+    std::fs::remove_dir(&dir).unwrap();
+}
+
+#[test]
 fn every_state_of_tiny_decodes_as_it_was_encoded() {
     // A state that decodes to another would make the encoded search explore something else
     // under the original's fingerprint: every reachable state round-trips.
