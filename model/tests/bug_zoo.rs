@@ -11,11 +11,20 @@ use recovery_model::{RecoveryModel, Variant};
 #[test]
 fn every_variant_is_found_by_its_property_with_a_shortest_counterexample() {
     assert!(VARIANTS.len() >= 10);
+    let docs = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/bug-zoo.md")).unwrap();
     for info in VARIANTS {
         let cfg = (find_preset(info.preset).expect("preset exists").config)();
         let model = RecoveryModel::new(cfg, info.variant);
         let trace = shortest_counterexample(&model, info.property)
             .unwrap_or_else(|| panic!("{}: {} not violated on {}", info.name, info.property, info.preset));
+        // docs/bug-zoo.md's table gives each row's preset, property and length.
+        let row = format!("| `{}` | {} | {} |", info.preset, info.property, trace.len());
+        assert!(
+            docs.lines()
+                .any(|l| l.starts_with(&format!("| [{}](#", info.name)) && l.ends_with(&row)),
+            "docs/bug-zoo.md's row for {} should end `{row}`",
+            info.name
+        );
         let text = format!(
             "variant {} on preset {}\nbug: {}\nviolates: {}\n\n{}",
             info.name,

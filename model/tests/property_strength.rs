@@ -1,6 +1,8 @@
 //! The oracle of the model's mutation score (docs/model.md, "Property strength"): property
 //! verdicts only. With every fix in place each preset of [`FIXED`] gets the verdicts it is meant
-//! to get, and every bug-zoo variant is found by its property on its preset. State counts,
+//! to get, and every bug-zoo variant is found by its property on its preset, at the depth the bug
+//! zoo gives (a change that moves a bug's shortest counterexample changes what the property
+//! sees of it). State counts,
 //! snapshots and frozen paths are left out on purpose: they would "catch" any change, also one
 //! that no property notices. What it does assert beside the verdicts is that the search is
 //! sound: no two distinct states of `tiny` and `floating` share a fingerprint, since the seen
@@ -147,15 +149,30 @@ fn every_preset_gets_its_verdicts_and_every_variant_is_found() {
     for name in ["tiny", "floating"] {
         fingerprints_tell_states_apart(name, (find_preset(name).unwrap().config)());
     }
+    let docs = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/bug-zoo.md")).unwrap();
     for info in VARIANTS {
         let cfg = (find_preset(info.preset).unwrap().config)();
         let model = RecoveryModel::new(cfg, info.variant);
-        assert!(
-            shortest_counterexample(&model, info.property).is_some(),
-            "{}: {} not violated on {}",
+        let path = shortest_counterexample(&model, info.property);
+        let steps = path.unwrap_or_else(|| panic!("{}: {} not violated on {}", info.name, info.property, info.preset));
+        assert_eq!(
+            steps.len(),
+            zoo_steps(&docs, info.name),
+            "{}: {} violated at another depth on {}",
             info.name,
             info.property,
             info.preset
         );
     }
+}
+
+/// The length of `variant`'s shortest counterexample in docs/bug-zoo.md's table (the last cell
+/// of its row), which `cdr`'s bug-zoo test keeps equal to the model's.
+fn zoo_steps(docs: &str, variant: &str) -> usize {
+    let prefix = format!("| [{variant}](#");
+    let row = docs
+        .lines()
+        .find(|l| l.starts_with(&prefix))
+        .unwrap_or_else(|| panic!("no row for {variant} in docs/bug-zoo.md"));
+    row.trim_end_matches(" |").rsplit("| ").next().unwrap().parse().unwrap()
 }
