@@ -135,6 +135,10 @@ properties! {
     LiveNumbersFromTheProducer: Always, "live elements carry the numbers their producer gave them",
         live_elements_carry_the_numbers_their_producer_gave_them;
     CheckpointsDoNotOverlap: Always, "unaligned checkpoints never overlap", unaligned_checkpoints_never_overlap;
+    TriggeredByItsBarriers: Always, "a checkpoint is triggered when its barriers say so",
+        a_checkpoint_is_triggered_when_its_barriers_say_so;
+    ConvertedOnlyOnceUnaligned: Always, "announced barriers are converted only once the alignment timed out",
+        announced_barriers_are_converted_only_once_the_alignment_timed_out;
     // --- liveness ---
     RecoveryCompletes: Eventually, "recovery completes unless released", recovery_completes;
     AllLiveDataDelivered: Eventually, "all live data is delivered", all_live_data_delivered;
@@ -801,6 +805,43 @@ fn unaligned_checkpoints_never_overlap(m: &RecoveryModel, s: &State) -> bool {
                         | CheckpointStatus::DeclinedLaterBarrier
                 )
         })
+}
+
+/// `SingleCheckpointBarrierHandler`'s trigger rule. A checkpoint is triggered (and so completes)
+/// only once one of its barriers was processed: an unaligned one triggers it at once; the
+/// alignment timeout triggers it only in `AlternatingCollectingBarriers`, where a barrier is in
+/// (in `AlternatingWaitingForFirstBarrier` it only converts the announcements). A checkpoint
+/// with a barrier in is still untriggered only while it aligns before its timeout, and not
+/// once every channel's barrier is in: `barrierReceived` triggers it in the same call
+/// (`allBarriersReceived`). A released channel is left out: the canceler's release does not
+/// reach the handler.
+fn a_checkpoint_is_triggered_when_its_barriers_say_so(_: &RecoveryModel, s: &State) -> bool {
+    let all = (1u16 << s.channels.len()) - 1;
+    let released = s.channels.iter().any(|ch| ch.released);
+    s.checkpoints
+        .iter()
+        .zip(&s.barriers_seen)
+        .enumerate()
+        .all(|(i, (status, &seen))| match status {
+            CheckpointStatus::Triggered | CheckpointStatus::Completed => seen != 0,
+            CheckpointStatus::NotTriggered => {
+                seen == 0
+                    || s.alignment
+                        .as_ref()
+                        .is_some_and(|a| a.cp as usize == i + 1 && !a.timed_out && (released || u16::from(seen) != all))
+            }
+            _ => true,
+        })
+}
+
+/// The alternating handler's aligned states (`AbstractAlternatingAlignedBarrierHandlerState`)
+/// only note an announcement (`addSeenAnnouncement`); `convertToPriorityEvent` runs in the
+/// unaligned states, once the alignment timed out. So before the timeout every channel the
+/// handler blocked is one whose aligned barrier it processed.
+fn announced_barriers_are_converted_only_once_the_alignment_timed_out(_: &RecoveryModel, s: &State) -> bool {
+    s.alignment
+        .as_ref()
+        .is_none_or(|a| a.timed_out || a.blocked & !s.barriers_seen[a.cp as usize - 1] == 0)
 }
 
 /// A live element's sequence number is the one its producer gave it when it left the

@@ -26,7 +26,14 @@ enum Followup {
 }
 
 /// `CheckpointedInputGate.pollNext` after a channel returned `payload`.
-fn checkpointed_input_gate(s: &mut State, cfg: &ModelConfig, c: u8, payload: Payload, seq: i32) -> Followup {
+fn checkpointed_input_gate(
+    s: &mut State,
+    cfg: &ModelConfig,
+    variant: Variant,
+    c: u8,
+    payload: Payload,
+    seq: i32,
+) -> Followup {
     match payload {
         // 2.3.0 flag on: the migrated EndOfInputChannelStateEvent is an ordinary event to
         // CheckpointedInputGate; StreamTaskNetworkInput.processEvent ignores a class it does not
@@ -39,7 +46,9 @@ fn checkpointed_input_gate(s: &mut State, cfg: &ModelConfig, c: u8, payload: Pay
             // An unaligned barrier while the alignment waits (the upstream's own timeout sent
             // it): `alignedCheckpointTimeout` first, then the barrier as in the unaligned state.
             let converted = match s.alignment.as_ref() {
-                Some(a) if a.cp == cp && !a.timed_out && pending(s, cp) => aligned_checkpoint_timeout(s, cfg, 1 << c),
+                Some(a) if a.cp == cp && !a.timed_out && pending(s, cp) => {
+                    aligned_checkpoint_timeout(s, cfg, variant, 1 << c)
+                }
                 _ => {
                     // The first barrier of the checkpoint, unaligned: the handler goes on
                     // unaligned, so its later announcements are converted at once.
@@ -66,7 +75,7 @@ fn checkpointed_input_gate(s: &mut State, cfg: &ModelConfig, c: u8, payload: Pay
             s.upstream_recovered |= 1 << c;
         }
         // handleEvent: an EventAnnouncement goes to processBarrierAnnouncement, not the operator.
-        Payload::Announcement(cp) => return process_barrier_announcement(s, c, cp, seq),
+        Payload::Announcement(cp) => return process_barrier_announcement(s, variant, c, cp, seq),
         Payload::AlignedBarrier(cp) => {
             s.ch_mut(c).ghost_delivered.push(Delivered { payload, seq });
             s.barriers_seen[cp as usize - 1] |= 1 << c;
@@ -128,13 +137,13 @@ fn pending(s: &State, cp: CheckpointId) -> bool {
 /// unless obsolete, `announcementReceived`: before the timeout
 /// `ChannelState.addSeenAnnouncement(channel, seq)`; after it (the `...Unaligned` states)
 /// `convertToPriorityEvent(channel, seq)` at once.
-fn process_barrier_announcement(s: &mut State, c: u8, cp: CheckpointId, seq: i32) -> Followup {
+fn process_barrier_announcement(s: &mut State, variant: Variant, c: u8, cp: CheckpointId, seq: i32) -> Followup {
     check_new_checkpoint(s, cp, false);
     if !pending(s, cp) {
         return Followup::None;
     }
     let a = s.alignment.as_mut().expect("pending");
-    if !a.timed_out {
+    if !a.timed_out && variant != Variant::AnnouncementConvertedBeforeTimeout {
         a.announced.push((c, seq));
         return Followup::None;
     }
@@ -213,7 +222,7 @@ pub fn alignment_timer_due(s: &State) -> Option<CheckpointId> {
 /// than `arriving`'s: the bitmask of the channel whose unaligned barrier called it, 0 for the
 /// timer) the timeout itself triggers it: `checkpointStarted` of the unaligned barrier on
 /// every channel, then `triggerGlobalCheckpoint`.
-fn aligned_checkpoint_timeout(s: &mut State, cfg: &ModelConfig, arriving: u8) -> u8 {
+fn aligned_checkpoint_timeout(s: &mut State, cfg: &ModelConfig, variant: Variant, arriving: u8) -> u8 {
     let a = s.alignment.as_mut().expect("guarded");
     a.timer = false;
     a.timed_out = true;
@@ -229,7 +238,7 @@ fn aligned_checkpoint_timeout(s: &mut State, cfg: &ModelConfig, arriving: u8) ->
             None => return 0,
         }
     }
-    if s.barriers_seen[cp as usize - 1] & !arriving != 0 {
+    if s.barriers_seen[cp as usize - 1] & !arriving != 0 || variant == Variant::TimeoutTriggersBeforeFirstBarrier {
         s.checkpoints[cp as usize - 1] = CheckpointStatus::Triggered;
         s.task = TaskPc::Trigger {
             cp,
@@ -380,14 +389,14 @@ impl RecoveryModel {
 
     /// The alignment timer's mail: the converted channels queue at the gate's priority head.
     pub(crate) fn aligned_checkpoint_timeout(&self, s: &mut State, _cp: CheckpointId) {
-        let notify = aligned_checkpoint_timeout(s, &self.cfg, 0);
+        let notify = aligned_checkpoint_timeout(s, &self.cfg, self.variant, 0);
         self.follow_up(s, Followup::NotifyPriority(notify));
     }
 
     /// The task hands a polled element to `CheckpointedInputGate`, and the gate does what the
     /// handler asks.
     pub(crate) fn handle_polled(&self, s: &mut State, c: u8, payload: Payload, seq: i32) {
-        let followup = checkpointed_input_gate(s, &self.cfg, c, payload, seq);
+        let followup = checkpointed_input_gate(s, &self.cfg, self.variant, c, payload, seq);
         self.follow_up(s, followup);
     }
 

@@ -117,6 +117,12 @@ pub enum Variant {
     /// A local channel's poll of its view returns the view's next sequence number instead of
     /// the one of the element it polled.
     LocalPollMisnumbersLive,
+    /// `AlternatingWaitingForFirstBarrier.alignmentTimeout` triggers the checkpoint, as
+    /// `AlternatingCollectingBarriers` does, although none of its barriers is in.
+    TimeoutTriggersBeforeFirstBarrier,
+    /// `announcementReceived` converts the announced barrier to a priority event in the aligned
+    /// states as well, before the alignment timed out.
+    AnnouncementConvertedBeforeTimeout,
 }
 
 /// One row of the bug zoo: the variant, the bug it reintroduces, the property that catches it
@@ -382,6 +388,20 @@ pub const VARIANTS: &[VariantInfo] = &[
         bug: "Flink 2.3.0's convertRecoveredInputChannels leaves a converted channel with migrated buffers out of the gate's queue",
         property: PropertyId::NoLostNotification,
         preset: "migration",
+    },
+    VariantInfo {
+        variant: Variant::TimeoutTriggersBeforeFirstBarrier,
+        name: "timeout-triggers-before-first-barrier",
+        bug: "the alignment timeout triggers the checkpoint in AlternatingWaitingForFirstBarrier too, before any of its barriers is in",
+        property: PropertyId::TriggeredByItsBarriers,
+        preset: "aligned-timeout",
+    },
+    VariantInfo {
+        variant: Variant::AnnouncementConvertedBeforeTimeout,
+        name: "announcement-converted-before-timeout",
+        bug: "announcementReceived converts the announced barrier to a priority event in the aligned states too, before the alignment timed out",
+        property: PropertyId::ConvertedOnlyOnceUnaligned,
+        preset: "aligned-timeout",
     },
 ];
 
