@@ -164,7 +164,10 @@ struct CheckArgs {
     #[arg(long)]
     compact_frontier: bool,
     /// Keep the frontier encoded on disk, in one file of DIR per level (removed once the level
-    /// is searched), TLC's way: only the seen set stays in memory.
+    /// is searched), TLC's way, and the parent links too: only the fingerprints of the seen
+    /// states stay in memory, 8 bytes a slot. The paths of the discoveries are rebuilt from the
+    /// links at the end; with more than one thread, which of several shortest paths is shown
+    /// may vary from run to run.
     #[arg(long, value_name = "DIR")]
     spill_dir: Option<PathBuf>,
 }

@@ -73,19 +73,60 @@ const _: () = assert!(
     std::mem::size_of::<Seen>() == 16,
     "a seen state costs 16 bytes and its key"
 );
+const _: () = assert!(
+    std::mem::size_of::<(u64, ())>() == 8,
+    "with the links on disk, a seen state costs its key alone"
+);
 
-/// One shard of the seen states: an open-addressing table probed linearly, each slot a
-/// fingerprint and its [`Seen`] side by side, so that a probe, which misses the cache on a
-/// table this size, costs one miss where a map with a separate control array costs two.
-/// Fingerprint 0 marks an empty slot; a state whose fingerprint is 0 is kept aside.
-#[derive(Default)]
-struct Shard {
-    slots: Vec<(u64, Seen)>,
-    len: usize,
-    zero: Option<Seen>,
+/// What the seen set keeps beside a state's fingerprint: its [`Seen`] link, or nothing when
+/// the links are on disk ([`Frontier::Spilled`]).
+trait Link: Copy {
+    const EMPTY: Self;
+    /// A state reached again: whether `new` replaces the link it has.
+    fn replaces(&self, new: &Self) -> bool;
 }
 
-impl Shard {
+impl Link for Seen {
+    const EMPTY: Self = Seen {
+        parent: 0,
+        action: Action::RequestPartitions,
+        depth: 0,
+    };
+    /// Reached again in the same level from a parent with a smaller fingerprint, so that the
+    /// tree does not depend on which thread came first.
+    fn replaces(&self, new: &Self) -> bool {
+        self.depth == new.depth && new.parent < self.parent
+    }
+}
+
+impl Link for () {
+    const EMPTY: Self = ();
+    fn replaces(&self, _: &Self) -> bool {
+        false
+    }
+}
+
+/// One shard of the seen states: an open-addressing table probed linearly, each slot a
+/// fingerprint and its link side by side, so that a probe, which misses the cache on a
+/// table this size, costs one miss where a map with a separate control array costs two.
+/// Fingerprint 0 marks an empty slot; a state whose fingerprint is 0 is kept aside.
+struct Shard<V> {
+    slots: Vec<(u64, V)>,
+    len: usize,
+    zero: Option<V>,
+}
+
+impl<V> Default for Shard<V> {
+    fn default() -> Self {
+        Shard {
+            slots: Vec::new(),
+            len: 0,
+            zero: None,
+        }
+    }
+}
+
+impl<V: Link> Shard<V> {
     /// The slot holding `fp`, or the empty slot where it would go (`fp` is not 0, and the
     /// table is never full).
     fn slot(&self, fp: u64) -> usize {
@@ -97,7 +138,7 @@ impl Shard {
         i
     }
 
-    fn get_mut(&mut self, fp: u64) -> Option<&mut Seen> {
+    fn get_mut(&mut self, fp: u64) -> Option<&mut V> {
         if fp == 0 {
             return self.zero.as_mut();
         }
@@ -109,73 +150,86 @@ impl Shard {
     }
 
     /// Inserts `fp`, which is not in the table.
-    fn insert_new(&mut self, fp: u64, seen: Seen) {
+    fn insert_new(&mut self, fp: u64, link: V) {
         if fp == 0 {
-            self.zero = Some(seen);
+            self.zero = Some(link);
             return;
         }
         // At most three quarters full, so that probes stay short.
         if 4 * (self.len + 1) > 3 * self.slots.len() {
             let size = (2 * self.slots.len()).max(1024);
-            let old = std::mem::replace(&mut self.slots, vec![(0, EMPTY); size]);
+            let old = std::mem::replace(&mut self.slots, vec![(0, V::EMPTY); size]);
             for (k, v) in old.into_iter().filter(|&(k, _)| k != 0) {
                 let i = self.slot(k);
                 self.slots[i] = (k, v);
             }
         }
         let i = self.slot(fp);
-        self.slots[i] = (fp, seen);
+        self.slots[i] = (fp, link);
         self.len += 1;
     }
 
     fn len(&self) -> usize {
         self.len + usize::from(self.zero.is_some())
     }
+
+    /// Records `fp`; true if it is new.
+    fn insert(&mut self, fp: u64, new: V) -> bool {
+        match self.get_mut(fp) {
+            None => {
+                self.insert_new(fp, new);
+                true
+            }
+            Some(link) => {
+                if link.replaces(&new) {
+                    *link = new;
+                }
+                false
+            }
+        }
+    }
+
+    /// The address of the slot `fp`'s probe starts at.
+    fn first_slot(&self, fp: u64) -> Option<*const i8> {
+        let slot = self.slots.get(fp as usize & self.slots.len().wrapping_sub(1))?;
+        Some((slot as *const (u64, V)).cast::<i8>())
+    }
 }
 
-const EMPTY: Seen = Seen {
-    parent: 0,
-    action: Action::RequestPartitions,
-    depth: 0,
-};
-
-/// The states seen so far, in shards by fingerprint, each behind its own lock.
-struct SeenStates {
-    shards: Vec<Mutex<Shard>>,
+/// The states seen so far, in shards by fingerprint, each behind its own lock: with their
+/// links (24 bytes a slot), or fingerprints alone (8 bytes a slot) when the links are written
+/// to disk ([`Traces`]).
+enum SeenStates {
+    Linked(Vec<Mutex<Shard<Seen>>>),
+    Fingerprints(Vec<Mutex<Shard<()>>>),
 }
 
 const SHARDS: usize = 64;
 
+/// Locks the shard of `fp`. Middle bits pick the shard: the table takes its slot from the low
+/// ones.
+fn shard<V>(shards: &[Mutex<Shard<V>>], fp: u64) -> std::sync::MutexGuard<'_, Shard<V>> {
+    shards[(fp >> 32) as usize % SHARDS]
+        .lock()
+        .expect("no thread panics holding it")
+}
+
 impl SeenStates {
-    fn new() -> Self {
-        SeenStates {
-            shards: (0..SHARDS).map(|_| Mutex::default()).collect(),
+    fn new(links_on_disk: bool) -> Self {
+        if links_on_disk {
+            SeenStates::Fingerprints((0..SHARDS).map(|_| Mutex::default()).collect())
+        } else {
+            SeenStates::Linked((0..SHARDS).map(|_| Mutex::default()).collect())
         }
     }
 
-    fn shard(&self, fp: u64) -> std::sync::MutexGuard<'_, Shard> {
-        // Middle bits pick the shard: the table takes its slot from the low ones.
-        self.shards[(fp >> 32) as usize % SHARDS]
-            .lock()
-            .expect("no thread panics holding it")
-    }
-
     /// Records `fp` reached at `depth` from `parent`. True if it is new. A state reached again
-    /// in the same level keeps the parent with the smallest fingerprint, so that the tree does
-    /// not depend on which thread came first.
+    /// in the same level keeps the parent with the smallest fingerprint (with its link in
+    /// memory).
     fn insert(&self, fp: u64, new: Seen) -> bool {
-        let mut shard = self.shard(fp);
-        match shard.get_mut(fp) {
-            None => {
-                shard.insert_new(fp, new);
-                true
-            }
-            Some(seen) => {
-                if seen.depth == new.depth && new.parent < seen.parent {
-                    *seen = new;
-                }
-                false
-            }
+        match self {
+            SeenStates::Linked(shards) => shard(shards, fp).insert(fp, new),
+            SeenStates::Fingerprints(shards) => shard(shards, fp).insert(fp, ()),
         }
     }
 
@@ -184,9 +238,11 @@ impl SeenStates {
     fn prefetch(&self, fp: u64) {
         #[cfg(target_arch = "x86_64")]
         {
-            let shard = self.shard(fp);
-            if let Some(slot) = shard.slots.get(fp as usize & shard.slots.len().wrapping_sub(1)) {
-                let address = (slot as *const (u64, Seen)).cast::<i8>();
+            let address = match self {
+                SeenStates::Linked(shards) => shard(shards, fp).first_slot(fp),
+                SeenStates::Fingerprints(shards) => shard(shards, fp).first_slot(fp),
+            };
+            if let Some(address) = address {
                 // SAFETY: a prefetch is a hint to the cache: it neither reads nor faults.
                 unsafe { std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(address) }
             }
@@ -195,21 +251,34 @@ impl SeenStates {
         let _ = fp;
     }
 
+    #[cfg(test)]
     fn get(&self, fp: u64) -> Option<Seen> {
-        self.shard(fp).get_mut(fp).copied()
+        match self {
+            SeenStates::Linked(shards) => shard(shards, fp).get_mut(fp).copied(),
+            SeenStates::Fingerprints(_) => None,
+        }
     }
 
     fn len(&self) -> usize {
-        self.shards
-            .iter()
-            .map(|s| s.lock().expect("no thread panics holding it").len())
-            .sum()
+        fn total<V: Link>(shards: &[Mutex<Shard<V>>]) -> usize {
+            shards
+                .iter()
+                .map(|s| s.lock().expect("no thread panics holding it").len())
+                .sum()
+        }
+        match self {
+            SeenStates::Linked(shards) => total(shards),
+            SeenStates::Fingerprints(shards) => total(shards),
+        }
     }
 
-    /// The actions from an initial state to `fp`.
+    /// The actions from an initial state to `fp` (links in memory).
     fn path_to(&self, mut fp: u64) -> Vec<Action> {
+        let SeenStates::Linked(shards) = self else {
+            unreachable!("the links are on disk")
+        };
         let mut path = Vec::new();
-        while let Some(seen) = self.get(fp).filter(|seen| seen.depth > 1) {
+        while let Some(seen) = shard(shards, fp).get_mut(fp).copied().filter(|seen| seen.depth > 1) {
             path.push(seen.action);
             fp = seen.parent;
         }
@@ -228,7 +297,8 @@ pub enum Frontier {
     /// buffer, decoded when searched: TLC's way of holding a frontier of millions of states.
     Encoded,
     /// Encoded, and written to a file of this directory, one per level, read back when the
-    /// level is searched and removed after: only the seen set stays in memory.
+    /// level is searched and removed after; the parent links go to files of the directory too,
+    /// and the seen set keeps fingerprints alone (8 bytes a slot instead of 24).
     Spilled(PathBuf),
 }
 
@@ -240,8 +310,9 @@ enum Chunk {
     Spilled { offset: u64, len: usize },
 }
 
-/// A level's chunks on disk: written at disjoint offsets by the threads that seal them, read
-/// back when the level is searched, and removed when dropped.
+/// A level's file on disk: its chunks of encoded states, or the parent links of its states
+/// ([`Traces`]). Written at disjoint offsets by the threads, read back when needed, and removed
+/// when dropped.
 struct SpillFile {
     file: File,
     path: PathBuf,
@@ -249,8 +320,8 @@ struct SpillFile {
 }
 
 impl SpillFile {
-    fn create(dir: &Path, depth: u32) -> SpillFile {
-        let path = dir.join(format!("cdr-frontier-{}-{depth}.bin", std::process::id()));
+    fn create(dir: &Path, what: &str, depth: u32) -> SpillFile {
+        let path = dir.join(format!("cdr-{what}-{}-{depth}.bin", std::process::id()));
         let file = File::options()
             .read(true)
             .write(true)
@@ -264,6 +335,23 @@ impl SpillFile {
         }
     }
 
+    /// Writes `buf` after everything written so far; returns where.
+    fn append(&self, buf: &[u8]) -> u64 {
+        let offset = self.end.fetch_add(buf.len() as u64, Ordering::Relaxed);
+        self.file
+            .write_all_at(buf, offset)
+            .unwrap_or_else(|err| panic!("cannot write the spill file {}: {err}", self.path.display()));
+        offset
+    }
+
+    fn read_at(&self, offset: u64, len: usize) -> Vec<u8> {
+        let mut buf = vec![0; len];
+        self.file
+            .read_exact_at(&mut buf, offset)
+            .unwrap_or_else(|err| panic!("cannot read the spill file {}: {err}", self.path.display()));
+        buf
+    }
+
     /// Writes `e` as: the number of states (u32), each one's fingerprint, `eventually` bits
     /// and end (u64, u64, u32), then the encodings.
     fn write(&self, e: &Encoded) -> Chunk {
@@ -275,28 +363,17 @@ impl SpillFile {
             buf.extend_from_slice(&end.to_le_bytes());
         }
         buf.extend_from_slice(&e.bytes);
-        let offset = self.end.fetch_add(buf.len() as u64, Ordering::Relaxed);
-        self.file
-            .write_all_at(&buf, offset)
-            .unwrap_or_else(|err| panic!("cannot write the spill file {}: {err}", self.path.display()));
+        let offset = self.append(&buf);
         Chunk::Spilled { offset, len: buf.len() }
     }
 
     fn read(&self, offset: u64, len: usize) -> Encoded {
-        let mut buf = vec![0; len];
-        self.file
-            .read_exact_at(&mut buf, offset)
-            .unwrap_or_else(|err| panic!("cannot read the spill file {}: {err}", self.path.display()));
-        let word = |at: usize, n: usize| {
-            let mut b = [0; 8];
-            b[..n].copy_from_slice(&buf[at..at + n]);
-            u64::from_le_bytes(b)
-        };
-        let n = word(0, 4) as usize;
+        let buf = self.read_at(offset, len);
+        let n = word(&buf, 0, 4) as usize;
         let items = (0..n)
             .map(|i| {
                 let at = 4 + 20 * i;
-                (word(at, 8), word(at + 8, 8), word(at + 16, 4) as u32)
+                (word(&buf, at, 8), word(&buf, at + 8, 8), word(&buf, at + 16, 4) as u32)
             })
             .collect();
         Encoded {
@@ -304,6 +381,99 @@ impl SpillFile {
             items,
         }
     }
+
+    /// Every (state, parent) link of a trace file, in the order written.
+    fn for_each_link(&self, mut f: impl FnMut(u64, u64)) {
+        let (end, mut at) = (self.end.load(Ordering::Relaxed), 0);
+        while at < end {
+            let len = (end - at).min(1 << 20) as usize;
+            let buf = self.read_at(at, len);
+            for link in buf.chunks_exact(LINK) {
+                f(word(link, 0, 8), word(link, 8, 8));
+            }
+            at += len as u64;
+        }
+    }
+}
+
+/// The little-endian integer of `n` bytes at `at`.
+fn word(buf: &[u8], at: usize, n: usize) -> u64 {
+    let mut b = [0; 8];
+    b[..n].copy_from_slice(&buf[at..at + n]);
+    u64::from_le_bytes(b)
+}
+
+/// The bytes of a parent link on disk: the state's fingerprint and its parent's.
+const LINK: usize = 16;
+
+/// With a spilled frontier, the parent links are on disk too, TLC's way, and the seen set keeps
+/// fingerprints alone: a file per level, each state's link written when it is first seen (by
+/// whichever thread sees it first). The discoveries' paths are rebuilt at the end: the files
+/// are read once each, the last level first, collecting the links of the states on the paths;
+/// then each path is replayed from its initial state, taking at each step the first action
+/// that leads to the next state. A path is as short as with the links in memory, but with more
+/// than one thread, which of several shortest paths it is may vary from run to run.
+fn paths_from_traces(
+    model: &RecoveryModel,
+    traces: &[SpillFile],
+    targets: &[Option<(u64, u32)>],
+) -> Vec<Option<Vec<Action>>> {
+    use std::collections::{HashMap, HashSet};
+    let deepest = targets.iter().flatten().map(|&(_, d)| d).max().unwrap_or(1);
+    // wanted[d]: fingerprints of level d whose parent is needed.
+    let mut wanted: Vec<HashSet<u64>> = vec![HashSet::new(); deepest as usize + 1];
+    for &(fp, d) in targets.iter().flatten() {
+        wanted[d as usize].insert(fp);
+    }
+    let mut parent: HashMap<(u32, u64), u64> = HashMap::new();
+    for d in (2..=deepest).rev() {
+        let want = std::mem::take(&mut wanted[d as usize]);
+        if want.is_empty() {
+            continue;
+        }
+        // The file of level d is the (d - 1)th: level 1, the initial states, has none.
+        traces[d as usize - 2].for_each_link(|fp, p| {
+            if want.contains(&fp) {
+                parent.insert((d, fp), p);
+            }
+        });
+        for fp in want {
+            let p = parent[&(d, fp)];
+            wanted[d as usize - 1].insert(p);
+        }
+    }
+    let fingerprint = crate::check::state_fingerprint;
+    targets
+        .iter()
+        .map(|target| {
+            let &(fp, d) = target.as_ref()?;
+            let mut chain = vec![fp];
+            for level in (2..=d).rev() {
+                chain.push(parent[&(level, chain[chain.len() - 1])]);
+            }
+            chain.reverse();
+            let mut state = (model.init_states().into_iter())
+                .find(|s| fingerprint(s) == chain[0])
+                .expect("a path starts at an initial state");
+            let mut path = Vec::with_capacity(chain.len() - 1);
+            let mut actions = Vec::new();
+            for &next in &chain[1..] {
+                actions.clear();
+                model.actions(&state, &mut actions);
+                let (action, s) = (actions.iter())
+                    .find_map(|&a| {
+                        model
+                            .next_state(&state, a)
+                            .filter(|s| fingerprint(s) == next)
+                            .map(|s| (a, s))
+                    })
+                    .expect("a link on disk is an edge of the model");
+                path.push(action);
+                state = s;
+            }
+            Some(path)
+        })
+        .collect()
 }
 
 impl Drop for SpillFile {
@@ -393,7 +563,11 @@ pub fn bfs(model: &RecoveryModel, threads: usize, counters: &Counters) -> Outcom
     let all_eventually = (properties.iter().enumerate())
         .filter(|(_, (e, _))| *e == Expectation::Eventually)
         .fold(0u64, |bits, (i, _)| bits | 1 << i);
-    let seen = SeenStates::new();
+    let spill_dir = match &model.frontier {
+        Frontier::Spilled(dir) => Some(dir.as_path()),
+        _ => None,
+    };
+    let seen = SeenStates::new(spill_dir.is_some());
     let mut first: Vec<Item> = Vec::new();
     for state in model.init_states() {
         let fp = crate::check::state_fingerprint(&state);
@@ -417,22 +591,25 @@ pub fn bfs(model: &RecoveryModel, threads: usize, counters: &Counters) -> Outcom
     let mut level: Vec<Chunk> = vec![Chunk::Whole(first)];
     // With a spilled frontier, the file of the level being searched.
     let mut reading: Option<SpillFile> = None;
-    let mut discovered: Vec<Option<u64>> = vec![None; properties.len()];
+    // Per property: the fingerprint and level of the state that discovered it.
+    let mut discovered: Vec<Option<(u64, u32)>> = vec![None; properties.len()];
+    // With a spilled frontier, the parent links of each level from the second on.
+    let mut traces: Vec<SpillFile> = Vec::new();
     let mut depth = 0u32;
     while !level.is_empty() {
         depth += 1;
         counters.max_depth.store(depth as usize, Ordering::Relaxed);
         let found = Found(Mutex::new(vec![None; properties.len()]));
-        let writing = match &model.frontier {
-            Frontier::Spilled(dir) => Some(SpillFile::create(dir, depth)),
-            _ => None,
-        };
+        let writing = spill_dir.map(|dir| SpillFile::create(dir, "frontier", depth));
+        let trace = spill_dir.map(|dir| SpillFile::create(dir, "trace", depth + 1));
+        let decided: Vec<Option<u64>> = discovered.iter().map(|d| d.map(|(fp, _)| fp)).collect();
         let work = Work {
             reading: reading.as_ref(),
             writing: writing.as_ref(),
             model,
             properties: &properties,
-            decided: &discovered,
+            decided: &decided,
+            trace: trace.as_ref(),
             seen: &seen,
             found: &found,
             counters,
@@ -452,8 +629,9 @@ pub fn bfs(model: &RecoveryModel, threads: usize, counters: &Counters) -> Outcom
         };
         let found = found.0.into_inner().expect("no thread panics holding it");
         for (d, f) in discovered.iter_mut().zip(found) {
-            *d = d.or(f);
+            *d = d.or(f.map(|fp| (fp, depth)));
         }
+        traces.extend(trace);
         level = parts.into_iter().flatten().collect();
         reading = writing;
     }
@@ -461,7 +639,10 @@ pub fn bfs(model: &RecoveryModel, threads: usize, counters: &Counters) -> Outcom
         states: counters.states.load(Ordering::Relaxed),
         unique_states: seen.len(),
         max_depth: depth as usize,
-        discoveries: discovered.into_iter().map(|fp| fp.map(|fp| seen.path_to(fp))).collect(),
+        discoveries: match spill_dir {
+            Some(_) => paths_from_traces(model, &traces, &discovered),
+            None => (discovered.iter()).map(|d| d.map(|(fp, _)| seen.path_to(fp))).collect(),
+        },
         encoded_bytes_per_state: match counters.encoded_states.load(Ordering::Relaxed) {
             0 => None,
             n => Some(counters.encoded_bytes.load(Ordering::Relaxed) as f64 / n as f64),
@@ -484,6 +665,8 @@ struct Work<'a> {
     /// With a spilled frontier, the file the level's chunks are in, and the next level's.
     reading: Option<&'a SpillFile>,
     writing: Option<&'a SpillFile>,
+    /// With a spilled frontier, the file of the parent links of the next level's states.
+    trace: Option<&'a SpillFile>,
 }
 
 /// States a thread takes from the level at a time, and gives to the next.
@@ -500,6 +683,7 @@ impl Work<'_> {
         let mut out = Vec::with_capacity(CHUNK + SLACK);
         let mut actions = Vec::new();
         let mut successors = Vec::new();
+        let mut links = Vec::new();
         let seal = |out: Vec<Item>| {
             if self.model.frontier == Frontier::Whole {
                 return Chunk::Whole(out);
@@ -519,12 +703,15 @@ impl Work<'_> {
                 if !out.is_empty() {
                     done.push(seal(out));
                 }
+                if let Some(trace) = self.trace {
+                    trace.append(&links);
+                }
                 return done;
             };
             let (mut generated, mut new) = (0, 0);
             let mut search = |item: &Item, out: &mut Vec<Item>| {
                 let before = out.len();
-                generated += self.visit(item, &mut actions, &mut successors, out);
+                generated += self.visit(item, &mut actions, &mut successors, out, &mut links);
                 new += out.len() - before;
                 if out.len() >= CHUNK {
                     let full = std::mem::replace(out, Vec::with_capacity(CHUNK + SLACK));
@@ -540,6 +727,10 @@ impl Work<'_> {
                 }
             }
             drop(chunk);
+            if let Some(trace) = self.trace.filter(|_| links.len() >= 1 << 20) {
+                trace.append(&links);
+                links.clear();
+            }
             self.counters.states.fetch_add(generated, Ordering::Relaxed);
             self.counters.unique_states.fetch_add(new, Ordering::Relaxed);
         }
@@ -552,6 +743,7 @@ impl Work<'_> {
         actions: &mut Vec<Action>,
         successors: &mut Vec<(Action, State, u64)>,
         out: &mut Vec<Item>,
+        links: &mut Vec<u8>,
     ) -> usize {
         let (model, s) = (self.model, &item.state);
         let mut eventually = item.eventually;
@@ -589,6 +781,10 @@ impl Work<'_> {
                 depth: self.depth + 1,
             };
             if self.seen.insert(fp, seen) {
+                if self.trace.is_some() {
+                    links.extend_from_slice(&fp.to_le_bytes());
+                    links.extend_from_slice(&item.fp.to_le_bytes());
+                }
                 out.push(Item {
                     state: next,
                     fp,
@@ -622,7 +818,7 @@ mod tests {
     /// middle bits), fingerprint 0, and enough of them to make every shard grow.
     #[test]
     fn the_seen_states_keep_every_fingerprint_once_through_collisions_and_growth() {
-        let states = SeenStates::new();
+        let states = SeenStates::new(false);
         let colliding = (1..200u64).map(|k| k << 40);
         let spread = (1..20_000u64).map(|k| k.wrapping_mul(0x9e37_79b9_7f4a_7c15));
         let fps: Vec<u64> = std::iter::once(0).chain(colliding).chain(spread).collect();
@@ -646,7 +842,7 @@ mod tests {
     /// reached in a later level, it keeps the one it has.
     #[test]
     fn a_state_reached_twice_in_a_level_keeps_the_smaller_parent() {
-        let states = SeenStates::new();
+        let states = SeenStates::new(false);
         assert!(states.insert(7, seen(50, 3)));
         assert!(!states.insert(7, seen(40, 3)));
         assert!(!states.insert(7, seen(60, 3)));
