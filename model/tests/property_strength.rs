@@ -2,7 +2,8 @@
 //! verdicts only. With every fix in place each preset of [`FIXED`] gets the verdicts it is meant
 //! to get, and every bug-zoo variant is found by its property on its preset, at the depth the bug
 //! zoo gives (a change that moves a bug's shortest counterexample changes what the property
-//! sees of it). State counts,
+//! sees of it), and each finding's counterexample has the length docs/findings.md gives. State
+//! counts,
 //! snapshots and frozen paths are left out on purpose: they would "catch" any change, also one
 //! that no property notices. What it does assert beside the verdicts is that the search is
 //! sound: no two distinct states of `tiny` and `floating` share a fingerprint, since the seen
@@ -50,6 +51,15 @@ const FIXED: &[&str] = &[
     "late-floating-credit",
     "recovery-buffer-wait",
     "borrow",
+];
+
+/// The findings' counterexamples (docs/findings.md, "Steps"; `model/tests/check_presets.rs`
+/// asserts the same lengths): preset, property, length of the shortest counterexample.
+const FINDINGS: &[(&str, PropertyId, usize)] = &[
+    ("priority-race", PropertyId::PriorityHonoured, 8),
+    ("drain-wakeup", PropertyId::RecoveryCompletes, 9),
+    ("late-floating-credit", PropertyId::CreditConservation, 22),
+    ("late-floating-credit", PropertyId::NoProtocolViolation, 27),
 ];
 
 /// A remote channel with a floating buffer, released or closed at any point: the smallest
@@ -148,6 +158,11 @@ fn every_preset_gets_its_verdicts_and_every_variant_is_found() {
     );
     for name in ["tiny", "floating"] {
         fingerprints_tell_states_apart(name, (find_preset(name).unwrap().config)());
+    }
+    for &(name, property, steps) in FINDINGS {
+        let model = RecoveryModel::new((find_preset(name).unwrap().config)(), Variant::Fixed);
+        let path = shortest_counterexample(&model, property).map(|p| p.len());
+        assert_eq!(path, Some(steps), "{name}: the finding's {property} counterexample");
     }
     let docs = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/bug-zoo.md")).unwrap();
     for info in VARIANTS {
