@@ -810,28 +810,26 @@ fn unaligned_checkpoints_never_overlap(m: &RecoveryModel, s: &State) -> bool {
 /// `SingleCheckpointBarrierHandler`'s trigger rule. A checkpoint is triggered (and so completes)
 /// only once one of its barriers was processed: an unaligned one triggers it at once; the
 /// alignment timeout triggers it only in `AlternatingCollectingBarriers`, where a barrier is in
-/// (in `AlternatingWaitingForFirstBarrier` it only converts the announcements). A checkpoint
-/// with a barrier in is still untriggered only while it aligns before its timeout, and not
-/// once every channel's barrier is in: `barrierReceived` triggers it in the same call
-/// (`allBarriersReceived`). A released channel is left out: the canceler's release does not
+/// (in `AlternatingWaitingForFirstBarrier` it only converts the announcements). Triggered, it
+/// goes on unaligned: an alternating handler aligning it has timed out (an unaligned barrier
+/// during the alignment runs `alignmentTimeout` first). A checkpoint with a barrier in is still
+/// untriggered only while it aligns before its timeout, and not once every channel's barrier is
+/// in: `barrierReceived` triggers it in the same call (`allBarriersReceived`). A released channel is left out: the canceler's release does not
 /// reach the handler.
 fn a_checkpoint_is_triggered_when_its_barriers_say_so(_: &RecoveryModel, s: &State) -> bool {
     let all = (1u16 << s.channels.len()) - 1;
     let released = s.channels.iter().any(|ch| ch.released);
-    s.checkpoints
-        .iter()
-        .zip(&s.barriers_seen)
-        .enumerate()
-        .all(|(i, (status, &seen))| match status {
-            CheckpointStatus::Triggered | CheckpointStatus::Completed => seen != 0,
-            CheckpointStatus::NotTriggered => {
-                seen == 0
-                    || s.alignment
-                        .as_ref()
-                        .is_some_and(|a| a.cp as usize == i + 1 && !a.timed_out && (released || u16::from(seen) != all))
-            }
-            _ => true,
-        })
+    let aligning = |i: usize| s.alignment.as_ref().filter(|a| a.cp as usize == i + 1);
+    let mut checkpoints = s.checkpoints.iter().zip(&s.barriers_seen).enumerate();
+    checkpoints.all(|(i, (status, &seen))| match status {
+        // Triggered and not yet completed: unaligned, so an alignment of it has timed out.
+        CheckpointStatus::Triggered => seen != 0 && aligning(i).is_none_or(|a| a.timed_out),
+        CheckpointStatus::Completed => seen != 0,
+        CheckpointStatus::NotTriggered => {
+            seen == 0 || aligning(i).is_some_and(|a| !a.timed_out && (released || u16::from(seen) != all))
+        }
+        _ => true,
+    })
 }
 
 /// The alternating handler's aligned states (`AbstractAlternatingAlignedBarrierHandlerState`)
