@@ -135,7 +135,9 @@ pub fn rank(s: &State) -> Rank {
         + flag(s.ghost_lent_across)
         + flag(matches!(s.task, TaskPc::Failed { .. }))
         + i64::from(s.upstream_recovered.count_ones())
-        + i64::from(s.aborted.count_ones());
+        + i64::from(s.aborted.count_ones())
+        // A newer alignment replaces an older one; one alignment only ever times out.
+        + s.alignment.as_ref().map_or(0, |a| 2 * i64::from(a.cp) + flag(a.timed_out));
     let announce = |a: &Option<crate::state::Announce>| a.map_or(0, |a| i64::from(a.n));
     r[3] = 15 * s.pools.iter().map(|p| p.available.len() as i64).sum::<i64>()
         - 10 * (announce(&s.task_announce) + announce(&s.client_announce))
