@@ -814,8 +814,8 @@ fn unaligned_checkpoints_never_overlap(m: &RecoveryModel, s: &State) -> bool {
 /// goes on unaligned: an alternating handler aligning it has timed out (an unaligned barrier
 /// during the alignment runs `alignmentTimeout` first). A checkpoint with a barrier in is still
 /// untriggered only while it aligns before its timeout, and not once every channel's barrier is
-/// in: `barrierReceived` triggers it in the same call (`allBarriersReceived`). A released channel is left out: the canceler's release does not
-/// reach the handler.
+/// in: `barrierReceived` triggers it in the same call (`allBarriersReceived`). A released
+/// channel is left out: the canceler's release does not reach the handler.
 fn a_checkpoint_is_triggered_when_its_barriers_say_so(_: &RecoveryModel, s: &State) -> bool {
     let all = (1u16 << s.channels.len()) - 1;
     let released = s.channels.iter().any(|ch| ch.released);

@@ -198,7 +198,7 @@ impl<V: Link> Shard<V> {
 
 /// The states seen so far, in shards by fingerprint, each behind its own lock: with their
 /// links (24 bytes a slot), or fingerprints alone (8 bytes a slot) when the links are written
-/// to disk ([`Traces`]).
+/// to disk ([`paths_from_traces`]).
 enum SeenStates {
     Linked(Vec<Mutex<Shard<Seen>>>),
     Fingerprints(Vec<Mutex<Shard<()>>>),
@@ -251,7 +251,7 @@ impl SeenStates {
         let _ = fp;
     }
 
-    #[cfg(test)]
+    /// The link of `fp`, with the links in memory.
     fn get(&self, fp: u64) -> Option<Seen> {
         match self {
             SeenStates::Linked(shards) => shard(shards, fp).get_mut(fp).copied(),
@@ -274,11 +274,9 @@ impl SeenStates {
 
     /// The actions from an initial state to `fp` (links in memory).
     fn path_to(&self, mut fp: u64) -> Vec<Action> {
-        let SeenStates::Linked(shards) = self else {
-            unreachable!("the links are on disk")
-        };
+        assert!(matches!(self, SeenStates::Linked(_)), "the links are on disk");
         let mut path = Vec::new();
-        while let Some(seen) = shard(shards, fp).get_mut(fp).copied().filter(|seen| seen.depth > 1) {
+        while let Some(seen) = self.get(fp).filter(|seen| seen.depth > 1) {
             path.push(seen.action);
             fp = seen.parent;
         }
@@ -311,7 +309,7 @@ enum Chunk {
 }
 
 /// A level's file on disk: its chunks of encoded states, or the parent links of its states
-/// ([`Traces`]). Written at disjoint offsets by the threads, read back when needed, and removed
+/// ([`paths_from_traces`]). Written at disjoint offsets by the threads, read back when needed, and removed
 /// when dropped.
 struct SpillFile {
     file: File,

@@ -182,7 +182,7 @@ fn every_preset_gets_its_verdicts_and_every_variant_is_found() {
 }
 
 /// The length of `variant`'s shortest counterexample in docs/bug-zoo.md's table (the last cell
-/// of its row), which `cdr`'s bug-zoo test keeps equal to the model's.
+/// of its row), which `model/tests/bug_zoo.rs` keeps equal to the model's.
 fn zoo_steps(docs: &str, variant: &str) -> usize {
     let prefix = format!("| [{variant}](#");
     let row = docs
