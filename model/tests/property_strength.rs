@@ -11,7 +11,7 @@
 //! to. Ignored in `cargo test`; cargo-mutants runs it in release.
 
 use recovery_model::check::{check, shortest_counterexample, state_fingerprint};
-use recovery_model::config::{Delivery, ModelConfig, Upstream, find_preset, remote};
+use recovery_model::config::{Delivery, ModelConfig, Upstream, find_preset, local, remote};
 use recovery_model::properties::PropertyId;
 use recovery_model::variant::VARIANTS;
 use recovery_model::{RecoveryModel, State, Variant};
@@ -99,6 +99,22 @@ fn legacy_two_recovered() -> ModelConfig {
     cfg
 }
 
+/// A remote channel whose recovery ends at once and a local channel recovering one buffer, two
+/// checkpoints: the coordinator aborts the first, the remote channel takes the second's barrier,
+/// and the task's late trigger of the first is subsumed there while its recovery barrier stays
+/// queued on the local channel, which the second's `collectPreRecoveryBarrier` walks past.
+fn subsumed_leaves_recovery_barrier() -> ModelConfig {
+    ModelConfig {
+        channels: vec![
+            remote(0, &[Upstream::EndOfOutputChannelState], 1, 0),
+            local(1, &[Upstream::EndOfOutputChannelState]),
+        ],
+        checkpoints: 2,
+        release: false,
+        ..remote_floating_release()
+    }
+}
+
 /// Asserts every verdict of `cfg` with every fix in place.
 fn gets_its_verdicts(name: &str, cfg: ModelConfig, unreachable: &[PropertyId]) {
     let report = check(RecoveryModel::new(cfg, Variant::Fixed), name, unreachable, 1, true);
@@ -149,6 +165,16 @@ fn every_preset_gets_its_verdicts_and_every_variant_is_found() {
         &[
             PropertyId::StaleRecoveryBarrierPolled,
             PropertyId::RecycleRacesEnableNotify,
+        ],
+    );
+    gets_its_verdicts(
+        "subsumed-leaves-recovery-barrier",
+        subsumed_leaves_recovery_barrier(),
+        &[
+            PropertyId::CheckpointPersistsLiveData,
+            PropertyId::RecycleRacesEnableNotify,
+            PropertyId::CheckpointDeclinedForMissingBarrier,
+            PropertyId::StaleRecoveryBarrierPolled,
         ],
     );
     gets_its_verdicts(
