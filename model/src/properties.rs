@@ -260,17 +260,24 @@ fn aborted(status: CheckpointStatus) -> bool {
 
 /// S5: recovered elements are numbered from `i32::MIN` (contiguously in consumption order on a
 /// local channel and on the flag-off path's RecoveredInputChannel, increasing in append order
-/// on a remote one) and never collide with live sequence numbers, which start at 0.
+/// on a remote one) and never collide with live sequence numbers, which start at 0. In 2.3.0's
+/// migration the physical channel numbers what it takes over from `i32::MIN` again (the
+/// `LocalInputChannel` and `RemoteInputChannel` constructors given the recovered buffers), so
+/// the numbering may restart there, once.
 fn recovery_sequence_numbers(m: &RecoveryModel, s: &State) -> bool {
     use crate::config::Delivery;
+    let migrates = m.cfg.delivery == Delivery::Migration;
     channels(s).all(|(c, ch)| {
         let contiguous = matches!(m.cfg.delivery, Delivery::Legacy | Delivery::Migration)
             || m.cfg.channels[c as usize].kind == ChannelKind::Local;
-        // The k-th recovery element delivered and the one before it.
-        let (mut k, mut last) = (0, None);
+        // The k-th recovery element delivered (since the restart) and the one before it.
+        let (mut k, mut last, mut restarted) = (0, None, false);
         ch.ghost_delivered.iter().all(|d| {
             if !d.payload.is_recovery_element() {
                 return d.seq >= 0;
+            }
+            if migrates && !restarted && k > 0 && d.seq == i32::MIN {
+                (k, restarted) = (0, true);
             }
             let first_possible = i32::MIN + k;
             k += 1;

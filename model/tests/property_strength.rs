@@ -115,6 +115,15 @@ fn subsumed_leaves_recovery_barrier() -> ModelConfig {
     }
 }
 
+/// 2.3.0's migration (`migration`) with two recovered buffers on the local channel: the
+/// `RecoveredInputChannel` delivers one, and the physical channel numbers the one it takes over
+/// from `i32::MIN` again.
+fn migration_two_recovered() -> ModelConfig {
+    let mut cfg = (find_preset("migration").unwrap().config)();
+    cfg.channels[0].recovered = 2;
+    cfg
+}
+
 /// Asserts every verdict of `cfg` with every fix in place.
 fn gets_its_verdicts(name: &str, cfg: ModelConfig, unreachable: &[PropertyId]) {
     let report = check(RecoveryModel::new(cfg, Variant::Fixed), name, unreachable, 1, true);
@@ -181,6 +190,11 @@ fn every_preset_gets_its_verdicts_and_every_variant_is_found() {
         "legacy-two-recovered",
         legacy_two_recovered(),
         find_preset("legacy").unwrap().unreachable,
+    );
+    gets_its_verdicts(
+        "migration-two-recovered",
+        migration_two_recovered(),
+        find_preset("migration").unwrap().unreachable,
     );
     for name in ["tiny", "floating"] {
         fingerprints_tell_states_apart(name, (find_preset(name).unwrap().config)());
