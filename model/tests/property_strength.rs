@@ -13,10 +13,11 @@
 use recovery_model::check::{check, shortest_counterexample, state_fingerprint};
 use recovery_model::config::{Delivery, ModelConfig, Upstream, find_preset, local, remote};
 use recovery_model::properties::PropertyId;
+use recovery_model::state::Payload;
 use recovery_model::variant::VARIANTS;
 use recovery_model::{RecoveryModel, State, Variant};
 use stateright::Model;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// The presets whose verdicts the oracle asserts: every preset that checks in a few seconds in
 /// release, so that each part of the protocol (both channel kinds, the drainer, the conversion,
@@ -124,6 +125,40 @@ fn migration_two_recovered() -> ModelConfig {
     cfg
 }
 
+/// Whether a queue holds checkpoint 1's recovery barrier, then a recovered buffer, then
+/// checkpoint 2's: the walk `subsumed_leaves_recovery_barrier` is there to load.
+fn stale_barrier_before_a_buffer_and_the_next(s: &State) -> bool {
+    const WALKED: [Payload; 3] = [
+        Payload::RecoveryBarrier(1),
+        Payload::Recovered(0),
+        Payload::RecoveryBarrier(2),
+    ];
+    s.channels.iter().any(|ch| {
+        let payloads: Vec<Payload> = ch.queue.iter().map(|e| e.payload).collect();
+        payloads.windows(3).any(|w| w == WALKED)
+    })
+}
+
+/// Whether a reachable state of `cfg` satisfies `p`.
+fn reaches(cfg: ModelConfig, p: impl Fn(&State) -> bool) -> bool {
+    let model = RecoveryModel::new(cfg, Variant::Fixed);
+    let mut seen = HashSet::new();
+    let mut frontier = model.init_states();
+    let mut actions = Vec::new();
+    while let Some(state) = frontier.pop() {
+        if !seen.insert(state_fingerprint(&state)) {
+            continue;
+        }
+        if p(&state) {
+            return true;
+        }
+        actions.clear();
+        model.actions(&state, &mut actions);
+        frontier.extend(actions.iter().filter_map(|&a| model.next_state(&state, a)));
+    }
+    false
+}
+
 /// Asserts every verdict of `cfg` with every fix in place.
 fn gets_its_verdicts(name: &str, cfg: ModelConfig, unreachable: &[PropertyId]) {
     let report = check(RecoveryModel::new(cfg, Variant::Fixed), name, unreachable, 1, true);
@@ -185,6 +220,13 @@ fn every_preset_gets_its_verdicts_and_every_variant_is_found() {
             PropertyId::CheckpointDeclinedForMissingBarrier,
             PropertyId::StaleRecoveryBarrierPolled,
         ],
+    );
+    assert!(
+        reaches(
+            subsumed_leaves_recovery_barrier(),
+            stale_barrier_before_a_buffer_and_the_next
+        ),
+        "subsumed-leaves-recovery-barrier: no queue holds a stale recovery barrier before a buffer and the next"
     );
     gets_its_verdicts(
         "legacy-two-recovered",
