@@ -309,8 +309,8 @@ enum Chunk {
 }
 
 /// A level's file on disk: its chunks of encoded states, or the parent links of its states
-/// ([`paths_from_traces`]). Written at disjoint offsets by the threads, read back when needed, and removed
-/// when dropped.
+/// ([`paths_from_traces`]). Written at disjoint offsets by the threads, read back when needed,
+/// and removed when dropped.
 struct SpillFile {
     file: File,
     path: PathBuf,

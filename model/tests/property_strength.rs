@@ -10,14 +10,14 @@
 //! set keeps fingerprints only and a collision would silently drop a state and all it leads
 //! to. Ignored in `cargo test`; cargo-mutants runs it in release.
 
-use recovery_model::check::{check, shortest_counterexample, state_fingerprint};
+use recovery_model::check::{check, shortest_counterexample, shortest_path, state_fingerprint};
 use recovery_model::config::{Delivery, ModelConfig, Upstream, find_preset, local, remote};
 use recovery_model::properties::PropertyId;
 use recovery_model::state::Payload;
 use recovery_model::variant::VARIANTS;
 use recovery_model::{RecoveryModel, State, Variant};
 use stateright::Model;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 /// The presets whose verdicts the oracle asserts: every preset that checks in a few seconds in
 /// release, so that each part of the protocol (both channel kinds, the drainer, the conversion,
@@ -92,10 +92,12 @@ fn remote_floating_only_release_step() -> ModelConfig {
     }
 }
 
-/// The flag-off path (`legacy`) with two recovered buffers on the local channel: the
-/// `RecoveredInputChannel`'s buffers numbered one by one (each preset's channels recover one).
-fn legacy_two_recovered() -> ModelConfig {
-    let mut cfg = (find_preset("legacy").unwrap().config)();
+/// `preset` with two recovered buffers on its local channel (each preset's channels recover
+/// one): on the flag-off path (`legacy`) the `RecoveredInputChannel`'s buffers are numbered one
+/// by one; in 2.3.0's migration (`migration`) it delivers one, and the physical channel numbers
+/// the one it takes over from `i32::MIN` again.
+fn two_recovered(preset: &str) -> ModelConfig {
+    let mut cfg = (find_preset(preset).unwrap().config)();
     cfg.channels[0].recovered = 2;
     cfg
 }
@@ -116,15 +118,6 @@ fn subsumed_leaves_recovery_barrier() -> ModelConfig {
     }
 }
 
-/// 2.3.0's migration (`migration`) with two recovered buffers on the local channel: the
-/// `RecoveredInputChannel` delivers one, and the physical channel numbers the one it takes over
-/// from `i32::MIN` again.
-fn migration_two_recovered() -> ModelConfig {
-    let mut cfg = (find_preset("migration").unwrap().config)();
-    cfg.channels[0].recovered = 2;
-    cfg
-}
-
 /// Whether a queue holds checkpoint 1's recovery barrier, then a recovered buffer, then
 /// checkpoint 2's: the walk `subsumed_leaves_recovery_barrier` is there to load.
 fn stale_barrier_before_a_buffer_and_the_next(s: &State) -> bool {
@@ -137,26 +130,6 @@ fn stale_barrier_before_a_buffer_and_the_next(s: &State) -> bool {
         let payloads: Vec<Payload> = ch.queue.iter().map(|e| e.payload).collect();
         payloads.windows(3).any(|w| w == WALKED)
     })
-}
-
-/// Whether a reachable state of `cfg` satisfies `p`.
-fn reaches(cfg: ModelConfig, p: impl Fn(&State) -> bool) -> bool {
-    let model = RecoveryModel::new(cfg, Variant::Fixed);
-    let mut seen = HashSet::new();
-    let mut frontier = model.init_states();
-    let mut actions = Vec::new();
-    while let Some(state) = frontier.pop() {
-        if !seen.insert(state_fingerprint(&state)) {
-            continue;
-        }
-        if p(&state) {
-            return true;
-        }
-        actions.clear();
-        model.actions(&state, &mut actions);
-        frontier.extend(actions.iter().filter_map(|&a| model.next_state(&state, a)));
-    }
-    false
 }
 
 /// Asserts every verdict of `cfg` with every fix in place.
@@ -222,20 +195,21 @@ fn every_preset_gets_its_verdicts_and_every_variant_is_found() {
         ],
     );
     assert!(
-        reaches(
-            subsumed_leaves_recovery_barrier(),
+        shortest_path(
+            &RecoveryModel::new(subsumed_leaves_recovery_barrier(), Variant::Fixed),
             stale_barrier_before_a_buffer_and_the_next
-        ),
+        )
+        .is_some(),
         "subsumed-leaves-recovery-barrier: no queue holds a stale recovery barrier before a buffer and the next"
     );
     gets_its_verdicts(
         "legacy-two-recovered",
-        legacy_two_recovered(),
+        two_recovered("legacy"),
         find_preset("legacy").unwrap().unreachable,
     );
     gets_its_verdicts(
         "migration-two-recovered",
-        migration_two_recovered(),
+        two_recovered("migration"),
         find_preset("migration").unwrap().unreachable,
     );
     for name in ["tiny", "floating"] {
