@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Compiles the Flink conformance driver into <repo>/target/flink/classes (only when a source is
+# Compiles the Flink conformance driver (drivers/flink/src, and the fixes of drivers/flink/fixes) into <repo>/target/flink/classes (only when a source is
 # newer than the last build, or the jar changed). Needs a JDK 17+ `javac` and drivers/flink/fetch.sh.
 set -euo pipefail
 
@@ -16,7 +16,7 @@ ls "$lib"/flink-dist*.jar >/dev/null 2>&1 || die "no flink-dist jar in $lib: run
 
 jar="$(ls "$lib"/flink-dist*.jar | head -n1)"
 if [[ -f "$stamp" ]] \
-  && [[ -z "$(find "$here/src" -name '*.java' -newer "$stamp" -print -quit)" ]] \
+  && [[ -z "$(find "$here/src" "$here/fixes" -name '*.java' -newer "$stamp" -print -quit)" ]] \
   && [[ ! "$(readlink -f "$jar")" -nt "$stamp" ]] \
   && [[ "$(cat "$stamp")" == "$(readlink -f "$jar")" ]]; then
   exit 0
@@ -24,7 +24,7 @@ fi
 
 rm -rf "$classes"
 mkdir -p "$classes"
-find "$here/src" -name '*.java' > "$classes/.sources"
+find "$here/src" "$here/fixes" -name '*.java' > "$classes/.sources"
 # Flink's own deprecations are used on purpose (2.3.0's API as it is): no notes about them.
 javac --release 17 -nowarn -Xlint:-deprecation -encoding UTF-8 -cp "$jar" -d "$classes" @"$classes/.sources" \
   2> >(grep -v '^Note: ' >&2) \
