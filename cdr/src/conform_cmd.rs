@@ -26,6 +26,11 @@ pub struct ConformArgs {
     /// `check --config` reads) instead of a preset.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
+    /// Change Flink's code as a finding proposes (docs/findings.md): priority-from-view-head,
+    /// wake-on-refused-buffer, announce-under-queue-lock, persist-only-upstream-data, or `all`.
+    /// Repeatable. Without it the model is Flink as it is.
+    #[arg(long = "flink-fix", value_name = "FIX")]
+    pub flink_fix: Vec<String>,
     /// Replay one trace per edge of the reachable state graph (the default).
     #[arg(long, conflicts_with = "random")]
     pub edges: bool,
@@ -348,7 +353,9 @@ pub fn conform(args: ConformArgs) -> ExitCode {
         Some(args.preset.as_deref().unwrap_or("ci")).filter(|_| args.config.is_none()),
         args.config.as_deref(),
         "fixed",
-    ) {
+    )
+    .and_then(|s| s.with_fixes(&crate::setup::parse_fixes(&args.flink_fix)?))
+    {
         Ok(s) => s,
         Err(e) => return usage_error(e),
     };

@@ -32,6 +32,11 @@ pub struct ExploreArgs {
     /// Bug-zoo variant (kebab-case); Explorer opens on its counterexample.
     #[arg(long, default_value = "fixed")]
     pub variant: String,
+    /// Change Flink's code as a finding proposes (docs/findings.md): priority-from-view-head,
+    /// wake-on-refused-buffer, announce-under-queue-lock, persist-only-upstream-data, or `all`.
+    /// Repeatable. Without it the model is Flink as it is.
+    #[arg(long = "flink-fix", value_name = "FIX")]
+    pub flink_fix: Vec<String>,
     /// Port to listen on (0: any free port).
     #[arg(long, default_value_t = report::DEFAULT_PORT)]
     pub port: u16,
@@ -102,7 +107,9 @@ pub fn explore(args: ExploreArgs) -> ExitCode {
         eprintln!("error: {msg}");
         ExitCode::from(2)
     };
-    let setup = match setup::load(args.preset.as_deref(), args.config.as_deref(), &args.variant) {
+    let setup = match setup::load(args.preset.as_deref(), args.config.as_deref(), &args.variant)
+        .and_then(|s| s.with_fixes(&setup::parse_fixes(&args.flink_fix)?))
+    {
         Ok(s) => s,
         Err(e) => return usage(e),
     };

@@ -130,6 +130,11 @@ struct CheckArgs {
     /// Switch one fix off (kebab-case variant name).
     #[arg(long, default_value = "fixed")]
     variant: String,
+    /// Change Flink's code as a finding proposes (docs/findings.md): priority-from-view-head,
+    /// wake-on-refused-buffer, announce-under-queue-lock, persist-only-upstream-data, or `all`.
+    /// Repeatable. Without it the model is Flink as it is.
+    #[arg(long = "flink-fix", value_name = "FIX")]
+    flink_fix: Vec<String>,
     /// Checker threads, 1 to 256 (default: the number of cores). Counterexamples are the
     /// shortest whatever the number.
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..=MAX_THREADS))]
@@ -254,6 +259,7 @@ fn run_check(args: CheckArgs) -> ExitCode {
             (args.config.is_some(), "--config"),
             (args.mermaid.is_some(), "--mermaid"),
             (args.trace_out.is_some(), "--trace-out"),
+            (!args.flink_fix.is_empty(), "--flink-fix"),
         ]
         .into_iter()
         .find_map(|(given, name)| given.then_some(name));
@@ -267,7 +273,9 @@ fn run_check(args: CheckArgs) -> ExitCode {
             channel_only_option,
         });
     }
-    let setup = match setup::load(args.preset.as_deref(), args.config.as_deref(), &args.variant) {
+    let setup = match setup::load(args.preset.as_deref(), args.config.as_deref(), &args.variant)
+        .and_then(|s| s.with_fixes(&setup::parse_fixes(&args.flink_fix)?))
+    {
         Ok(s) => s,
         Err(e) => return usage_error(e),
     };

@@ -1,7 +1,7 @@
 //! What `check` and `explore` run on: a preset or a config file, and a variant. One place turns
 //! the command-line choice into a model and into the command line that reproduces it.
 
-use recovery_model::config::{find_preset, preset_names};
+use recovery_model::config::{FlinkFix, find_preset, preset_names};
 use recovery_model::properties::PropertyId;
 use recovery_model::variant::VARIANTS;
 use recovery_model::{ModelConfig, RecoveryModel, Variant};
@@ -133,7 +133,36 @@ pub fn load(preset: Option<&str>, config: Option<&Path>, variant: &str) -> Resul
     })
 }
 
+/// The fixes named by `--flink-fix` (each a fix's name, or `all`), in docs/findings.md's order.
+pub fn parse_fixes(names: &[String]) -> Result<Vec<FlinkFix>, String> {
+    let mut fixes = Vec::new();
+    for name in names {
+        if name == "all" {
+            fixes.extend(FlinkFix::ALL);
+        } else {
+            fixes.push(FlinkFix::parse(name)?);
+        }
+    }
+    fixes.sort();
+    fixes.dedup();
+    Ok(fixes)
+}
+
 impl Setup {
+    /// This setup with `fixes` added to its configuration's (`--flink-fix`).
+    pub fn with_fixes(mut self, fixes: &[FlinkFix]) -> Result<Setup, String> {
+        if fixes.is_empty() {
+            return Ok(self);
+        }
+        let mut cfg = self.model.cfg.clone();
+        cfg.flink_fixes.extend_from_slice(fixes);
+        cfg.flink_fixes.sort();
+        cfg.flink_fixes.dedup();
+        cfg.validate().map_err(|e| format!("{}: {e}", self.label))?;
+        self.model = RecoveryModel::new(cfg, self.model.variant);
+        Ok(self)
+    }
+
     /// `cdr SUBCOMMAND --preset P --variant V` (or `--config FILE`): the command that runs
     /// this configuration again.
     pub fn command(&self, subcommand: &str) -> String {
@@ -145,6 +174,16 @@ impl Setup {
         }
         if self.model.variant != Variant::Fixed {
             cmd.push_str(&format!(" --variant {}", self.model.variant.name()));
+        }
+        // A config file carries its own fixes.
+        if self.config_file.is_none() {
+            if self.model.cfg.flink_fixes == FlinkFix::ALL {
+                cmd.push_str(" --flink-fix all");
+            } else {
+                for f in &self.model.cfg.flink_fixes {
+                    cmd.push_str(&format!(" --flink-fix {}", f.name()));
+                }
+            }
         }
         cmd
     }

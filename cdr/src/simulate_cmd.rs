@@ -23,6 +23,11 @@ pub struct SimulateArgs {
     /// Switch one fix off (kebab-case variant name).
     #[arg(long, default_value = "fixed")]
     pub variant: String,
+    /// Change Flink's code as a finding proposes (docs/findings.md): priority-from-view-head,
+    /// wake-on-refused-buffer, announce-under-queue-lock, persist-only-upstream-data, or `all`.
+    /// Repeatable. Without it the model is Flink as it is.
+    #[arg(long = "flink-fix", value_name = "FIX")]
+    pub flink_fix: Vec<String>,
     /// Seed of the run: the same seed gives the same walks and the same report.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
@@ -58,7 +63,9 @@ pub fn simulate(args: SimulateArgs) -> ExitCode {
              cdr check --preset task [--variant NAME]",
         );
     }
-    let setup = match load(args.preset.as_deref(), args.config.as_deref(), &args.variant) {
+    let setup = match load(args.preset.as_deref(), args.config.as_deref(), &args.variant)
+        .and_then(|s| s.with_fixes(&crate::setup::parse_fixes(&args.flink_fix)?))
+    {
         Ok(s) => s,
         Err(e) => return usage_error(e),
     };

@@ -13,6 +13,7 @@ pub fn conform(preset: &str, args: &ConformArgs) -> ExitCode {
     let not_here = [
         (args.driver_cmd.is_some(), "--driver-cmd"),
         (args.shard.is_some(), "--shard"),
+        (!args.flink_fix.is_empty(), "--flink-fix"),
     ];
     if let Some((_, flag)) = not_here.iter().find(|(given, _)| *given) {
         return usage_error(format!(

@@ -490,6 +490,7 @@ fn check_end_of_recovery_rows(limit: usize) {
         let flink = check(RecoveryModel::new(cfg.clone(), Variant::Fixed), name, &[], 2, false);
         let ordinary = recovery_model::ModelConfig {
             overlapping_checkpoints: true,
+            flink_fixes: vec![],
             ..cfg
         };
         let ordinary = check(

@@ -624,7 +624,9 @@ pub struct ImplDriver {
     /// channel and whether with priority. A snapshot shows them made, as the model makes them
     /// in the step; the thread's next steps run on a fresh worker, as the model's thread is
     /// free after it.
-    waiting_for_turn: Vec<(Worker, u8, bool)>,
+    /// Workers blocked on `inputChannelsWithData` behind the task's turn: the channel they
+    /// notify, with or without priority, and whether the model shows it as made already.
+    waiting_for_turn: Vec<(Worker, u8, bool, bool)>,
     /// The system's drainer lock while the trigger holds it, from its first channel's
     /// insertion to its last, which the model steps one channel at a time.
     trigger_lock: Option<DrainerLockGuard>,
@@ -1013,7 +1015,7 @@ impl ImplDriver {
         if !matches!(self.workers.task.state, WorkerState::Idle) {
             return resumed;
         }
-        for (mut worker, _, _) in std::mem::take(&mut self.waiting_for_turn) {
+        for (mut worker, ..) in std::mem::take(&mut self.waiting_for_turn) {
             worker.wait(timeout);
             if worker.state != WorkerState::Idle {
                 return unperformable(format!(
@@ -1029,11 +1031,11 @@ impl ImplDriver {
     /// notification, on `channel` with or without `priority`, lands when the turn ends; a fresh
     /// worker takes the thread's next steps. Only calls that end with their notification come
     /// here (a push, a sentinel, an `add`): nothing resumes the old worker at a pause point.
-    fn wait_for_turn(&mut self, thread: Thread, channel: u8, priority: bool) {
+    fn wait_for_turn(&mut self, thread: Thread, channel: u8, priority: bool, shown: bool) {
         if let Some(worker) = self.workers.of(thread) {
             let fresh = Worker::spawn(worker.name);
             self.waiting_for_turn
-                .push((std::mem::replace(worker, fresh), channel, priority));
+                .push((std::mem::replace(worker, fresh), channel, priority, shown));
         }
     }
 
@@ -1076,13 +1078,26 @@ impl ImplDriver {
     /// notification, on `channel` with or without `priority`, lands when the turn ends
     /// ([`ImplDriver::wait_for_turn`]).
     fn behind_turn(&mut self, thread: Thread, channel: u8, priority: bool, observation: Observation) -> Observation {
+        self.behind_turn_shown(thread, channel, priority, true, observation)
+    }
+
+    /// [`ImplDriver::behind_turn`], with the notification shown as made (`shown`) or, as the
+    /// model has a producer's `notifyPriorityEvent`, only once the turn ended.
+    fn behind_turn_shown(
+        &mut self,
+        thread: Thread,
+        channel: u8,
+        priority: bool,
+        shown: bool,
+        observation: Observation,
+    ) -> Observation {
         let waits_for_gate = self.workers.of(thread).is_some_and(
             |w| matches!(w.state, WorkerState::Blocked { site } if site == InputChannelsWithData::lock_site()),
         );
         if !waits_for_gate || !self.in_turn() {
             return observation;
         }
-        self.wait_for_turn(thread, channel, priority);
+        self.wait_for_turn(thread, channel, priority, shown);
         Observation::Done
     }
 
@@ -1246,10 +1261,11 @@ impl ImplDriver {
 
     /// `notifyPriorityEvent` (`priority_notify_step`): the producer stopped after `add`
     /// resumes; the listener sets `hasPendingPriorityEvent`, and its gate notification lands,
-    /// or waits for the task's turn to end (then shown as made).
+    /// or waits for the task's turn to end, where it lands (or is dropped as outdated) as the
+    /// model has it.
     fn notify_priority_event(&mut self, c: u8) -> Observation {
         let observation = self.resume(Thread::Producer, c, |p| p == PausePoint::NotifyPriorityEvent);
-        self.behind_turn(Thread::Producer, c, true, observation)
+        self.behind_turn_shown(Thread::Producer, c, true, false, observation)
     }
 
     /// The alignment timer's mail: `alignedCheckpointTimeout` → `prioritizeAllAnnouncements` →
@@ -1649,7 +1665,7 @@ impl ImplDriver {
         let (mut queue, mut priority): (Vec<u8>, usize) =
             (queued.channels.iter().map(|c| *c as u8).collect(), queued.num_priority);
         // Notifications waiting for the task's turn to end, shown as made (`queueChannel`).
-        for &(_, c, with_priority) in &self.waiting_for_turn {
+        for &(_, c, with_priority, _) in self.waiting_for_turn.iter().filter(|w| w.3) {
             let at = queue.iter().position(|q| *q == c);
             if at.is_some_and(|at| !with_priority || at < priority) {
                 continue;

@@ -56,6 +56,7 @@ fn config(delivery: ModelDelivery) -> ModelConfig {
         aligned_checkpoint_timeout: false,
         shared_pool: false,
         overlapping_checkpoints: false,
+        flink_fixes: vec![],
     }
 }
 

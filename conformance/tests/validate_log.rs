@@ -46,6 +46,7 @@ fn config() -> ModelConfig {
         aligned_checkpoint_timeout: false,
         shared_pool: false,
         overlapping_checkpoints: false,
+        flink_fixes: vec![],
     }
 }
 
@@ -619,6 +620,7 @@ fn split_config(channels: usize, split: bool) -> ModelConfig {
         aligned_checkpoint_timeout: false,
         shared_pool: false,
         overlapping_checkpoints: true,
+        flink_fixes: vec![],
     }
 }
 

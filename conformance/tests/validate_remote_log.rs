@@ -58,6 +58,7 @@ fn drainer() -> ModelConfig {
         aligned_checkpoint_timeout: false,
         shared_pool: false,
         overlapping_checkpoints: false,
+        flink_fixes: vec![],
     }
 }
 
@@ -86,6 +87,7 @@ fn conversion() -> ModelConfig {
         aligned_checkpoint_timeout: false,
         shared_pool: false,
         overlapping_checkpoints: false,
+        flink_fixes: vec![],
     }
 }
 
@@ -765,6 +767,7 @@ fn a_push_split_around_a_recovery_barrier_is_two_steps() {
         aligned_checkpoint_timeout: false,
         shared_pool: false,
         overlapping_checkpoints: false,
+        flink_fixes: vec![],
     };
     let m = RecoveryModel::new(cfg, Variant::Fixed);
     let channel = InputChannelInfo {
@@ -931,6 +934,7 @@ fn logs_of_a_drainer_with_a_floating_buffer_are_accepted() {
         aligned_checkpoint_timeout: false,
         shared_pool: false,
         overlapping_checkpoints: false,
+        flink_fixes: vec![],
     };
     let m = RecoveryModel::new(cfg, Variant::Fixed);
     let kinds = accept_runs(m.cfg, rounds());

@@ -5,6 +5,7 @@
 //! returned, and the caller announces it in a separate step, after the lock, as Flink does.
 
 use crate::action::{Action, Thread};
+use crate::config::FlinkFix;
 use crate::local_buffer_pool::LocalBufferPool;
 use crate::model::RecoveryModel;
 use crate::state::{Announce, RecyclerPc, State};
@@ -252,17 +253,31 @@ impl RecoveryModel {
                 Recycled::ReleaseFloating(f) => RecyclerPc::ReturnFloating { channel: c, buffer: f },
                 Recycled::Nothing => RecyclerPc::Idle,
             },
-            NetBuf::Floating(_) => self
-                .recycle_to_pool(s, c, buffer)
-                .map_or(RecyclerPc::Idle, RecyclerPc::Announce),
+            NetBuf::Floating(_) => {
+                let taken = self.recycle_to_pool(s, c, buffer);
+                self.announce_floating(s, taken)
+            }
         };
+    }
+
+    /// The recycler's announcement of the floating buffer a listener took: its next step, after
+    /// `bufferQueue` was released, as Flink does; with `announce-under-queue-lock`, in the same
+    /// critical section.
+    fn announce_floating(&self, s: &mut State, taken: Option<Announce>) -> RecyclerPc {
+        match taken {
+            Some(Announce { channel, n }) if self.cfg.has_fix(FlinkFix::AnnounceUnderQueueLock) => {
+                self.add_unannounced_credit(s, channel, n);
+                RecyclerPc::Idle
+            }
+            Some(a) => RecyclerPc::Announce(a),
+            None => RecyclerPc::Idle,
+        }
     }
 
     /// The recycler's second step: the floating buffer `recycle` released goes back to the pool
     /// (or to a listener, whose announcement is the recycler's next step).
     pub(crate) fn return_floating_buffer(&self, s: &mut State, c: u8, buffer: NetBuf) {
-        s.recycler = self
-            .recycle_to_pool(s, c, buffer)
-            .map_or(RecyclerPc::Idle, RecyclerPc::Announce);
+        let taken = self.recycle_to_pool(s, c, buffer);
+        s.recycler = self.announce_floating(s, taken);
     }
 }

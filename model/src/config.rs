@@ -69,6 +69,75 @@ impl Delivery {
     }
 }
 
+/// A change to Flink's code that a finding proposes (docs/findings.md), switched on in the
+/// model and in impl/ alike. A configuration without any models Flink as it is; with every one,
+/// no preset needs `violated_by_config`. Not to be confused with the bug-zoo variant `fixed`,
+/// which is the protocol as Flink has it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum FlinkFix {
+    /// The lost update of `hasPendingPriorityEvent`: `LocalInputChannel.getNextBuffer` sets the
+    /// flag from the view's head (`peekNextDataType().hasPriority()`) before it reads it. A
+    /// clear that overwrote a producer's set, and a producer's set that comes after its barrier
+    /// was polled, are both corrected at the next poll: the flag no longer decides alone
+    /// whether a priority event is there.
+    PriorityFromViewHead,
+    /// The drainer's missed wake-up: `BufferManager.notifyBufferAvailable(Buffer)` wakes the
+    /// threads waiting in `requestBufferBlocking` when it turns the buffer down too, so that
+    /// they look at the pool again.
+    WakeOnRefusedBuffer,
+    /// The floating credit announced after `resumeConsumption`: `notifyBufferAvailable(Buffer)`
+    /// announces its credit while it still holds `bufferQueue`, so `releaseFloatingBuffers`
+    /// (which takes the same lock) cannot give the buffer back between the two.
+    AnnounceUnderQueueLock,
+    /// FLINK-40016 in 2.3.0's migration path, as apache/flink#28605 (master) and #28607
+    /// (release-2.3) fixed it after 2.3.0: `LocalInputChannel` persists only what it polls from
+    /// the view (`maybePersist`), not the migrated recovered buffers `checkpointStarted`
+    /// persisted already.
+    PersistOnlyUpstreamData,
+}
+
+impl FlinkFix {
+    /// Every fix, in the order of docs/findings.md.
+    pub const ALL: [FlinkFix; 4] = [
+        FlinkFix::PriorityFromViewHead,
+        FlinkFix::WakeOnRefusedBuffer,
+        FlinkFix::AnnounceUnderQueueLock,
+        FlinkFix::PersistOnlyUpstreamData,
+    ];
+
+    /// The kebab-case name used in configurations and on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            FlinkFix::PriorityFromViewHead => "priority-from-view-head",
+            FlinkFix::WakeOnRefusedBuffer => "wake-on-refused-buffer",
+            FlinkFix::AnnounceUnderQueueLock => "announce-under-queue-lock",
+            FlinkFix::PersistOnlyUpstreamData => "persist-only-upstream-data",
+        }
+    }
+
+    /// The fix of that name, or the list of names.
+    pub fn parse(name: &str) -> Result<FlinkFix, String> {
+        FlinkFix::ALL.into_iter().find(|f| f.name() == name).ok_or_else(|| {
+            let names: Vec<_> = FlinkFix::ALL.iter().map(|f| f.name()).collect();
+            format!(
+                "unknown Flink fix `{name}`; the fixes are: {}, or all",
+                names.join(", ")
+            )
+        })
+    }
+
+    /// The findings' properties this fix makes hold again (`violated_by_config` without it).
+    pub fn restores(self) -> &'static [PropertyId] {
+        match self {
+            FlinkFix::PriorityFromViewHead => &[PropertyId::PriorityHonoured],
+            FlinkFix::WakeOnRefusedBuffer => DRAINER_MISSES_WAKEUP,
+            FlinkFix::AnnounceUnderQueueLock => LATE_FLOATING_CREDIT,
+            FlinkFix::PersistOnlyUpstreamData => MIGRATION_PERSISTS_TWICE,
+        }
+    }
+}
+
 /// One input channel of the gate.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -157,6 +226,10 @@ pub struct ModelConfig {
     /// aborted it (`abortPendingCheckpoint`, docs/model.md, choice 5). Not written when off.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub overlapping_checkpoints: bool,
+    /// Changes to Flink's code that the findings propose (docs/findings.md), each on in the
+    /// model and in impl/. Empty: Flink as it is. Not written when empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub flink_fixes: Vec<FlinkFix>,
 }
 
 fn yes() -> bool {
@@ -164,6 +237,17 @@ fn yes() -> bool {
 }
 
 impl ModelConfig {
+    /// Whether Flink's code is changed by `fix` here.
+    pub fn has_fix(&self, fix: FlinkFix) -> bool {
+        self.flink_fixes.contains(&fix)
+    }
+
+    /// This configuration with every fix of docs/findings.md on.
+    pub fn with_every_fix(mut self) -> Self {
+        self.flink_fixes = FlinkFix::ALL.to_vec();
+        self
+    }
+
     /// Checks that the configuration is inside the bounds the model supports.
     pub fn validate(&self) -> Result<(), String> {
         if self.channels.is_empty() {
@@ -354,10 +438,12 @@ impl ModelConfig {
     /// configuration reaches; the model tests assert the verdict of every preset.
     pub fn violated_by_config(&self) -> Vec<PropertyId> {
         let mut found = Vec::new();
-        if self.delivery == Delivery::Migration {
+        // A finding whose fix is on violates nothing.
+        let flink_has = |fix| !self.has_fix(fix);
+        if self.delivery == Delivery::Migration && flink_has(FlinkFix::PersistOnlyUpstreamData) {
             found.extend(MIGRATION_PERSISTS_TWICE);
         }
-        if self.channels.iter().any(|c| c.priority_notify_step) {
+        if self.channels.iter().any(|c| c.priority_notify_step) && flink_has(FlinkFix::PriorityFromViewHead) {
             // A lost update of hasPendingPriorityEvent.
             found.push(PropertyId::PriorityHonoured);
         }
@@ -374,11 +460,15 @@ impl ModelConfig {
                 c.floating
             }
         };
-        if self.channels.iter().any(|c| drained(c) && c.recovered > pool(c)) {
+        if self.channels.iter().any(|c| drained(c) && c.recovered > pool(c)) && flink_has(FlinkFix::WakeOnRefusedBuffer)
+        {
             found.extend(DRAINER_MISSES_WAKEUP);
         }
         let data = |c: &ChannelConfig| c.upstream.contains(&Upstream::Data);
-        if self.checkpoints > 0 && self.channels.iter().any(|c| drained(c) && pool(c) > 0 && data(c)) {
+        if self.checkpoints > 0
+            && self.channels.iter().any(|c| drained(c) && pool(c) > 0 && data(c))
+            && flink_has(FlinkFix::AnnounceUnderQueueLock)
+        {
             for p in LATE_FLOATING_CREDIT {
                 if !found.contains(p) {
                     found.push(*p);
@@ -534,6 +624,7 @@ pub const PRESETS: &[Preset] = &[
             aligned_checkpoint_timeout: false,
             shared_pool: false,
             overlapping_checkpoints: false,
+            flink_fixes: vec![],
         },
         unreachable: TINY_UNREACHABLE,
     },
@@ -556,6 +647,7 @@ pub const PRESETS: &[Preset] = &[
             aligned_checkpoint_timeout: false,
             shared_pool: false,
             overlapping_checkpoints: false,
+            flink_fixes: vec![],
         },
         // One local channel: no stash, no credit (nothing to race enableNotify), no second
         // channel to decline before, and no live data persisted on the consumer side (the
@@ -581,6 +673,7 @@ pub const PRESETS: &[Preset] = &[
             aligned_checkpoint_timeout: false,
             shared_pool: false,
             overlapping_checkpoints: false,
+            flink_fixes: vec![],
         },
         unreachable: &[],
     },
@@ -598,6 +691,7 @@ pub const PRESETS: &[Preset] = &[
             aligned_checkpoint_timeout: false,
             shared_pool: false,
             overlapping_checkpoints: false,
+            flink_fixes: vec![],
         },
         unreachable: NO_DECLINE,
     },
@@ -618,6 +712,7 @@ pub const PRESETS: &[Preset] = &[
             aligned_checkpoint_timeout: false,
             shared_pool: false,
             overlapping_checkpoints: false,
+            flink_fixes: vec![],
         },
         // One exclusive buffer: enableNotify and a recycle never both have one to announce.
         unreachable: TINY_UNREACHABLE,
@@ -638,6 +733,7 @@ pub const PRESETS: &[Preset] = &[
             aligned_checkpoint_timeout: false,
             shared_pool: false,
             overlapping_checkpoints: false,
+            flink_fixes: vec![],
         },
         // Recovered buffers live on the heap (the released RecoveredInputChannel's), so no
         // channel buffer is held at enableNotify; no release, so nothing declines.
@@ -657,6 +753,7 @@ pub const PRESETS: &[Preset] = &[
             aligned_checkpoint_timeout: false,
             shared_pool: false,
             overlapping_checkpoints: false,
+            flink_fixes: vec![],
         },
         // Without recovery barriers nothing recovered is persisted, and no queue has one.
         unreachable: &[
@@ -681,6 +778,7 @@ pub const PRESETS: &[Preset] = &[
             aligned_checkpoint_timeout: false,
             shared_pool: false,
             overlapping_checkpoints: false,
+            flink_fixes: vec![],
         },
         unreachable: NO_RECOVERY_STATE,
     },
@@ -700,6 +798,7 @@ pub const PRESETS: &[Preset] = &[
             aligned_checkpoint_timeout: false,
             shared_pool: false,
             overlapping_checkpoints: false,
+            flink_fixes: vec![],
         },
         unreachable: NO_RECOVERY_STATE,
     },
@@ -717,6 +816,7 @@ pub const PRESETS: &[Preset] = &[
             aligned_checkpoint_timeout: false,
             shared_pool: false,
             overlapping_checkpoints: false,
+            flink_fixes: vec![],
         },
         unreachable: NO_RECOVERY_STATE,
     },
@@ -734,6 +834,7 @@ pub const PRESETS: &[Preset] = &[
             aligned_checkpoint_timeout: false,
             shared_pool: false,
             overlapping_checkpoints: false,
+            flink_fixes: vec![],
         },
         // No channel is ever in recovery, but a checkpoint can start while migrated recovered
         // data is still queued (and persists it).
@@ -760,6 +861,7 @@ pub const PRESETS: &[Preset] = &[
             aligned_checkpoint_timeout: false,
             shared_pool: false,
             overlapping_checkpoints: false,
+            flink_fixes: vec![],
         },
         unreachable: TINY_UNREACHABLE,
     },
@@ -783,6 +885,7 @@ pub const PRESETS: &[Preset] = &[
             aligned_checkpoint_timeout: false,
             shared_pool: false,
             overlapping_checkpoints: false,
+            flink_fixes: vec![],
         },
         unreachable: TINY_UNREACHABLE,
     },
@@ -800,6 +903,7 @@ pub const PRESETS: &[Preset] = &[
             aligned_checkpoint_timeout: false,
             shared_pool: false,
             overlapping_checkpoints: false,
+            flink_fixes: vec![],
         },
         // One local channel: no stash, no credit, no second channel to decline before, and no
         // live data persisted on the consumer side.
@@ -824,6 +928,7 @@ pub const PRESETS: &[Preset] = &[
             aligned_checkpoint_timeout: false,
             shared_pool: false,
             overlapping_checkpoints: false,
+            flink_fixes: vec![],
         },
         // One channel: no second channel to decline before; one exclusive buffer and no floating
         // one, as in tiny.
@@ -846,6 +951,7 @@ pub const PRESETS: &[Preset] = &[
             aligned_checkpoint_timeout: false,
             shared_pool: false,
             overlapping_checkpoints: false,
+            flink_fixes: vec![],
         },
         // One channel: no second channel to decline before.
         unreachable: &[PropertyId::StaleRecoveryBarrierPolled],
@@ -864,6 +970,7 @@ pub const PRESETS: &[Preset] = &[
             aligned_checkpoint_timeout: false,
             shared_pool: false,
             overlapping_checkpoints: false,
+            flink_fixes: vec![],
         },
         unreachable: TINY_UNREACHABLE,
     },
@@ -881,6 +988,7 @@ pub const PRESETS: &[Preset] = &[
             aligned_checkpoint_timeout: true,
             shared_pool: false,
             overlapping_checkpoints: false,
+            flink_fixes: vec![],
         },
         unreachable: ALIGNED_TIMEOUT_UNREACHABLE,
     },
@@ -905,6 +1013,7 @@ pub const PRESETS: &[Preset] = &[
             aligned_checkpoint_timeout: true,
             shared_pool: false,
             overlapping_checkpoints: false,
+            flink_fixes: vec![],
         },
         unreachable: ALIGNED_TIMEOUT_TWO_CHANNELS_UNREACHABLE,
     },
@@ -922,6 +1031,7 @@ pub const PRESETS: &[Preset] = &[
             aligned_checkpoint_timeout: false,
             shared_pool: true,
             overlapping_checkpoints: false,
+            flink_fixes: vec![],
         },
         unreachable: SHARED_POOL_UNREACHABLE,
     },
@@ -939,6 +1049,7 @@ pub const PRESETS: &[Preset] = &[
             aligned_checkpoint_timeout: false,
             shared_pool: true,
             overlapping_checkpoints: false,
+            flink_fixes: vec![],
         },
         unreachable: SHARED_POOL_UNREACHABLE,
     },
@@ -956,6 +1067,7 @@ pub const PRESETS: &[Preset] = &[
             aligned_checkpoint_timeout: false,
             shared_pool: true,
             overlapping_checkpoints: false,
+            flink_fixes: vec![],
         },
         unreachable: SHARED_POOL_LIVE_UNREACHABLE,
     },
@@ -973,6 +1085,7 @@ pub const PRESETS: &[Preset] = &[
             aligned_checkpoint_timeout: false,
             shared_pool: true,
             overlapping_checkpoints: false,
+            flink_fixes: vec![],
         },
         unreachable: POOL_STARVATION_UNREACHABLE,
     },
@@ -993,6 +1106,7 @@ pub const PRESETS: &[Preset] = &[
             aligned_checkpoint_timeout: false,
             shared_pool: false,
             overlapping_checkpoints: false,
+            flink_fixes: vec![],
         },
         // One local channel: no stash, no credit, no second channel to decline before, and no
         // live data persisted on the consumer side (the barrier overtakes it).
@@ -1018,6 +1132,7 @@ pub const PRESETS: &[Preset] = &[
             aligned_checkpoint_timeout: false,
             shared_pool: false,
             overlapping_checkpoints: false,
+            flink_fixes: vec![],
         },
         // No checkpoint; the one floating buffer is lent to the drainer, never queued
         // unannounced; one channel.
@@ -1046,6 +1161,7 @@ pub const PRESETS: &[Preset] = &[
             aligned_checkpoint_timeout: false,
             shared_pool: false,
             overlapping_checkpoints: false,
+            flink_fixes: vec![],
         },
         // No floating buffer to queue unannounced; one channel, never released: no checkpoint
         // is declined for a missing barrier, so no recovery barrier goes stale.
@@ -1069,6 +1185,7 @@ pub const PRESETS: &[Preset] = &[
             aligned_checkpoint_timeout: false,
             shared_pool: false,
             overlapping_checkpoints: false,
+            flink_fixes: vec![],
         },
         unreachable: &[
             PropertyId::RecycleRacesEnableNotify,
@@ -1090,6 +1207,7 @@ pub const PRESETS: &[Preset] = &[
             aligned_checkpoint_timeout: false,
             shared_pool: false,
             overlapping_checkpoints: false,
+            flink_fixes: vec![],
         },
         unreachable: NO_DECLINE,
     },
@@ -1107,6 +1225,7 @@ pub const PRESETS: &[Preset] = &[
             aligned_checkpoint_timeout: false,
             shared_pool: false,
             overlapping_checkpoints: false,
+            flink_fixes: vec![],
         },
         unreachable: NO_DECLINE,
     },
@@ -1192,6 +1311,7 @@ mod tests {
             aligned_checkpoint_timeout: false,
             shared_pool: false,
             overlapping_checkpoints: false,
+            flink_fixes: vec![],
         };
         cfg.validate().unwrap();
         let model = crate::RecoveryModel::new(cfg.clone(), crate::Variant::Fixed);

@@ -6,6 +6,7 @@
 //! buffer to a listener needs every channel's manager, so it is a method of the model
 //! (`recycle_to_pool`, below).
 
+use crate::config::FlinkFix;
 use crate::model::RecoveryModel;
 use crate::state::{Announce, State};
 use crate::state::{Buffers, NetBuf, PerChannel, PopFront};
@@ -78,6 +79,11 @@ impl RecoveryModel {
             if let Some(n) = taken {
                 s.ghost_lent_across |= l != c;
                 return (n > 0).then_some(Announce { channel: l, n });
+            }
+            // `wake-on-refused-buffer`: the refusing branch wakes the drainer parked in this
+            // manager's `bufferQueue.wait()` too; it looks at the pool again.
+            if self.cfg.has_fix(FlinkFix::WakeOnRefusedBuffer) && !released && self.drainer_waits_for(s, l) {
+                s.io_waiting = false;
             }
         }
         s.pools[p].available.push(buffer);

@@ -124,6 +124,11 @@ pub fn pull_priority_from_subpartition_view(ch: &mut Channel) -> Result<Polled, 
     })
 }
 
+/// `subpartitionView.peekNextDataType().hasPriority()`: a view exists and a barrier is at its head.
+pub fn view_head_has_priority(ch: &Channel) -> bool {
+    ch.listener && matches!(ch.producer.subpartition.first(), Some(Payload::Barrier(_)))
+}
+
 /// Whether `getNextBuffer()` takes the priority fast path: in recovery with a pending priority
 /// event.
 pub fn pulls_priority(ch: &Channel) -> bool {
@@ -195,10 +200,11 @@ pub fn has_next_migrated(ch: &Channel) -> bool {
 /// `getBufferAndAvailability`, which calls `checkForBarrier` and `maybePersist`: a migrated data
 /// buffer polled while a checkpoint waits for this channel's barrier is written again
 /// (FLINK-40016, not fixed in 2.3.0).
-pub fn get_next_migrated_buffer(ch: &mut Channel) -> Result<Option<Polled>, Violation> {
+pub fn get_next_migrated_buffer(ch: &mut Channel, persist_only_upstream: bool) -> Result<Option<Polled>, Violation> {
     if ch.released {
         return Ok(None);
     }
+    let from_view = ch.queue.is_empty() || ch.pending_priority;
     let (payload, seq) = if ch.queue.is_empty() {
         if ch.producer.head_available().is_none() {
             return Ok(None);
@@ -219,7 +225,11 @@ pub fn get_next_migrated_buffer(ch: &mut Channel) -> Result<Option<Polled>, Viol
         (head.payload, head.seq)
     };
     ch.persister.check_for_barrier(payload);
-    ch.persister.maybe_persist(payload, &mut ch.ghost_persisted);
+    // FLINK-40016's fix (`persist-only-upstream-data`): the migrated buffers were persisted by
+    // `checkpointStarted` already.
+    if from_view || !persist_only_upstream {
+        ch.persister.maybe_persist(payload, &mut ch.ghost_persisted);
+    }
     Ok(Some(Polled {
         payload,
         seq,

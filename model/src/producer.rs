@@ -51,6 +51,11 @@ pub struct Producer {
     /// `add` of this priority barrier released the subpartition's lock and has yet to call
     /// `notifyPriorityEvent` (`priority_notify_step`).
     pub notify_pending: Option<CheckpointId>,
+    /// That `notifyPriorityEvent` set the listener's `hasPendingPriorityEvent` and waits for
+    /// `inputChannelsWithData`, which the task holds in its turn, to queue the channel
+    /// (`SingleInputGate.queueChannel`); it lands when the turn ends.
+    #[serde(default)]
+    pub notify_blocked: bool,
     /// The largest backlog a `BacklogAnnouncement` carried so far (0: none sent).
     pub backlog_announced: u8,
     /// `isBlocked`: the subpartition handed out `EndOfOutputChannelStateEvent` and waits for
@@ -237,8 +242,10 @@ impl RecoveryModel {
             let c = c as u8;
             let p = &ch.producer;
             if p.notify_pending.is_some() {
-                // add() returns only after its notification.
-                out.push(Action::NotifyPriorityEvent { channel: c });
+                // add() returns only after its notification, which may wait for the gate's lock.
+                if !p.notify_blocked {
+                    out.push(Action::NotifyPriorityEvent { channel: c });
+                }
                 continue;
             }
             let next = p.barriers < self.cfg.checkpoints && self.triggered(s, p.barriers + 1);
@@ -343,13 +350,42 @@ impl RecoveryModel {
     /// `priority_notify_step`: `notifyPriorityEvent` after `add()` released the lock. The gate's
     /// `isOutdated` drops it when barrier `cp` was polled already (the task reached it through
     /// the view after recovery).
+    ///
+    /// The listener sets `hasPendingPriorityEvent` outside every lock (`LocalInputChannel`, 2.3.0
+    /// line 439), then `queueChannel` takes `inputChannelsWithData` (`SingleInputGate`, line
+    /// 1265). While the task's turn holds that lock, the producer blocks there with the flag
+    /// set, and queues the channel only once the turn ended (`land_priority_notifications`).
     pub(crate) fn notify_priority_event(&self, s: &mut State, c: u8) {
+        let in_turn = s.task.holds_gate_lock();
+        let ch = s.ch_mut(c);
+        local::notify_priority_event(ch);
+        if in_turn {
+            ch.producer.notify_blocked = true;
+            return;
+        }
+        self.queue_notified_channel(s, c);
+    }
+
+    /// `queueChannel(channel, seq, false)` of a producer's `notifyPriorityEvent`: dropped when
+    /// outdated (`isOutdated`: its barrier was polled already), else the channel goes to the
+    /// gate's priority head.
+    fn queue_notified_channel(&self, s: &mut State, c: u8) {
         let ch = s.ch_mut(c);
         let cp = ch.producer.notify_pending.take().expect("guarded");
-        local::notify_priority_event(ch);
+        ch.producer.notify_blocked = false;
         let outdated = ch.ghost_delivered.iter().any(|d| d.payload == Payload::Barrier(cp));
         if !outdated {
             self.notify(s, c, true);
+        }
+    }
+
+    /// The task's turn released `inputChannelsWithData`: the producers blocked on it queue
+    /// their channels, each checked against what the turn polled.
+    pub(crate) fn land_priority_notifications(&self, s: &mut State) {
+        for c in 0..s.channels.len() as u8 {
+            if s.ch(c).producer.notify_blocked {
+                self.queue_notified_channel(s, c);
+            }
         }
     }
 

@@ -161,7 +161,8 @@ pub fn rank(s: &State) -> Rank {
         r[0] += grown(ch);
         r[1] += in_flight(ch);
         r[3] += buffers_and_credit(ch);
-        r[4] -= 3 * flag(ch.producer.notify_pending.is_some()) + flag(ch.resume_queued);
+        r[4] -=
+            3 * flag(ch.producer.notify_pending.is_some()) - flag(ch.producer.notify_blocked) + flag(ch.resume_queued);
     }
     r
 }

@@ -4,7 +4,7 @@
 //! prove that the interesting situations are reachable, so the safety checks are not vacuous.
 
 use crate::channel_state_persister::PersistStatus;
-use crate::config::{ChannelConfig, ChannelKind, Delivery};
+use crate::config::{ChannelConfig, ChannelKind, Delivery, FlinkFix};
 use crate::model::RecoveryModel;
 use crate::state::*;
 use smallvec::SmallVec;
@@ -675,6 +675,10 @@ fn has_priority_next(m: &RecoveryModel, s: &State, c: u8) -> bool {
     let view_barrier = matches!(ch.producer.subpartition.first(), Some(Payload::Barrier(_)));
     match m.cfg.channels[c as usize].kind {
         ChannelKind::Remote => ch.priority_len > 0,
+        // `priority-from-view-head` reads the view's head, not the flag alone.
+        ChannelKind::Local if m.cfg.has_fix(FlinkFix::PriorityFromViewHead) => {
+            crate::local_input_channel::view_head_has_priority(ch)
+        }
         ChannelKind::Local if ch.in_recovery || (m.migrates() && !ch.queue.is_empty()) => {
             ch.pending_priority && view_barrier
         }

@@ -90,6 +90,11 @@ impl RecoveryModel {
             && matches!(s.task, TaskPc::Trigger { inserted: false, channel, .. } if channel > 0)
     }
 
+    /// Whether the drainer is parked in `requestBufferBlocking` for channel `c`'s manager.
+    pub(crate) fn drainer_waits_for(&self, s: &State, c: u8) -> bool {
+        s.io_waiting && self.io_program.get(s.io_pc as usize) == Some(&IoStep::Push(c))
+    }
+
     /// Whether the drainer has run its whole program.
     pub(crate) fn drain_finished(&self, s: &State) -> bool {
         s.io_pc as usize >= self.io_program.len()

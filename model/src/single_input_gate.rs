@@ -9,7 +9,7 @@
 //! notifications racing after their locks is therefore not explored; each channel's own order
 //! is, and that is what the properties are about.
 
-use crate::config::{ChannelKind, Delivery};
+use crate::config::{ChannelKind, Delivery, FlinkFix};
 use crate::local_input_channel as local;
 use crate::model::RecoveryModel;
 use crate::recoverable_input_channel as rc;
@@ -127,6 +127,15 @@ impl RecoveryModel {
         if self.is_recovered_channel(s) {
             return recovered::has_next(s.ch(c));
         }
+        if self.kind(c) == ChannelKind::Local && self.cfg.has_fix(FlinkFix::PriorityFromViewHead) {
+            // The poll sets the flag from the view's head first.
+            let mut ch = s.ch(c).clone();
+            ch.pending_priority = local::view_head_has_priority(&ch);
+            return match self.migrates() {
+                true => local::has_next_migrated(&ch),
+                false => local::has_next(&ch),
+            };
+        }
         match self.kind(c) {
             ChannelKind::Local if self.migrates() => local::has_next_migrated(s.ch(c)),
             ChannelKind::Local => local::has_next(s.ch(c)),
@@ -171,16 +180,25 @@ impl RecoveryModel {
         if self.is_recovered_channel(s) {
             return self.get_next_recovered_buffer(s, c);
         }
+        if self.kind(c) == ChannelKind::Local && self.cfg.has_fix(FlinkFix::PriorityFromViewHead) {
+            // `priority-from-view-head`: the flag is set from the view's head before it is read,
+            // so a lost update or a stale set cannot outlive the next poll.
+            let ch = s.ch_mut(c);
+            ch.pending_priority = local::view_head_has_priority(ch);
+        }
         if let Some(cause) = self.poll_throws(s, c) {
             s.task = TaskPc::Failed { channel: c, cause };
             return;
         }
         let (payload, seq) = match self.kind(c) {
-            ChannelKind::Local if self.migrates() => match local::get_next_migrated_buffer(s.ch_mut(c)) {
-                Ok(Some(p)) => (p.payload, p.seq),
-                Ok(None) => return,
-                Err(v) => return s.violate(c, v),
-            },
+            ChannelKind::Local if self.migrates() => {
+                match local::get_next_migrated_buffer(s.ch_mut(c), self.cfg.has_fix(FlinkFix::PersistOnlyUpstreamData))
+                {
+                    Ok(Some(p)) => (p.payload, p.seq),
+                    Ok(None) => return,
+                    Err(v) => return s.violate(c, v),
+                }
+            }
             ChannelKind::Local
                 if self.cfg.channels[c as usize].priority_notify_step && local::pulls_priority(s.ch(c)) =>
             {
@@ -309,12 +327,14 @@ impl RecoveryModel {
         s.task = TaskPc::Idle;
         if !s.ch(c).pending_priority {
             s.ch_mut(c).held.extend(buffer);
-            return self.hand_on(s, c, payload, seq);
+            self.hand_on(s, c, payload, seq);
+            return self.land_priority_notifications(s);
         }
         match local::pull_priority_from_subpartition_view(s.ch_mut(c)) {
             Ok(p) => self.hand_on(s, c, p.payload, p.seq),
             Err(v) => s.violate(c, v),
         }
+        self.land_priority_notifications(s);
     }
 
     /// The second half of `pullPriorityFromSubpartitionView` (`priority_notify_step`): clear
@@ -332,6 +352,7 @@ impl RecoveryModel {
             s.gate.queue_channel(c, false);
         }
         self.handle_polled(s, c, Payload::Barrier(cp), seq);
+        self.land_priority_notifications(s);
     }
 
     /// The `requestPartitions` mail that converts the recovered channels (flag off, 2.3.0's

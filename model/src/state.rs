@@ -986,3 +986,14 @@ impl<A: Array> PopFront<A::Item> for InlineVec<A> {
         self.0.pop_front()
     }
 }
+
+impl TaskPc {
+    /// Whether the task is inside the gate's turn (`SingleInputGate.waitAndGetNextData`), which
+    /// holds `inputChannelsWithData` across the channel's `getNextBuffer`.
+    pub fn holds_gate_lock(&self) -> bool {
+        matches!(
+            self,
+            TaskPc::ClearPendingPriority { .. } | TaskPc::RereadPendingPriority { .. }
+        )
+    }
+}

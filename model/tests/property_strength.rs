@@ -78,6 +78,7 @@ fn remote_floating_release() -> ModelConfig {
         aligned_checkpoint_timeout: false,
         shared_pool: false,
         overlapping_checkpoints: false,
+        flink_fixes: vec![],
     }
 }
 
