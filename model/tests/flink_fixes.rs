@@ -96,3 +96,15 @@ fn the_fixes_are_named_as_on_the_command_line() {
     let e = FlinkFix::parse("fixed").unwrap_err();
     assert!(e.contains("priority-from-view-head"), "{e}");
 }
+
+#[test]
+fn ci_checks_and_replays_every_finding_s_preset_with_the_fixes() {
+    let run = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../.ci/run")).unwrap();
+    let line = run
+        .lines()
+        .find_map(|l| l.strip_prefix("FINDING_PRESETS="))
+        .expect(".ci/run names FINDING_PRESETS");
+    let listed: Vec<&str> = line.trim_matches('"').split_whitespace().collect();
+    let findings: Vec<&str> = FINDINGS.iter().map(|(n, _)| *n).collect();
+    assert_eq!(listed, findings);
+}
