@@ -1120,7 +1120,7 @@ pub const PRESETS: &[Preset] = &[
     },
     Preset {
         name: "drain-wakeup",
-        summary: "one remote channel without exclusive buffers (buffers-per-channel 0), two recovered buffers, one floating buffer: the drainer parks for the second and misses its wake-up",
+        summary: "one remote channel without exclusive buffers (read-buffer.required-per-gate.max at most the channels), two recovered buffers, one floating buffer: the drainer parks for the second and misses its wake-up",
         config: || ModelConfig {
             channels: vec![remote(2, &[O, D], 0, 1)],
             checkpoints: 0,
