@@ -404,6 +404,62 @@ fn findings_md_gives_the_length_of_each_finding_s_shortest_counterexample() {
     }
 }
 
+/// Every step count docs/findings.md gives ("N steps") is the length of a shortest
+/// counterexample the model finds today: the findings' presets, and `tiny` with its remote
+/// channel at 0 exclusive and 1 floating buffer.
+#[test]
+fn every_step_count_in_findings_md_is_a_shortest_counterexample() {
+    use recovery_model::check::shortest_counterexample;
+    use recovery_model::properties::PropertyId;
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/findings.md")).unwrap();
+    let mut tiny = preset("tiny").unwrap();
+    tiny.channels[1].exclusive = 0;
+    tiny.channels[1].floating = 1;
+    let claims = [
+        (preset("priority-race").unwrap(), PropertyId::PriorityHonoured),
+        (preset("drain-wakeup").unwrap(), PropertyId::RecoveryCompletes),
+        (preset("late-floating-credit").unwrap(), PropertyId::CreditConservation),
+        (preset("late-floating-credit").unwrap(), PropertyId::NoProtocolViolation),
+        (tiny.clone(), PropertyId::CreditConservation),
+        (tiny, PropertyId::NoProtocolViolation),
+    ];
+    let mut computed: Vec<usize> = claims
+        .into_iter()
+        .map(|(cfg, p)| {
+            shortest_counterexample(&RecoveryModel::new(cfg, Variant::Fixed), p)
+                .unwrap_or_else(|| panic!("{p} is violated"))
+                .len()
+        })
+        .collect();
+    computed.sort_unstable();
+    computed.dedup();
+    let words: Vec<&str> = doc.split_whitespace().collect();
+    let mut given: Vec<usize> = words
+        .windows(2)
+        .filter(|w| w[1].trim_end_matches(|c: char| !c.is_alphanumeric()) == "steps")
+        .filter_map(|w| w[0].trim_start_matches(|c: char| !c.is_ascii_digit()).parse().ok())
+        .collect();
+    given.sort_unstable();
+    given.dedup();
+    assert_eq!(given, computed, "the step counts docs/findings.md gives, and the model's");
+}
+
+/// docs/findings.md's table of the fixes' state counts: each finding's preset as Flink is and
+/// with every fix (`cdr check --preset NAME [--flink-fix all]`).
+#[test]
+fn findings_md_gives_each_finding_s_states_with_and_without_the_fixes() {
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/findings.md")).unwrap();
+    let rows = table_rows(&doc, "| preset | unique states as Flink is | with every fix |");
+    assert_eq!(rows.len(), 4, "one row per finding's preset");
+    for row in &rows {
+        let name = row[0].trim_matches('`');
+        let cfg = preset(name).unwrap_or_else(|| panic!("findings.md names preset {name}"));
+        let unique = |cfg| check(RecoveryModel::new(cfg, Variant::Fixed), name, &[], 1, false).unique_states;
+        assert_eq!(row[1], grouped(unique(cfg.clone())), "{name} as Flink is");
+        assert_eq!(row[2], grouped(unique(cfg.with_every_fix())), "{name} with every fix");
+    }
+}
+
 /// The rows of docs/performance.md's growth table whose step was checked to the end:
 /// (dimension, step, states generated, unique states, the factor the table gives).
 fn growth_table() -> Vec<(recovery_model::growth::Dimension, u32, usize, usize, String)> {

@@ -79,8 +79,8 @@ pub enum FlinkFix {
     /// The lost update of `hasPendingPriorityEvent`: `LocalInputChannel.getNextBuffer` sets the
     /// flag from the view's head (`peekNextDataType().hasPriority()`) before it reads it. A
     /// clear that overwrote a producer's set, and a producer's set that comes after its barrier
-    /// was polled, are both corrected at the next poll: the flag no longer decides alone
-    /// whether a priority event is there.
+    /// was polled, are both corrected at the next poll: the view's head, not the flag alone,
+    /// decides whether a priority event is there.
     PriorityFromViewHead,
     /// The drainer's missed wake-up: `BufferManager.notifyBufferAvailable(Buffer)` wakes the
     /// threads waiting in `requestBufferBlocking` when it turns the buffer down too, so that
