@@ -22,7 +22,10 @@ import java.nio.charset.StandardCharsets;
  * --strict-resume-consumption} lets the `UpstreamRecoveryTracker`'s resume loop fail at a
  * released channel as 2.3.0's does, where the model skips it; {@code --unobserve POINTER}
  * (repeatable) adds a snapshot field to the `unobserved` list of `hello`, to step over a known
- * difference (see docs/flink-conformance.md); the report lists it as not compared.
+ * difference (see docs/flink-conformance.md); the report lists it as not compared; {@code
+ * --flink-fixes} builds the channels from our fixed subclasses of drivers/flink/fixes (remote:
+ * `LateFloatingCreditAndMissedWakeupFixedRemoteInputChannel`, local:
+ * `PendingPriorityEventFixedLocalInputChannel`; see `ChannelFactory`).
  */
 public final class Main {
     private static final ObjectMapper JSON = new ObjectMapper();
@@ -37,6 +40,7 @@ public final class Main {
     public static void main(String[] args) throws Exception {
         boolean strict = false;
         boolean strictResume = false;
+        boolean flinkFixes = false;
         java.util.List<String> unobserve = new java.util.ArrayList<>();
         for (int i = 0; i < args.length; i++) {
             String a = args[i];
@@ -44,6 +48,8 @@ public final class Main {
                 strict = true;
             } else if (a.equals("--strict-resume-consumption")) {
                 strictResume = true;
+            } else if (a.equals("--flink-fixes")) {
+                flinkFixes = true;
             } else if (a.equals("--unobserve") && i + 1 < args.length) {
                 unobserve.add(args[++i]);
             } else {
@@ -53,7 +59,7 @@ public final class Main {
         }
         out = new BufferedWriter(new OutputStreamWriter(System.out, StandardCharsets.UTF_8), 1 << 16);
         in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8), 1 << 16);
-        FlinkDriver driver = new FlinkDriver(strict, strictResume, unobserve);
+        FlinkDriver driver = new FlinkDriver(strict, strictResume, unobserve, flinkFixes);
         Thread protocol = Thread.currentThread();
         startWatchdog(driver, protocol);
         String line;

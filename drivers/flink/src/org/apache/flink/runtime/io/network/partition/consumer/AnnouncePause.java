@@ -68,10 +68,24 @@ final class AnnouncePause extends RemoteInputChannel {
     @Override
     public void notifyBufferAvailable(int numAvailableBuffers) throws IOException {
         Workers.Worker worker = Workers.current();
-        if (worker != null && numAvailableBuffers > 0) {
+        if (worker != null && numAvailableBuffers > 0 && !insideFixedCriticalSection()) {
             worker.pauseAt(new Workers.Pause("announce", real.getChannelIndex(), numAvailableBuffers));
         }
         real.notifyBufferAvailable(numAvailableBuffers);
+    }
+
+    /**
+     * With `--flink-fixes` the channel's manager is a {@link
+     * LateFloatingCreditAndMissedWakeupFixedBufferManager}, whose {@code notifyBufferAvailable(Buffer)}
+     * announces inside its {@code bufferQueue} critical section: no step can come between, so
+     * there is no pause (the model's {@code announce-under-queue-lock} fix makes the same
+     * announcement part of the recycle step). The exclusive recycle's announcement stays outside
+     * the lock, with its pause.
+     */
+    private boolean insideFixedCriticalSection() {
+        BufferManager bm = real.getBufferManager();
+        return bm instanceof LateFloatingCreditAndMissedWakeupFixedBufferManager
+                && Thread.holdsLock(((LateFloatingCreditAndMissedWakeupFixedBufferManager) bm).monitor());
     }
 
     @Override

@@ -59,18 +59,29 @@ public final class FlinkDriver {
     private long resets;
 
     private final List<String> extraUnobserved;
+    /** `--flink-fixes`: the channels are our fixed subclasses (drivers/flink/fixes). */
+    private final boolean flinkFixes;
 
     public FlinkDriver(boolean strictRequestPartitions, boolean strictResumeConsumption, List<String> extraUnobserved) {
+        this(strictRequestPartitions, strictResumeConsumption, extraUnobserved, false);
+    }
+
+    public FlinkDriver(
+            boolean strictRequestPartitions,
+            boolean strictResumeConsumption,
+            List<String> extraUnobserved,
+            boolean flinkFixes) {
         this.strictRequestPartitions = strictRequestPartitions;
         this.strictResumeConsumption = strictResumeConsumption;
         this.extraUnobserved = List.copyOf(extraUnobserved);
+        this.flinkFixes = flinkFixes;
     }
 
     public ObjectNode hello(int protocol) {
         ObjectNode r = JSON.objectNode();
         r.put("reply", "hello");
         String version = EnvironmentInformation.getVersion();
-        r.put("name", "flink-" + version);
+        r.put("name", "flink-" + version + (flinkFixes ? "+fixes" : ""));
         r.put("protocol", 1);
         ArrayNode a = r.putArray("actions");
         ACTIONS.forEach(a::add);
@@ -89,7 +100,7 @@ public final class FlinkDriver {
         if (why != null) {
             return JSON.objectNode().put("reply", "unsupported").put("reason", why);
         }
-        system = new FlinkSystem(cfg, workers);
+        system = new FlinkSystem(cfg, workers, flinkFixes);
         system.strictResumeConsumption = strictResumeConsumption;
         resets++;
         return JSON.objectNode().put("reply", "ready");

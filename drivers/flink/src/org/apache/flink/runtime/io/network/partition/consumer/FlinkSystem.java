@@ -199,6 +199,8 @@ public final class FlinkSystem {
 
     final Config cfg;
     final Workers workers;
+    /** Makes the channels: 2.3.0's, or our fixed subclasses. */
+    final ChannelFactory channelFactory;
     final NetworkBufferPool global;
     final NetworkBufferPool producerPool;
     final SingleInputGate gate;
@@ -253,8 +255,17 @@ public final class FlinkSystem {
     }
 
     public FlinkSystem(Config cfg, Workers workers) throws Exception {
+        this(cfg, workers, false);
+    }
+
+    /**
+     * With {@code flinkFixes} (the driver's {@code --flink-fixes}) the channels are our fixed
+     * subclasses of drivers/flink/fixes ({@link ChannelFactory}).
+     */
+    public FlinkSystem(Config cfg, Workers workers, boolean flinkFixes) throws Exception {
         this.cfg = cfg;
         this.workers = workers;
+        this.channelFactory = new ChannelFactory(flinkFixes);
         int n = cfg.channels.size();
         int exclusive = 0;
         int floating = 0;
@@ -304,20 +315,20 @@ public final class FlinkSystem {
             ch.connection = connection;
             InputChannelMetrics metrics = new InputChannelMetrics(new UnregisteredMetricsGroup());
             if (legacy && ch.remote) {
-                RecoveredInputChannel r = new RemoteRecoveredInputChannel(
-                        gate, c, ch.partitionId, sub, connection, client, 0, 0, 0, cc.exclusive, metrics);
+                RecoveredInputChannel r = channelFactory.remoteRecovered(
+                        gate, c, ch.partitionId, sub, connection, client, cc.exclusive, metrics);
                 r.setChannelStateWriter(writer);
                 ch.channel = r;
             } else if (legacy) {
-                RecoveredInputChannel r = new LocalRecoveredInputChannel(
-                        gate, c, ch.partitionId, sub, partitions, taskEvents, 0, 0, 0, metrics);
+                RecoveredInputChannel r = channelFactory.localRecovered(
+                        gate, c, ch.partitionId, sub, partitions, taskEvents, metrics);
                 r.setChannelStateWriter(writer);
                 ch.channel = r;
             } else if (ch.remote) {
-                ch.channel = new RemoteInputChannel(gate, c, ch.partitionId, sub, connection, client, 0, 0, 0,
-                        cc.exclusive, new SimpleCounter(), new SimpleCounter(), writer, new ArrayDeque<>());
+                ch.channel = channelFactory.remote(gate, c, ch.partitionId, sub, connection, client, cc.exclusive,
+                        new SimpleCounter(), new SimpleCounter(), writer, new ArrayDeque<>());
             } else {
-                ch.channel = new LocalInputChannel(gate, c, ch.partitionId, sub, partitions, taskEvents, 0, 0,
+                ch.channel = channelFactory.local(gate, c, ch.partitionId, sub, partitions, taskEvents,
                         new SimpleCounter(), new SimpleCounter(), writer, new ArrayDeque<>());
             }
             channels[c] = ch.channel;
@@ -481,6 +492,9 @@ public final class FlinkSystem {
      */
     private void adopt(Chan ch) throws Exception {
         ch.channel = gate.getChannel(ch.index);
+        if (channelFactory.fixes && !ChannelFactory.isFixed(ch.channel)) {
+            throw new IllegalStateException("--flink-fixes, but channel " + ch.index + " is a " + ch.channel.getClass());
+        }
         if (!(ch.channel instanceof RemoteInputChannel)) {
             return;
         }

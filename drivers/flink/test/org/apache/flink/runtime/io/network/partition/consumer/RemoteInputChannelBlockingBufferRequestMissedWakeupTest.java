@@ -30,10 +30,9 @@ import org.apache.flink.runtime.throughput.ThroughputCalculator;
 import org.apache.flink.util.clock.SystemClock;
 
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
-import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
+import org.junit.jupiter.params.provider.ValueSource;
 
 import java.lang.reflect.Proxy;
 import java.net.InetSocketAddress;
@@ -42,7 +41,7 @@ import java.util.concurrent.atomic.AtomicReference;
 
 /**
  * The mechanism behind a possible hang of the FLINK-38544 spill drainer, shown on Flink 2.3.0's
- * {@link BufferManager} and {@link RemoteInputChannel} with {@code buffers-per-channel: 0}.
+ * {@link BufferManager} and {@link RemoteInputChannel} without exclusive buffers.
  *
  * <p>In the series, {@code RemoteInputChannel.requestRecoveryBufferBlocking()} is {@code
  * upstreamReady.await(); return bufferManager.requestBufferBlocking();} on the channel's own
@@ -59,6 +58,12 @@ import java.util.concurrent.atomic.AtomicReference;
  * for a blocking event also {@code releaseFloatingBuffers} (492, 244-246). The next floating buffer
  * recycled into the gate's pool is then offered to the manager, rejected without {@code notifyAll},
  * and the manager is no longer a listener: the waiter sleeps while the pool has a free buffer.
+ *
+ * <p>The channel without exclusive buffers is what 2.3.0 makes with {@code
+ * taskmanager.network.memory.read-buffer.required-per-gate.max} at most the number of channels
+ * ({@link InputGateZeroExclusiveBuffersConfigurationTest}); {@code buffers-per-channel} no longer
+ * exists. With {@link LateFloatingCreditAndMissedWakeupFixedBufferManager} (its {@code
+ * notifyAll} after a refused buffer) the waiter asks the pool again and gets the buffer.
  */
 class RemoteInputChannelBlockingBufferRequestMissedWakeupTest {
     private static final int SEGMENT_SIZE = 4096;
@@ -74,8 +79,8 @@ class RemoteInputChannelBlockingBufferRequestMissedWakeupTest {
     private RemoteInputChannel channel;
     private BufferPool gatePool;
 
-    @BeforeEach
-    void setUp() throws Exception {
+    /** 2.3.0's channel, or the one with {@link LateFloatingCreditAndMissedWakeupFixedBufferManager}. */
+    private void setUp(boolean fixed) throws Exception {
         globalPool = new NetworkBufferPool(2, SEGMENT_SIZE);
         PartitionRequestClient client = (PartitionRequestClient) Proxy.newProxyInstance(
                 getClass().getClassLoader(), new Class<?>[] {PartitionRequestClient.class},
@@ -90,11 +95,17 @@ class RemoteInputChannelBlockingBufferRequestMissedWakeupTest {
                 () -> globalPool.createBufferPool(1, 1),
                 null, globalPool, SEGMENT_SIZE,
                 new ThroughputCalculator(SystemClock.getInstance()), null);
-        channel = new RemoteInputChannel(
-                gate, 0, new ResultPartitionID(), new ResultSubpartitionIndexSet(0),
-                new ConnectionID(ResourceID.generate(), InetSocketAddress.createUnresolved("upstream-tm", 1), 0),
-                connectionManager, 0, 0, 0, /* buffers-per-channel */ 0, new SimpleCounter(),
-                new SimpleCounter(), ChannelStateWriter.NO_OP, new ArrayDeque<>());
+        ConnectionID connectionId =
+                new ConnectionID(ResourceID.generate(), InetSocketAddress.createUnresolved("upstream-tm", 1), 0);
+        channel = fixed
+                ? new LateFloatingCreditAndMissedWakeupFixedRemoteInputChannel(
+                        gate, 0, new ResultPartitionID(), new ResultSubpartitionIndexSet(0), connectionId,
+                        connectionManager, 0, 0, 0, /* exclusive buffers */ 0, new SimpleCounter(),
+                        new SimpleCounter(), ChannelStateWriter.NO_OP, new ArrayDeque<>())
+                : new RemoteInputChannel(
+                        gate, 0, new ResultPartitionID(), new ResultSubpartitionIndexSet(0), connectionId,
+                        connectionManager, 0, 0, 0, /* exclusive buffers */ 0, new SimpleCounter(),
+                        new SimpleCounter(), ChannelStateWriter.NO_OP, new ArrayDeque<>());
         gate.setInputChannels(channel);
         gate.setup();
         gate.requestPartitions();
@@ -103,6 +114,9 @@ class RemoteInputChannelBlockingBufferRequestMissedWakeupTest {
 
     @AfterEach
     void tearDown() throws Exception {
+        if (gate == null) {
+            return;
+        }
         gate.close();
         globalPool.destroyAllBufferPools();
         globalPool.destroy();
@@ -113,6 +127,7 @@ class RemoteInputChannelBlockingBufferRequestMissedWakeupTest {
     @EnumSource(ZeroBacklogBuffer.class)
     void blockingBufferRequestMissesWakeupAfterZeroBacklogReproduces(ZeroBacklogBuffer zeroBacklog)
             throws Exception {
+        setUp(false);
         Buffer heldByTask = gatePool.requestBuffer(); // the gate's only floating buffer is in use
         assertNotNull(heldByTask);
         AtomicReference<Object> drainerResult = new AtomicReference<>();
@@ -140,9 +155,39 @@ class RemoteInputChannelBlockingBufferRequestMissedWakeupTest {
         assertTrue(drainerResult.get() instanceof CancelTaskException, String.valueOf(drainerResult.get()));
     }
 
+    /**
+     * The fix: the same run on {@link LateFloatingCreditAndMissedWakeupFixedRemoteInputChannel}. The
+     * refused buffer wakes the waiter, which asks the pool again and gets it.
+     */
+    @ParameterizedTest
+    @EnumSource(ZeroBacklogBuffer.class)
+    void blockingBufferRequestGetsTheBufferWithTheFixedBufferManager(ZeroBacklogBuffer zeroBacklog)
+            throws Exception {
+        setUp(true);
+        Buffer heldByTask = gatePool.requestBuffer();
+        assertNotNull(heldByTask);
+        AtomicReference<Object> drainerResult = new AtomicReference<>();
+        Thread drainer = startBlockingRequest(drainerResult);
+        awaitWaiting(drainer);
+        assertEquals(1, channel.getNumberOfRequiredBuffers());
+
+        channel.onBuffer(zeroBacklogBuffer(zeroBacklog), 0, 0, 0);
+        assertEquals(0, channel.getNumberOfRequiredBuffers(), "onSenderBacklog(0): numRequiredBuffers = 0");
+
+        heldByTask.recycleBuffer(); // refused (0 >= 0), but the waiter is woken
+        drainer.join(10_000);
+        assertFalse(drainer.isAlive(), "the drainer still waits: " + drainer.getState());
+        Object result = drainerResult.get();
+        assertTrue(result instanceof Buffer, String.valueOf(result));
+        assertEquals(0, gatePool.getNumberOfAvailableMemorySegments(), "the drainer has the pool's buffer");
+        ((Buffer) result).recycleBuffer();
+    }
+
     /** Control: without the zero-backlog buffer the recycled floating buffer wakes the drainer. */
-    @Test
-    void blockingBufferRequestIsWokenByRecycledFloatingBuffer() throws Exception {
+    @ParameterizedTest
+    @ValueSource(booleans = {false, true})
+    void blockingBufferRequestIsWokenByRecycledFloatingBuffer(boolean fixed) throws Exception {
+        setUp(fixed);
         Buffer heldByTask = gatePool.requestBuffer();
         AtomicReference<Object> drainerResult = new AtomicReference<>();
         Thread drainer = startBlockingRequest(drainerResult);
