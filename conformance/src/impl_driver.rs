@@ -54,8 +54,10 @@ use recovery_impl::result_subpartition::ResultSubpartition;
 use recovery_impl::single_checkpoint_barrier_handler::{CheckpointableInput, SingleCheckpointBarrierHandler};
 use recovery_impl::single_input_gate::{ChannelSnapshot, InputChannelHandle, SingleInputGate};
 use recovery_impl::upstream_recovery_tracker::ResumableInputGate;
-use recovery_impl::{BufferId, BufferKind, ChannelError, DeclineReason, NetworkBuffer, RecoverableInputChannel};
-use recovery_model::config::{ChannelKind, Delivery, ModelConfig, Upstream};
+use recovery_impl::{
+    BufferId, BufferKind, ChannelError, DeclineReason, FlinkFixes, NetworkBuffer, RecoverableInputChannel,
+};
+use recovery_model::config::{ChannelKind, Delivery, FlinkFix, ModelConfig, Upstream};
 use recovery_model::state::{NetBuf, Payload};
 use recovery_model::variant::Variant;
 use recovery_model::{Action, RecoveryModel, Thread};
@@ -371,6 +373,20 @@ fn element_buffer(c: u8, kind: Upstream, i: u8) -> NetworkBuffer {
     NetworkBuffer::unpooled(BufferId(50_000 + 100 * c as u32 + i as u32), kind, payload_of(c, &item))
 }
 
+/// The model's `flink_fixes` as impl/'s switches: each fix changes the same code in both.
+pub fn flink_fixes(cfg: &ModelConfig) -> FlinkFixes {
+    let mut fixes = FlinkFixes::NONE;
+    for fix in &cfg.flink_fixes {
+        match fix {
+            FlinkFix::PriorityFromViewHead => fixes.priority_from_view_head = true,
+            FlinkFix::WakeOnRefusedBuffer => fixes.wake_on_refused_buffer = true,
+            FlinkFix::AnnounceUnderQueueLock => fixes.announce_under_queue_lock = true,
+            FlinkFix::PersistOnlyUpstreamData => fixes.persist_only_upstream_data = true,
+        }
+    }
+    fixes
+}
+
 impl System {
     fn new(cfg: &ModelConfig) -> System {
         let writer = Arc::new(ChannelStateWriter::new());
@@ -413,6 +429,7 @@ impl System {
                 buffer_pool: Arc::clone(&pool),
                 writer: Arc::clone(&writer),
                 network_buffers_per_channel: cc.exclusive as usize,
+                flink_fixes: flink_fixes(cfg),
             };
             let handle = match (cfg.delivery, cc.kind) {
                 // Conversion: the gate starts with placeholders that `requestPartitions(true)`

@@ -159,6 +159,7 @@ fn run(cfg: &ModelConfig, seed: u64) -> Run {
             buffer_pool: pool,
             writer: Arc::clone(&writer),
             network_buffers_per_channel: cc.exclusive as usize,
+            flink_fixes: conformance::impl_driver::flink_fixes(cfg),
         };
         let handle = match (cfg.delivery, cc.kind) {
             (delivery @ (Delivery::Drainer | Delivery::NoRecovery), ChannelKind::Local) => {

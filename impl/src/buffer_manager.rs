@@ -6,10 +6,12 @@
 //! variable wakes `request_buffer_blocking`. Under it the manager may call into the gate's
 //! [`LocalBufferPool`] (order `bufferQueue` → pool), never into the channel's own locks: the
 //! channel is told about available buffers ([`BufferManagerChannel::notify_buffer_available`])
-//! only after the lock is released, and buffers are recycled to other owners only after it is
-//! released. `enable_notify` flips the flag and counts the available buffers in one critical
-//! section, so that every buffer is announced exactly once whatever `recycle` or the floating
-//! callback do concurrently (bug B6, docs/bug-zoo.md).
+//! only after the lock is released (with `announce-under-queue-lock`, [`FlinkFixes`], a floating
+//! buffer's announcement is made under it: the channel's side is an atomic, a leaf), and buffers
+//! are recycled to other owners only after it is released. `enable_notify` flips the flag and
+//! counts the available buffers in one critical section, so that every buffer is announced
+//! exactly once whatever `recycle` or the floating callback do concurrently (bug B6,
+//! docs/bug-zoo.md).
 
 use std::collections::{BTreeSet, VecDeque};
 use std::fmt;
@@ -20,6 +22,7 @@ use crate::buffer_pool::{BufferListener, LocalBufferPool, NetworkBufferPool};
 use crate::buffer_recycler::BufferRecycler;
 use crate::error::{ChannelError, Result};
 use crate::event_log::{self, Event};
+use crate::flink_fixes::FlinkFixes;
 use crate::ids::BufferId;
 use crate::input_channel_info::InputChannelInfo;
 use crate::network_buffer::{NetworkBuffer, Recycler};
@@ -68,6 +71,9 @@ struct AvailableBufferQueue {
     waiting_for_floating_buffers: bool,
     notify_available: bool,
     exclusive_owned: BTreeSet<BufferId>,
+    /// `wake-on-refused-buffer`: a refusing `notifyBufferAvailable(Buffer)` woke the waiters
+    /// of `requestBufferBlocking`, which look at the pool again.
+    look_at_pool_again: bool,
 }
 
 impl AvailableBufferQueue {
@@ -104,6 +110,9 @@ pub struct BufferManager {
     /// Flink's `bufferQueue` monitor.
     buffer_queue: Mutex<AvailableBufferQueue>,
     buffers_available: Condvar,
+    /// The findings' changes to Flink's code made here (`wake-on-refused-buffer`,
+    /// `announce-under-queue-lock`).
+    fixes: FlinkFixes,
 }
 
 impl fmt::Debug for BufferManager {
@@ -124,6 +133,26 @@ impl BufferManager {
         num_required_buffers: i32,
         notify_initially_enabled: bool,
     ) -> Arc<Self> {
+        Self::with_flink_fixes(
+            global_pool,
+            buffer_pool,
+            channel,
+            num_required_buffers,
+            notify_initially_enabled,
+            FlinkFixes::NONE,
+        )
+    }
+
+    /// [`BufferManager::new`] with the findings' changes `fixes` made (the channel's
+    /// [`ChannelContext::flink_fixes`](crate::recoverable_input_channel::ChannelContext)).
+    pub fn with_flink_fixes(
+        global_pool: Arc<NetworkBufferPool>,
+        buffer_pool: Arc<LocalBufferPool>,
+        channel: Arc<dyn BufferManagerChannel>,
+        num_required_buffers: i32,
+        notify_initially_enabled: bool,
+        fixes: FlinkFixes,
+    ) -> Arc<Self> {
         let queue = AvailableBufferQueue {
             exclusive: VecDeque::new(),
             floating: VecDeque::new(),
@@ -131,6 +160,7 @@ impl BufferManager {
             waiting_for_floating_buffers: false,
             notify_available: notify_initially_enabled,
             exclusive_owned: BTreeSet::new(),
+            look_at_pool_again: false,
         };
         Arc::new_cyclic(|me| Self {
             global_pool,
@@ -139,6 +169,7 @@ impl BufferManager {
             me: me.clone(),
             buffer_queue: Mutex::new(queue),
             buffers_available: Condvar::new(),
+            fixes,
         })
     }
 
@@ -184,7 +215,9 @@ impl BufferManager {
     /// registering as floating-buffer listener meanwhile; `Released` once the channel or the
     /// local pool is released. Woken with a buffer queued (or released), it releases the lock at
     /// [`PausePoint::RequestBufferBlocking`] before taking it: the model's wake-up is the next
-    /// step of the drainer, and until then the buffer stays the manager's.
+    /// step of the drainer, and until then the buffer stays the manager's. With
+    /// `wake-on-refused-buffer`, woken by a listener callback that turned a buffer down, it
+    /// stops there too, then looks at the pool again.
     pub fn request_buffer_blocking(&self) -> Result<NetworkBuffer> {
         let mut queue = self.buffer_queue.lock();
         let record = |outcome: std::result::Result<&NetworkBuffer, &ChannelError>| {
@@ -225,8 +258,10 @@ impl BufferManager {
                 self.record(|channel| Event::RequestBufferBlockingWait { channel });
                 waited = true;
             }
+            queue.look_at_pool_again = false;
             queue = self.buffers_available.wait(queue);
-            if queue.available_buffer_size() > 0 || self.channel.is_released() {
+            let refused = std::mem::take(&mut queue.look_at_pool_again);
+            if queue.available_buffer_size() > 0 || self.channel.is_released() || refused {
                 drop(queue);
                 pause_point::reached(PausePoint::RequestBufferBlocking);
                 queue = self.buffer_queue.lock();
@@ -487,7 +522,9 @@ impl BufferManager {
 
 impl BufferListener for BufferManager {
     /// `notifyBufferAvailable(Buffer)` (the `LocalBufferPool` callback, any recycler thread):
-    /// takes the floating buffer if still needed and announces it after unlocking.
+    /// takes the floating buffer if still needed and announces it after unlocking (with
+    /// `announce-under-queue-lock`, before; with `wake-on-refused-buffer`, a refusal wakes
+    /// `requestBufferBlocking`).
     fn notify_buffer_available(&self, buffer: NetworkBuffer) -> std::result::Result<(), NetworkBuffer> {
         // Checked outside the lock too: taking our lock while a canceler releases another
         // channel's manager could otherwise dead lock two managers.
@@ -515,10 +552,16 @@ impl BufferListener for BufferManager {
             }
             queue.waiting_for_floating_buffers = false;
             // Never add a buffer after releaseAllBuffers() emptied the queue.
-            if self.channel.is_released()
-                || queue.available_buffer_size() as i64 >= i64::from(queue.num_required_buffers)
-            {
+            let released = self.channel.is_released();
+            if released || queue.available_buffer_size() as i64 >= i64::from(queue.num_required_buffers) {
                 record(false, 0);
+                if self.fixes.wake_on_refused_buffer && !released {
+                    // `wake-on-refused-buffer`: this manager is no listener any more, so a
+                    // thread in `requestBufferBlocking` that waits for the pool's callback
+                    // would wait forever; woken, it looks at the pool again.
+                    queue.look_at_pool_again = true;
+                    self.buffers_available.notify_all();
+                }
                 return Err(buffer);
             }
             queue.floating.push_back(buffer);
@@ -526,6 +569,14 @@ impl BufferListener for BufferManager {
             self.buffers_available.notify_all();
             let announce = queue.announce(requested);
             record(true, announce);
+            if self.fixes.announce_under_queue_lock {
+                // `announce-under-queue-lock`: the credit is announced while `bufferQueue` is
+                // held, so `releaseFloatingBuffers` cannot give the buffer back before its
+                // credit is out. `notifyBufferAvailable(n)` takes no lock (an atomic and the
+                // client's queue), so no lock order changes.
+                self.channel.notify_buffer_available(announce);
+                return Ok(());
+            }
             announce
         };
         if announce > 0 {

@@ -18,6 +18,7 @@ pub mod error;
 pub mod event_log;
 pub mod executor;
 pub mod fetched_channel_state_drainer;
+pub mod flink_fixes;
 pub mod ids;
 pub mod input_channel_info;
 pub mod input_channels_with_data;
@@ -42,6 +43,7 @@ pub mod task;
 pub mod upstream_recovery_tracker;
 
 pub use error::{ChannelError, DeclineReason, Result};
+pub use flink_fixes::FlinkFixes;
 pub use ids::{BufferId, CheckpointId};
 pub use input_channel_info::InputChannelInfo;
 pub use network_buffer::{BufferKind, BufferSnapshot, DataType, NetworkBuffer};

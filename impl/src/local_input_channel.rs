@@ -210,12 +210,13 @@ impl LocalInputChannel {
         });
         let buffer_manager = needs_recovery.then(|| {
             let channel: Arc<dyn BufferManagerChannel> = Arc::clone(&shared) as Arc<dyn BufferManagerChannel>;
-            BufferManager::new(
+            BufferManager::with_flink_fixes(
                 Arc::clone(&context.global_pool),
                 Arc::clone(&context.buffer_pool),
                 channel,
                 0,
                 true,
+                context.flink_fixes,
             )
         });
         let recovered = RecoveredBuffers {
@@ -274,7 +275,8 @@ impl LocalInputChannel {
     /// first; otherwise the next migrated buffer, whose next type is the following one, or for
     /// the last `DATA_BUFFER` if the view is available (`probe`). Both then go through
     /// `getBufferAndAvailability`: `checkForBarrier` and `maybePersist` (FLINK-40016 is not
-    /// fixed there: a migrated buffer persisted by `checkpointStarted` is written again).
+    /// fixed there: a migrated buffer persisted by `checkpointStarted` is written again, unless
+    /// `persist-only-upstream-data`).
     fn get_next_migrated_buffer(
         &self,
         view: Option<Arc<ResultSubpartition>>,
@@ -311,7 +313,11 @@ impl LocalInputChannel {
         };
         let next_data_type = state.to_be_consumed.front().map_or(probe, |(head, _)| head.data_type());
         state.persister.check_for_barrier(&buffer);
-        state.persister.maybe_persist(&buffer);
+        if !self.context.flink_fixes.persist_only_upstream_data {
+            // FLINK-40016: a migrated buffer `checkpointStarted` persisted already is written
+            // again; `persist-only-upstream-data` persists only what comes from the view.
+            state.persister.maybe_persist(&buffer);
+        }
         Ok(Some(BufferAndAvailability {
             buffer,
             next_data_type,
@@ -549,7 +555,8 @@ impl RecoverableInputChannel for LocalInputChannel {
     }
 
     /// `getNextBuffer()` (task thread): recovered buffer first, then a pending priority event,
-    /// otherwise nothing while in recovery; the master path afterwards.
+    /// otherwise nothing while in recovery; the master path afterwards. With
+    /// `priority-from-view-head` the pending priority event is the view's head.
     fn get_next_buffer(&self) -> Result<Option<BufferAndAvailability>> {
         self.check_error()?;
         // Flink reads `subpartitionView` once without a lock, so its poll can follow the view's
@@ -567,6 +574,18 @@ impl RecoverableInputChannel for LocalInputChannel {
             Some(view) if view.get_availability_and_backlog(true).0 => DataType::DataBuffer,
             _ => DataType::None,
         };
+        if self.context.flink_fixes.priority_from_view_head {
+            // `priority-from-view-head`: the flag is set from what the view holds before it is
+            // read, so neither the task's clear over a producer's set (a lost update) nor a set
+            // that came after its barrier was polled outlives this poll. The view's head is read
+            // under the subpartition's lock, before any lock of this channel.
+            let head_has_priority = view
+                .as_ref()
+                .is_some_and(|view| view.peek_next_data_type().has_priority());
+            self.shared
+                .has_pending_priority_event
+                .store(head_has_priority, Ordering::SeqCst);
+        }
         let in_recovery = {
             let mut state = self.recovered_buffers.lock();
             let in_recovery = state.in_recovery;

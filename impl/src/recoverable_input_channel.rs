@@ -10,6 +10,7 @@ use crate::buffer_and_availability::BufferAndAvailability;
 use crate::buffer_pool::{LocalBufferPool, NetworkBufferPool};
 use crate::channel_state_persister::ChannelStateWriter;
 use crate::error::{ChannelError, DeclineReason, Result};
+use crate::flink_fixes::FlinkFixes;
 use crate::ids::CheckpointId;
 use crate::input_channel_info::InputChannelInfo;
 use crate::input_channels_with_data::InputChannelsWithData;
@@ -37,6 +38,17 @@ pub struct ChannelContext {
     pub writer: Arc<ChannelStateWriter>,
     /// `networkBuffersPerChannel`: exclusive buffers (remote initial credit).
     pub network_buffers_per_channel: usize,
+    /// The findings' changes to Flink's code the channel (and its `BufferManager`) makes;
+    /// none: Flink as it is.
+    pub flink_fixes: FlinkFixes,
+}
+
+impl ChannelContext {
+    /// This context with `flink_fixes` made by the channels built with it.
+    pub fn with_flink_fixes(mut self, flink_fixes: FlinkFixes) -> Self {
+        self.flink_fixes = flink_fixes;
+        self
+    }
 }
 
 /// Mirrors Flink's `RecoverableInputChannel` (push-based recovery, FLINK-38544) together with

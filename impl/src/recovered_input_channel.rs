@@ -118,12 +118,13 @@ impl RecoveredInputChannel {
             released: AtomicBool::new(false),
         });
         let channel: Arc<dyn BufferManagerChannel> = Arc::clone(&shared) as Arc<dyn BufferManagerChannel>;
-        let buffer_manager = BufferManager::new(
+        let buffer_manager = BufferManager::with_flink_fixes(
             Arc::clone(&context.global_pool),
             Arc::clone(&context.buffer_pool),
             channel,
             0,
             true,
+            context.flink_fixes,
         );
         let received = ReceivedBuffers {
             buffers: VecDeque::new(),

@@ -343,12 +343,13 @@ impl RemoteInputChannel {
             error: Cause::new(),
         });
         let channel: Arc<dyn BufferManagerChannel> = Arc::clone(&shared) as Arc<dyn BufferManagerChannel>;
-        let buffer_manager = BufferManager::new(
+        let buffer_manager = BufferManager::with_flink_fixes(
             Arc::clone(&context.global_pool),
             Arc::clone(&context.buffer_pool),
             channel,
             0,
             !needs_recovery,
+            context.flink_fixes,
         );
         let received = ReceivedBuffers {
             buffers: PrioritizedDeque::new(),

@@ -29,6 +29,7 @@ use crate::buffer_pool::{LocalBufferPool, NetworkBufferPool};
 use crate::channel_state_persister::ChannelStateWriter;
 use crate::error::{ChannelError, Result};
 use crate::event_log::{self, Event};
+use crate::flink_fixes::FlinkFixes;
 use crate::ids::CheckpointId;
 use crate::input_channel_info::InputChannelInfo;
 use crate::input_channels_with_data::{ChannelPoll, InputChannelsWithData, InputChannelsWithDataSnapshot};
@@ -252,6 +253,7 @@ impl SingleInputGate {
             buffer_pool: Arc::clone(&self.buffer_pool),
             writer,
             network_buffers_per_channel,
+            flink_fixes: FlinkFixes::NONE,
         }
     }
 

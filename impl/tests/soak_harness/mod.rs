@@ -549,6 +549,7 @@ fn build(
                     buffer_pool: Arc::clone(&local),
                     writer: Arc::clone(&writer),
                     network_buffers_per_channel: s.exclusive,
+                    flink_fixes: recovery_impl::FlinkFixes::NONE,
                 });
                 pools.global.push((global, segments));
                 pools.local.push(local);
