@@ -441,7 +441,10 @@ fn every_step_count_in_findings_md_is_a_shortest_counterexample() {
         .collect();
     given.sort_unstable();
     given.dedup();
-    assert_eq!(given, computed, "the step counts docs/findings.md gives, and the model's");
+    assert_eq!(
+        given, computed,
+        "the step counts docs/findings.md gives, and the model's"
+    );
 }
 
 /// docs/findings.md's table of the fixes' state counts: each finding's preset as Flink is and

@@ -17,7 +17,7 @@ pub struct FlinkFixes {
     /// `wake-on-refused-buffer`: `BufferManager.notifyBufferAvailable(Buffer)` wakes the
     /// threads in `requestBufferBlocking` (`bufferQueue.notifyAll()`) when it turns the buffer
     /// down too: it cleared `isWaitingForFloatingBuffers`, so the drainer must look at the
-    /// pool again rather than wait for a callback that no longer comes.
+    /// pool again rather than wait for a callback that will not come.
     pub wake_on_refused_buffer: bool,
     /// `announce-under-queue-lock`: `BufferManager.notifyBufferAvailable(Buffer)` announces
     /// the credit of the floating buffer it took (`inputChannel.notifyBufferAvailable(n)`)
