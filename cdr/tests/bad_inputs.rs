@@ -112,6 +112,8 @@ fn every_bad_input_gets_its_exit_code_and_a_clear_first_line() {
         ("a trace with a step the model does not enable", vec!["replay", &not_enabled], 2, "error: "),
         ("a trace with an unknown action", vec!["replay", &unknown_action], 2, "error: "),
         ("a trace file over 64 MiB", vec!["replay", &big], 2, "error: "),
+        // A device reports no size: the limit holds for what is read.
+        ("an endless device as a trace file", vec!["replay", "/dev/zero"], 2, "error: "),
         ("an empty trace file", vec!["replay", &empty], 2, "error: "),
         ("a trace file that is not JSON", vec!["replay", &not_json], 2, "error: "),
         ("a missing trace file", vec!["replay", "/nonexistent-dir/trace.json"], 2, "error: "),

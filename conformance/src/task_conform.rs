@@ -337,17 +337,7 @@ fn unusable(path: &Path, why: impl std::fmt::Display) -> String {
 /// exist, every action is enabled where it is taken, and every recorded observation and snapshot
 /// is the model's own. Returns the model, the shape and the actions.
 pub fn read_trace(path: &Path) -> Result<(TaskModel, TaskTrace), String> {
-    let size = std::fs::metadata(path).map_err(|e| unusable(path, e))?.len();
-    if size > crate::trace::MAX_TRACE_BYTES {
-        return Err(unusable(
-            path,
-            format!(
-                "{size} bytes; traces larger than {} bytes are refused",
-                crate::trace::MAX_TRACE_BYTES
-            ),
-        ));
-    }
-    let text = std::fs::read_to_string(path).map_err(|e| unusable(path, e))?;
+    let text = crate::trace::read_trace_text(path).map_err(|e| e.to_string())?;
     let trace: TaskTrace =
         serde_json::from_str(&text).map_err(|e| unusable(path, format!("not a valid task-level trace: {e}")))?;
     if trace.format_version != crate::trace::FORMAT_VERSION || trace.model != TASK_MODEL_NAME {

@@ -112,11 +112,11 @@ pub enum TraceError {
         limit: String,
     },
     /// The file is larger than a trace can sensibly be.
-    #[error("{path} is {size} bytes; traces larger than {max} bytes are refused")]
+    #[error("{path} is more than {max} bytes ({size} read); traces larger than {max} bytes are refused")]
     TooLarge {
         /// The file.
         path: String,
-        /// Its size.
+        /// Its size, or what was read of it before the limit (a pipe or a device has no size).
         size: u64,
         /// [`MAX_TRACE_BYTES`].
         max: u64,
@@ -129,6 +129,25 @@ pub enum TraceError {
 /// The largest trace file `Trace::read` accepts. A trace is one path of the model: even the
 /// largest presets' longest paths are a few hundred steps (a few MB of JSON).
 pub const MAX_TRACE_BYTES: u64 = 64 << 20;
+
+/// The text of a trace file, at most [`MAX_TRACE_BYTES`]. The limit holds for what is read, not
+/// for the size the file system reports: a pipe or a device (`/dev/urandom`) reports none, and
+/// is read up to one byte past the limit.
+pub fn read_trace_text(path: &std::path::Path) -> Result<String, TraceError> {
+    use std::io::Read;
+    let io = |e: std::io::Error| TraceError::Io(format!("cannot read {}: {e}", path.display()));
+    let file = std::fs::File::open(path).map_err(io)?;
+    let mut bytes = Vec::new();
+    file.take(MAX_TRACE_BYTES + 1).read_to_end(&mut bytes).map_err(io)?;
+    if bytes.len() as u64 > MAX_TRACE_BYTES {
+        return Err(TraceError::TooLarge {
+            path: path.display().to_string(),
+            size: bytes.len() as u64,
+            max: MAX_TRACE_BYTES,
+        });
+    }
+    String::from_utf8(bytes).map_err(|e| TraceError::Io(format!("cannot read {}: not UTF-8 text ({e})", path.display())))
+}
 
 /// Checks every index an action carries against `cfg`, so that no later step (the model's
 /// successor function, the readable form of an action) indexes past the configuration.
@@ -316,19 +335,7 @@ impl Trace {
 
     /// Reads and checks a trace file (at most [`MAX_TRACE_BYTES`]).
     pub fn read(path: &std::path::Path) -> Result<Trace, TraceError> {
-        let size = std::fs::metadata(path)
-            .map_err(|e| TraceError::Io(format!("cannot read {}: {e}", path.display())))?
-            .len();
-        if size > MAX_TRACE_BYTES {
-            return Err(TraceError::TooLarge {
-                path: path.display().to_string(),
-                size,
-                max: MAX_TRACE_BYTES,
-            });
-        }
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| TraceError::Io(format!("cannot read {}: {e}", path.display())))?;
-        Trace::from_json(&text)
+        Trace::from_json(&read_trace_text(path)?)
     }
 
     /// Writes the trace as pretty JSON.

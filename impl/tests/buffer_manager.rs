@@ -2,33 +2,20 @@
 #![cfg(not(loom))]
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::thread;
 use std::time::Duration;
 
-use recovery_impl::buffer_manager::{BufferManager, BufferManagerChannel, BufferManagerSnapshot};
+use recovery_impl::buffer_manager::{BufferManager, BufferManagerSnapshot};
 use recovery_impl::buffer_pool::{LocalBufferPool, NetworkBufferPool};
 use recovery_impl::{BufferId, ChannelError};
+
+mod common;
+use common::CountingChannel;
 
 /// `getNumberOfAvailableBuffers()`, read from a snapshot.
 fn available(s: &BufferManagerSnapshot) -> usize {
     s.exclusive.len() + s.floating.len()
-}
-
-#[derive(Default)]
-struct CountingChannel {
-    released: AtomicBool,
-    announced: AtomicUsize,
-}
-
-impl BufferManagerChannel for CountingChannel {
-    fn is_released(&self) -> bool {
-        self.released.load(Ordering::SeqCst)
-    }
-    fn notify_buffer_available(&self, n: usize) {
-        self.announced.fetch_add(n, Ordering::SeqCst);
-    }
-    fn set_error(&self, _error: ChannelError) {}
 }
 
 struct Setup {

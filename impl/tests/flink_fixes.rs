@@ -4,14 +4,14 @@
 
 mod common;
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::Duration;
 
-use common::{Fixture, data, event};
-use recovery_impl::buffer_manager::{BufferManager, BufferManagerChannel};
+use common::{CountingChannel, Fixture, data, event};
+use recovery_impl::buffer_manager::BufferManager;
 use recovery_impl::buffer_pool::{LocalBufferPool, NetworkBufferPool};
 use recovery_impl::local_input_channel::LocalInputChannel;
 use recovery_impl::pause_point::{PausePoint, set_thread_hook, set_thread_wait_hook};
@@ -110,22 +110,6 @@ fn with_priority_from_view_head_a_stale_flag_is_cleared_and_recovered_data_is_po
 // ---------------------------------------------------------------------------------------------
 // BufferManager.notifyBufferAvailable(Buffer): wake-on-refused-buffer, announce-under-queue-lock
 // ---------------------------------------------------------------------------------------------
-
-#[derive(Default)]
-struct CountingChannel {
-    released: AtomicBool,
-    announced: AtomicUsize,
-}
-
-impl BufferManagerChannel for CountingChannel {
-    fn is_released(&self) -> bool {
-        self.released.load(Ordering::SeqCst)
-    }
-    fn notify_buffer_available(&self, n: usize) {
-        self.announced.fetch_add(n, Ordering::SeqCst);
-    }
-    fn set_error(&self, _error: ChannelError) {}
-}
 
 struct Manager {
     local: Arc<LocalBufferPool>,

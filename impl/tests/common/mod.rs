@@ -2,14 +2,16 @@
 #![allow(dead_code)]
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
+use recovery_impl::buffer_manager::BufferManagerChannel;
 use recovery_impl::buffer_pool::{LocalBufferPool, NetworkBufferPool};
 use recovery_impl::channel_state_persister::ChannelStateWriter;
 use recovery_impl::credit_based_sequence_numbering_view_reader::CreditBasedSequenceNumberingViewReader;
 use recovery_impl::recoverable_input_channel::ChannelContext;
 use recovery_impl::remote_input_channel::RemoteInputChannel;
 use recovery_impl::single_input_gate::SingleInputGate;
-use recovery_impl::{BufferId, BufferKind, NetworkBuffer, Result};
+use recovery_impl::{BufferId, BufferKind, ChannelError, NetworkBuffer, Result};
 
 /// Pools, writer and one gate.
 pub struct Fixture {
@@ -83,4 +85,21 @@ pub fn deliver(reader: &mut CreditBasedSequenceNumberingViewReader, channel: &Re
         delivered += 1;
     }
     Ok(delivered)
+}
+
+/// A `BufferManager`'s channel that counts the credit announced to it.
+#[derive(Default)]
+pub struct CountingChannel {
+    pub released: AtomicBool,
+    pub announced: AtomicUsize,
+}
+
+impl BufferManagerChannel for CountingChannel {
+    fn is_released(&self) -> bool {
+        self.released.load(Ordering::SeqCst)
+    }
+    fn notify_buffer_available(&self, n: usize) {
+        self.announced.fetch_add(n, Ordering::SeqCst);
+    }
+    fn set_error(&self, _error: ChannelError) {}
 }
