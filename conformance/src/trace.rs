@@ -146,7 +146,8 @@ pub fn read_trace_text(path: &std::path::Path) -> Result<String, TraceError> {
             max: MAX_TRACE_BYTES,
         });
     }
-    String::from_utf8(bytes).map_err(|e| TraceError::Io(format!("cannot read {}: not UTF-8 text ({e})", path.display())))
+    String::from_utf8(bytes)
+        .map_err(|e| TraceError::Io(format!("cannot read {}: not UTF-8 text ({e})", path.display())))
 }
 
 /// Checks every index an action carries against `cfg`, so that no later step (the model's
