@@ -183,7 +183,16 @@ fn usage_error(msg: String) -> ExitCode {
 }
 
 fn print_report(setup: &Setup, r: &CheckReport) {
-    println!("model {} / preset {} / variant {}", r.model, r.preset, r.variant);
+    match r.flink_fixes.as_slice() {
+        [] => println!("model {} / preset {} / variant {}", r.model, r.preset, r.variant),
+        fixes => println!(
+            "model {} / preset {} / variant {} / findings' fixes: {}",
+            r.model,
+            r.preset,
+            r.variant,
+            fixes.join(", ")
+        ),
+    }
     println!(
         "states {}  unique {}  max depth {}  {:.2} s  ({:.0} states/s)",
         r.states,

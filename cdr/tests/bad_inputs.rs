@@ -114,6 +114,7 @@ fn every_bad_input_gets_its_exit_code_and_a_clear_first_line() {
         ("a trace file over 64 MiB", vec!["replay", &big], 2, "error: "),
         // A device reports no size: the limit holds for what is read.
         ("an endless device as a trace file", vec!["replay", "/dev/zero"], 2, "error: "),
+        ("an unknown Flink fix", vec!["check", "--preset", "tiny", "--flink-fix", "fixed"], 2, "error: "),
         ("an empty trace file", vec!["replay", &empty], 2, "error: "),
         ("a trace file that is not JSON", vec!["replay", &not_json], 2, "error: "),
         ("a missing trace file", vec!["replay", "/nonexistent-dir/trace.json"], 2, "error: "),

@@ -97,6 +97,10 @@ pub struct CheckReport {
     pub preset: String,
     /// The variant (kebab-case).
     pub variant: String,
+    /// The changes to Flink's code switched on (`ModelConfig::flink_fixes`, kebab-case); empty:
+    /// Flink as it is.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub flink_fixes: Vec<&'static str>,
     /// States visited, counting revisits.
     pub states: usize,
     /// Unique states.
@@ -166,6 +170,7 @@ pub fn check_with_progress(
 ) -> CheckReport {
     let start = Instant::now();
     let variant = model.variant.name().to_string();
+    let flink_fixes = model.cfg.flink_fixes.iter().map(|f| f.name()).collect();
     let ranks = Arc::new(RankCheck::default());
     let mut searched = model.clone();
     searched.rank_check = acyclic.then(|| Arc::clone(&ranks));
@@ -233,6 +238,7 @@ pub fn check_with_progress(
         model: "channel-recovery",
         preset: preset.to_string(),
         variant,
+        flink_fixes,
         states: outcome.states,
         unique_states: outcome.unique_states,
         max_depth: outcome.max_depth,

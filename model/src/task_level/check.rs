@@ -52,6 +52,7 @@ pub fn check(
         model: "task-level",
         preset: preset.to_string(),
         variant: model.variant.name().to_string(),
+        flink_fixes: Vec::new(),
         states: checker.state_count(),
         unique_states: checker.unique_state_count(),
         max_depth: checker.max_depth(),
