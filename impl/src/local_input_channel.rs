@@ -266,9 +266,11 @@ impl LocalInputChannel {
         channel
     }
 
-    /// `getBuffersInUseCount()` before the partition request: the migrated buffers.
+    /// `getBuffersInUseCount()`: the migrated buffers and what the view has queued
+    /// (`toBeConsumedBuffers.size() + subpartitionView.getNumberOfQueuedBuffers()`, 2.3.0).
     pub fn buffers_in_use_count(&self) -> usize {
-        self.recovered_buffers.lock().to_be_consumed.len()
+        let queued = self.subpartition_view().map_or(0, |v| v.get_number_of_queued_buffers());
+        self.recovered_buffers.lock().to_be_consumed.len() + queued
     }
 
     /// 2.3.0's `getNextRecoveredBuffer()`: a pending priority event is pulled from the view
@@ -373,10 +375,12 @@ impl LocalInputChannel {
     ) -> Result<BufferAndAvailability> {
         let view = (view_field.clone())
             .ok_or_else(|| ChannelError::illegal_state("Priority event pending without a subpartition view."))?;
-        if !view.peek_next_data_type().has_priority() {
-            return Err(ChannelError::illegal_state(
-                "Expected priority event at the head of the subpartition.",
-            ));
+        let head = view.peek_next_data_type();
+        if !head.has_priority() {
+            // 2.3.0's `checkState(..., "Expected priority event, but got %s", next)`.
+            return Err(ChannelError::illegal_state(&format!(
+                "Expected priority event, but got {head:?}"
+            )));
         }
         let next = view
             .poll_buffer()
