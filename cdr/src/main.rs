@@ -1,5 +1,6 @@
 //! `cdr`: model-check, list presets and variants of the Flink channel-recovery model.
 
+mod conform_args;
 mod conform_cmd;
 mod explore;
 mod growth_cmd;
@@ -49,14 +50,14 @@ enum Command {
     /// check exhaustively; a violation is shrunk and reproducible from its seed.
     Simulate(simulate_cmd::SimulateArgs),
     /// Replay model traces against the implementation and report the first divergence.
-    Conform(conform_cmd::ConformArgs),
+    Conform(conform_args::ConformArgs),
     /// Replay one trace file against the implementation.
-    Replay(conform_cmd::ReplayArgs),
+    Replay(conform_args::ReplayArgs),
     /// Write a preset's edge-complete traces (or random walks) as JSON Lines or ITF, for replay
     /// outside cdr.
-    Traces(conform_cmd::TracesArgs),
+    Traces(conform_args::TracesArgs),
     /// Serve impl/ over the driver protocol on stdin and stdout (docs/driver-protocol.md).
-    ServeDriver(conform_cmd::ServeArgs),
+    ServeDriver(conform_args::ServeArgs),
     /// Grow a preset one dimension at a time (channels, recovered buffers, live elements,
     /// checkpoints), checking every step, until a time or memory budget: where the frontier is.
     ///

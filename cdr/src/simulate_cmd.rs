@@ -1,7 +1,7 @@
 //! `cdr simulate`: seeded random walks that evaluate every property, for configurations too
 //! large to check exhaustively (`recovery_model::simulate`).
 
-use crate::conform_cmd::check_output;
+use crate::conform_args::check_output;
 use crate::report;
 use crate::setup::{Setup, load};
 use clap::Args;

@@ -1,7 +1,7 @@
 //! The task-level branch of `cdr conform`, `cdr replay` and `cdr traces`: a task-level preset or
 //! trace replays against impl/'s `StreamTask` in this process (`conformance::task_conform`).
 
-use crate::conform_cmd::{ConformArgs, TraceFormat, TracesArgs, check_conform_outputs, check_output, usage_error};
+use crate::conform_args::{ConformArgs, TraceFormat, TracesArgs, check_conform_outputs, check_output, usage_error};
 use crate::junit;
 use conformance::task_conform::{self, TaskConformReport, conform_task, read_trace, task_traces};
 use conformance::task_driver::TaskImplDriver;
