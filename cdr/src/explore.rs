@@ -155,7 +155,10 @@ pub fn explore(args: ExploreArgs) -> ExitCode {
         }
     }
     notes.push((
-        "Properties say \"Searching\" until Run to completion; `cdr check` gives every verdict and shortest counterexamples".to_string(),
+        format!(
+            "Explorer's own search runs as it starts, up to {} states; its verdicts and counts fill in as it goes. `cdr check` gives every verdict and the shortest counterexamples",
+            recovery_model::format::grouped(EXPLORER_SEARCH_STATES)
+        ),
         None,
     ));
     let mut model = setup.model.clone();
@@ -166,8 +169,41 @@ pub fn explore(args: ExploreArgs) -> ExitCode {
     }
     println!("Explorer: {base}  (Ctrl-C stops it)");
     let _ = std::io::stdout().flush();
-    model.checker().serve(addr);
+    // Explorer's status panel shows what its own checker has searched: started at once, it
+    // shows the state count and every property's verdict instead of one state, "Searching".
+    std::thread::spawn(move || run_to_completion_when_up(addr));
+    model.checker().target_state_count(EXPLORER_SEARCH_STATES).serve(addr);
     ExitCode::SUCCESS
+}
+
+/// How many states Explorer's own search visits at most (its memory grows with them; `cdr
+/// check` searches larger presets with less).
+const EXPLORER_SEARCH_STATES: usize = 500_000;
+
+/// Asks the Explorer at `addr` to run its search to the end (`POST /.runtocompletion`, what its
+/// "Run to completion" button does), once it accepts connections.
+fn run_to_completion_when_up(addr: SocketAddr) {
+    use std::io::{Read, Write};
+    let target = SocketAddr::new(
+        match addr.ip() {
+            IpAddr::V4(ip) if ip.is_unspecified() => IpAddr::from([127, 0, 0, 1]),
+            IpAddr::V6(ip) if ip.is_unspecified() => IpAddr::from(std::net::Ipv6Addr::LOCALHOST),
+            ip => ip,
+        },
+        addr.port(),
+    );
+    for _ in 0..200 {
+        if let Ok(mut stream) = std::net::TcpStream::connect(target) {
+            let request =
+                "POST /.runtocompletion HTTP/1.1\r\nHost: explorer\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+            if stream.write_all(request.as_bytes()).is_ok() {
+                let mut reply = Vec::new();
+                let _ = stream.read_to_end(&mut reply);
+            }
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
 }
 
 #[cfg(test)]
