@@ -18,13 +18,18 @@ pub struct Polled {
 /// Whether `getNextBuffer()` returns something now (what the gate must have queued). Between
 /// `isReleased` and the view's release (`release_step`) it still does, as `get_next_buffer`.
 pub fn has_next(ch: &Channel) -> bool {
+    has_next_with_flag(ch, ch.pending_priority)
+}
+
+/// [`has_next`] with `hasPendingPriorityEvent` read as `pending_priority`.
+pub fn has_next_with_flag(ch: &Channel, pending_priority: bool) -> bool {
     if ch.released && !ch.releasing {
         return false;
     }
     if ch.in_recovery {
         // A recovered element, or a pending priority event (which implies a listener, hence a
         // view to pull it from).
-        ch.pending_priority || !ch.queue.is_empty()
+        pending_priority || !ch.queue.is_empty()
     } else {
         ch.listener && ch.producer.head_available().is_some()
     }

@@ -127,19 +127,15 @@ impl RecoveryModel {
         if self.is_recovered_channel(s) {
             return recovered::has_next(s.ch(c));
         }
-        if self.kind(c) == ChannelKind::Local && self.cfg.has_fix(FlinkFix::PriorityFromViewHead) {
-            // The poll sets the flag from the view's head first.
-            let mut ch = s.ch(c).clone();
-            ch.pending_priority = local::view_head_has_priority(&ch);
-            return match self.migrates() {
-                true => local::has_next_migrated(&ch),
-                false => local::has_next(&ch),
-            };
-        }
+        let ch = s.ch(c);
         match self.kind(c) {
-            ChannelKind::Local if self.migrates() => local::has_next_migrated(s.ch(c)),
-            ChannelKind::Local => local::has_next(s.ch(c)),
-            ChannelKind::Remote => remote::has_next(s.ch(c)),
+            ChannelKind::Local if self.migrates() => local::has_next_migrated(ch),
+            // `priority-from-view-head`: the poll sets the flag from the view's head first.
+            ChannelKind::Local if self.cfg.has_fix(FlinkFix::PriorityFromViewHead) => {
+                local::has_next_with_flag(ch, local::view_head_has_priority(ch))
+            }
+            ChannelKind::Local => local::has_next(ch),
+            ChannelKind::Remote => remote::has_next(ch),
         }
     }
 

@@ -39,8 +39,8 @@ import java.util.List;
 import java.util.Optional;
 
 /**
- * How a remote input channel of Flink 2.3.0 gets 0 exclusive buffers: the findings' precondition
- * "{@code buffers-per-channel: 0}" in the only form 2.x has.
+ * How a remote input channel of Flink 2.3.0 gets 0 exclusive buffers, the findings'
+ * precondition, in the only form 2.x has (1.x set it with {@code buffers-per-channel: 0}).
  *
  * <p>Flink 2.0 removed {@code taskmanager.network.memory.buffers-per-channel} and {@code
  * floating-buffers-per-gate} (FLINK-33750): {@code NettyShuffleEnvironmentConfiguration

@@ -61,8 +61,8 @@ import java.util.concurrent.atomic.AtomicReference;
  *
  * <p>The channel without exclusive buffers is what 2.3.0 makes with {@code
  * taskmanager.network.memory.read-buffer.required-per-gate.max} at most the number of channels
- * ({@link InputGateZeroExclusiveBuffersConfigurationTest}); {@code buffers-per-channel} no longer
- * exists. With {@link LateFloatingCreditAndMissedWakeupFixedBufferManager} (its {@code
+ * ({@link InputGateZeroExclusiveBuffersConfigurationTest}); 1.x's {@code buffers-per-channel} is
+ * not an option of 2.x (removed in 2.0, FLINK-33750). With {@link LateFloatingCreditAndMissedWakeupFixedBufferManager} (its {@code
  * notifyAll} after a refused buffer) the waiter asks the pool again and gets the buffer.
  */
 class RemoteInputChannelBlockingBufferRequestMissedWakeupTest {
