@@ -13,7 +13,8 @@ use crate::report;
 use crate::setup::{self, Setup};
 use clap::Args;
 use recovery_model::Action;
-use recovery_model::check::{Status, shortest_counterexample};
+use recovery_model::tooling::check::{Status, shortest_counterexample};
+use recovery_model::tooling::model::ExplorerModel;
 use stateright::Model;
 use std::io::Write;
 use std::net::{IpAddr, SocketAddr, TcpListener};
@@ -161,8 +162,10 @@ pub fn explore(args: ExploreArgs) -> ExitCode {
         ),
         None,
     ));
-    let mut model = setup.model.clone();
-    model.explorer_notes = notes;
+    let model = ExplorerModel {
+        model: setup.model.clone(),
+        notes,
+    };
     // The search may have taken a while: make sure the port is still ours to take.
     if let Err(e) = reserve_address(&addr.ip().to_string(), addr.port()) {
         return usage(e);

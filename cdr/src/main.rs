@@ -16,7 +16,7 @@ mod task_conform_cmd;
 use clap::{Args, Parser, Subcommand};
 use conformance::trace::Trace;
 use recovery_model::Action;
-use recovery_model::check::{CheckReport, Status};
+use recovery_model::tooling::check::{CheckOptions, CheckReport, Status};
 use recovery_model::config::PRESETS;
 use recovery_model::search::Frontier;
 use recovery_model::task_level::variant::TASK_VARIANTS;
@@ -298,22 +298,25 @@ fn run_check(args: CheckArgs) -> ExitCode {
         max_states: args.max_states,
         max_memory: args.max_memory.or_else(progress::default_max_memory),
     };
-    let mut model = setup.model.clone();
+    let mut options = CheckOptions {
+        threads: default_threads(args.threads),
+        acyclic: !args.no_acyclic,
+        frontier: Frontier::Whole,
+    };
     if args.compact_frontier {
-        model.frontier = Frontier::Encoded;
+        options.frontier = Frontier::Encoded;
     }
     if let Some(dir) = &args.spill_dir {
         if !dir.is_dir() {
             return usage_error(format!("--spill-dir {}: not a directory", dir.display()));
         }
-        model.frontier = Frontier::Spilled(dir.clone());
+        options.frontier = Frontier::Spilled(dir.clone());
     }
     let report = progress::check_with_limits(
-        model,
+        setup.model.clone(),
         &setup.label,
         &setup.unreachable,
-        default_threads(args.threads),
-        !args.no_acyclic,
+        &options,
         progress::wanted(args.json),
         limits,
     );

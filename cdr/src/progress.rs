@@ -4,7 +4,7 @@
 
 use indicatif::{ProgressBar, ProgressStyle};
 use recovery_model::RecoveryModel;
-use recovery_model::check::CheckReport;
+use recovery_model::tooling::check::{CheckOptions, CheckReport};
 use std::time::{Duration, Instant};
 
 /// Whether a progress line belongs on this stderr: only on a terminal, never with `--json`.
@@ -97,7 +97,12 @@ pub fn check_with_progress(
     acyclic: bool,
     show: bool,
 ) -> CheckReport {
-    check_with_limits(model, label, unreachable, threads, acyclic, show, Limits::default())
+    let options = CheckOptions {
+        threads,
+        acyclic,
+        ..Default::default()
+    };
+    check_with_limits(model, label, unreachable, &options, show, Limits::default())
 }
 
 /// [`check_with_progress`] with [`Limits`].
@@ -105,14 +110,13 @@ pub fn check_with_limits(
     model: RecoveryModel,
     label: &str,
     unreachable: &[recovery_model::properties::PropertyId],
-    threads: usize,
-    acyclic: bool,
+    options: &CheckOptions,
     show: bool,
     limits: Limits,
 ) -> CheckReport {
     let start = Instant::now();
     let bar = spinner(show);
-    let report = recovery_model::check::check_with_progress(model, label, unreachable, threads, acyclic, &mut |p| {
+    let report = recovery_model::tooling::check::check_with_progress(model, label, unreachable, options, &mut |p| {
         let over = match (limits.max_states, limits.max_memory.zip(resident_bytes())) {
             (Some(max), _) if p.unique_states > max => {
                 Some(format!("{} unique states passed --max-states {max}", p.unique_states))

@@ -319,9 +319,13 @@ fn performance_md_counts_the_property_predicates_the_model_has() {
 #[test]
 fn performance_md_gives_the_encoded_size_of_tiny_s_states() {
     // Every state but the initial one is encoded once, whatever the threads: the mean is exact.
-    let mut model = RecoveryModel::new(preset("tiny").unwrap(), Variant::Fixed);
-    model.frontier = recovery_model::search::Frontier::Encoded;
-    let report = check(model, "tiny", &[], 2, false);
+    let model = RecoveryModel::new(preset("tiny").unwrap(), Variant::Fixed);
+    let options = recovery_model::tooling::check::CheckOptions {
+        threads: 2,
+        acyclic: false,
+        frontier: recovery_model::tooling::search::Frontier::Encoded,
+    };
+    let report = recovery_model::tooling::check::check_with_progress(model, "tiny", &[], &options, &mut |_| {});
     let bytes = report
         .encoded_bytes_per_state
         .expect("an encoded frontier reports its size");

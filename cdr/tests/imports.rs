@@ -634,3 +634,16 @@ fn the_function_reader_measures_from_fn_to_its_closing_brace() {
     let found = functions(&code);
     assert_eq!(found, [("b".to_string(), 2, 3), ("c".to_string(), 5, 1)]);
 }
+
+#[test]
+#[ignore = "prints the measure"]
+fn print_model_tangles() {
+    for krate in ["model", "cdr", "conformance", "impl"] {
+        let graph = Crate::read(krate).graph();
+        for t in tangles(&graph) {
+            println!("{krate}: {} files: {}", t.len(), t.join(", "));
+        }
+        let (lines, file, name) = longest_function(krate);
+        println!("{krate}: longest {name} {file} {lines}");
+    }
+}

@@ -1315,8 +1315,8 @@ mod tests {
         };
         cfg.validate().unwrap();
         let model = crate::RecoveryModel::new(cfg.clone(), crate::Variant::Fixed);
-        assert!(crate::check::shortest_counterexample(&model, PropertyId::AllLiveDataDelivered).is_none());
-        let path = crate::check::shortest_example(&model, PropertyId::EverythingDelivered).unwrap();
+        assert!(crate::tooling::check::shortest_counterexample(&model, PropertyId::AllLiveDataDelivered).is_none());
+        let path = crate::tooling::check::shortest_example(&model, PropertyId::EverythingDelivered).unwrap();
         assert!(path.contains(&Action::AnnounceBacklog { channel: 0 }), "{path:?}");
         // Without the announcement the channel would wait for credit forever.
         let mut s = model.init_states().remove(0);

@@ -17,27 +17,21 @@
 pub mod action;
 pub mod buffer_manager;
 pub mod channel_state_persister;
-pub mod check;
 pub mod config;
-pub mod format;
-pub mod growth;
 pub mod local_buffer_pool;
 pub mod local_input_channel;
 pub mod model;
 pub mod producer;
-pub mod progress;
 pub mod properties;
 pub mod recoverable_input_channel;
 pub mod recovered_input_channel;
 pub mod remote_input_channel;
-pub mod search;
 pub mod sequential_channel_state_reader;
-pub mod simulate;
 pub mod single_input_gate;
 pub mod state;
-pub mod svg;
 pub mod task;
 pub mod task_level;
+pub mod tooling;
 pub mod variant;
 
 pub use action::{Action, Thread};
@@ -45,3 +39,5 @@ pub use config::{ChannelConfig, ChannelKind, Delivery, ModelConfig, PRESETS, Ups
 pub use model::RecoveryModel;
 pub use state::State;
 pub use variant::Variant;
+// TEMP-REEXPORT: removed once the other crates name the tooling's paths.
+pub use tooling::{check, format, growth, progress, search, simulate, svg};

@@ -1,4 +1,4 @@
-//! [`RecoveryModel`]: the stateright `Model` tying the components together. Each action's
+//! [`RecoveryModel`]: the protocol's transition system tying the components together. Each action's
 //! guard is in the program of the thread that runs it and its effect is a method in the file of
 //! the Flink class it calls, which `action.rs`'s table names:
 //!
@@ -15,8 +15,8 @@
 //! | the thread that computed the credit | the pending announcement of each thread's program | remote_input_channel.rs: `NotifyBufferAvailable` |
 //!
 //! `model/tests/layout.rs` checks the table against `action.rs` and the sources. What is left
-//! here: the configuration-wide queries, the initial state, and the order the threads'
-//! programs are asked.
+//! here: the configuration-wide queries, the initial state, the order the threads' programs
+//! are asked, and the step. `tooling/model.rs` makes it a stateright `Model`.
 
 use crate::action::{Action, Thread};
 use crate::config::{ChannelConfig, ChannelKind, Delivery, ModelConfig};
@@ -26,7 +26,6 @@ use crate::sequential_channel_state_reader::{self as reader, IoStep};
 use crate::state::*;
 use crate::variant::Variant;
 use smallvec::smallvec;
-use stateright::{Model, Property};
 
 /// How the task picks the channel it polls.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -48,13 +47,6 @@ pub struct RecoveryModel {
     pub variant: Variant,
     /// How the task picks the channel to poll.
     pub polling: GatePolling,
-    /// Lines the Explorer's picture of an initial state shows, each with an optional link (the
-    /// counterexamples `cdr explore` found, how to get every verdict).
-    pub explorer_notes: Vec<(String, Option<String>)>,
-    /// Counts the edges that do not increase [`crate::progress::rank`] while the checker runs.
-    pub rank_check: Option<std::sync::Arc<crate::progress::RankCheck>>,
-    /// How `check`'s search keeps the states of a level waiting to be searched.
-    pub frontier: crate::search::Frontier,
     /// The drainer's program (`sequential_channel_state_reader::program`).
     pub(crate) io_program: Vec<IoStep>,
 }
@@ -67,9 +59,6 @@ impl RecoveryModel {
             cfg,
             variant,
             polling: GatePolling::Queue,
-            explorer_notes: Vec::new(),
-            rank_check: None,
-            frontier: crate::search::Frontier::Whole,
         }
     }
 
@@ -126,11 +115,35 @@ impl RecoveryModel {
     /// Whether no action is enabled.
     pub fn is_terminal(&self, s: &State) -> bool {
         let mut a = Vec::new();
-        self.actions(s, &mut a);
+        self.enabled_actions(s, &mut a);
         a.is_empty()
     }
 
-    fn initial_state(&self) -> State {
+    /// The actions enabled in `s`, each thread's program asked in turn.
+    pub fn enabled_actions(&self, s: &State, out: &mut Vec<Action>) {
+        if s.violation.is_some() || matches!(s.task, TaskPc::Failed { .. }) {
+            // An assertion fired or an upstream failure reached the task: the task fails here.
+            return;
+        }
+        self.task_actions(s, out);
+        self.io_actions(s, out);
+        self.producer_actions(s, out);
+        self.netty_server_actions(s, out);
+        self.netty_client_actions(s, out);
+        self.recycler_actions(s, out);
+        self.canceler_actions(s, out);
+        self.coordinator_actions(s, out);
+    }
+
+    /// The state `action` leads to from `last`.
+    pub fn next(&self, last: &State, action: Action) -> State {
+        let mut s = last.clone();
+        action.apply(self, &mut s);
+        s
+    }
+
+    /// The initial state: every channel still in recovery, nothing requested.
+    pub fn initial_state(&self) -> State {
         let n = self.cfg.checkpoints as usize;
         let channels = self
             .cfg
@@ -222,59 +235,5 @@ impl RecoveryModel {
             upstream_recovered: 0,
             aborted: 0,
         }
-    }
-}
-
-impl Model for RecoveryModel {
-    type State = State;
-    type Action = Action;
-
-    fn init_states(&self) -> Vec<State> {
-        vec![self.initial_state()]
-    }
-
-    fn actions(&self, s: &State, out: &mut Vec<Action>) {
-        if s.violation.is_some() || matches!(s.task, TaskPc::Failed { .. }) {
-            // An assertion fired or an upstream failure reached the task: the task fails here.
-            return;
-        }
-        self.task_actions(s, out);
-        self.io_actions(s, out);
-        self.producer_actions(s, out);
-        self.netty_server_actions(s, out);
-        self.netty_client_actions(s, out);
-        self.recycler_actions(s, out);
-        self.canceler_actions(s, out);
-        self.coordinator_actions(s, out);
-    }
-
-    fn next_state(&self, last: &State, action: Action) -> Option<State> {
-        let mut s = last.clone();
-        action.apply(self, &mut s);
-        if let Some(check) = &self.rank_check {
-            check.edge(last, &s);
-        }
-        Some(s)
-    }
-
-    fn properties(&self) -> Vec<Property<Self>> {
-        crate::properties::all()
-    }
-
-    fn format_action(&self, action: &Action) -> String {
-        crate::format::action(self, action)
-    }
-
-    fn format_step(&self, last_state: &State, action: Action) -> Option<String> {
-        crate::format::step_outcome(self, last_state, &action)
-    }
-
-    fn as_svg(&self, path: stateright::Path<State, Action>) -> Option<String> {
-        // Each entry is a state and the action that leaves it: the second last holds the step
-        // that led to the state shown.
-        let mut states = path.into_vec();
-        let (last, _) = states.pop()?;
-        let step = states.pop().and_then(|(before, a)| a.map(|a| (before, a)));
-        crate::svg::state_after(self, &last, step.as_ref().map(|(before, a)| (before, a)))
     }
 }

@@ -62,6 +62,27 @@ macro_rules! properties {
                 $key::ALL.iter().copied().filter(move |p| p.expectation() == e)
             }
 
+            /// The stateright property of a model that wraps this one, as the Explorer's does.
+            pub fn property_of<W>(self) -> ::stateright::Property<W>
+            where
+                W: ::stateright::Model<State = $state> + AsRef<$model>,
+            {
+                fn with<W: ::stateright::Model>(
+                    e: ::stateright::Expectation,
+                    name: &'static str,
+                    f: fn(&W, &W::State) -> bool,
+                ) -> ::stateright::Property<W> {
+                    match e {
+                        ::stateright::Expectation::Always => ::stateright::Property::always(name, f),
+                        ::stateright::Expectation::Eventually => ::stateright::Property::eventually(name, f),
+                        ::stateright::Expectation::Sometimes => ::stateright::Property::sometimes(name, f),
+                    }
+                }
+                match self {
+                    $($key::$id => with(self.expectation(), $name, |w: &W, s: &$state| $pred(w.as_ref(), s)),)*
+                }
+            }
+
             /// The stateright property.
             pub fn property(self) -> ::stateright::Property<$model> {
                 let (name, f) = (self.name(), self.predicate());

@@ -2,9 +2,9 @@
 //! names, with a shortest counterexample that is snapshotted; and with the fix on, the same
 //! presets satisfy every property.
 
-use recovery_model::check::{Status, check, shortest_counterexample};
+use recovery_model::tooling::check::{Status, check, shortest_counterexample};
 use recovery_model::config::find_preset;
-use recovery_model::format::counterexample;
+use recovery_model::tooling::format::counterexample;
 use recovery_model::variant::VARIANTS;
 use recovery_model::{RecoveryModel, Variant};
 

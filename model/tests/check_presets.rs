@@ -1,7 +1,7 @@
 //! The small presets checked exhaustively: every property's verdict is asserted, and the state
 //! graph is acyclic so that the `eventually` verdicts are sound.
 
-use recovery_model::check::{AcyclicBy, check};
+use recovery_model::tooling::check::{AcyclicBy, check};
 use recovery_model::config::find_preset;
 use recovery_model::properties::PropertyId;
 use recovery_model::{RecoveryModel, Variant};
@@ -78,7 +78,7 @@ fn two_checkpoints_without_recovery_satisfy_every_property() {
 
 #[test]
 fn the_alignment_timer_finds_the_announced_barrier_behind_the_blocking_end_of_output_event() {
-    use recovery_model::check::shortest_path;
+    use recovery_model::tooling::check::shortest_path;
     use recovery_model::state::{Payload, State};
     // The upstream's EndOfOutputChannelStateEvent blocks its subpartition: the aligned barrier
     // behind it (not a priority element) waits until every channel's recovery ended and the
@@ -94,7 +94,7 @@ fn the_alignment_timer_finds_the_announced_barrier_behind_the_blocking_end_of_ou
     // modelling error behind the withdrawn finding (docs/findings.md).
     let unblocked = RecoveryModel::new((p.config)(), Variant::RecoveryCompletionNotBlocking);
     assert!(shortest_path(&unblocked, stashed).is_some());
-    let path = recovery_model::check::shortest_counterexample(&unblocked, PropertyId::AnnouncedBarrierFound).unwrap();
+    let path = recovery_model::tooling::check::shortest_counterexample(&unblocked, PropertyId::AnnouncedBarrierFound).unwrap();
     assert_eq!(path.len(), 9, "{path:?}");
 }
 
@@ -110,7 +110,7 @@ fn a_shared_pool_hands_a_recycled_floating_buffer_to_another_channel_and_satisfi
 
 #[test]
 fn a_channel_in_recovery_takes_no_floating_buffer_for_a_backlog_its_blocked_upstream_cannot_have() {
-    use recovery_model::check::shortest_path;
+    use recovery_model::tooling::check::shortest_path;
     use recovery_model::state::State;
     // Two remote channels without exclusive buffers share the gate's one floating buffer.
     // Each upstream's first element, EndOfOutputChannelStateEvent, blocks its subpartition
@@ -136,7 +136,7 @@ fn the_drainer_parked_for_a_channel_without_exclusive_buffers_misses_its_wake_up
     let p = find_preset("drain-wakeup").unwrap();
     assert_eq!((p.config)().violated_by_config(), DRAINER_MISSES_WAKEUP);
     let m = RecoveryModel::new((p.config)(), Variant::Fixed);
-    let path = recovery_model::check::shortest_counterexample(&m, PropertyId::RecoveryCompletes).unwrap();
+    let path = recovery_model::tooling::check::shortest_counterexample(&m, PropertyId::RecoveryCompletes).unwrap();
     assert_eq!(path.len(), 9, "{path:?}");
     assert!(path.contains(&Action::RequestBufferBlocking { channel: 0 }), "{path:?}");
     let mut s = m.init_states().remove(0);
@@ -162,7 +162,7 @@ fn a_floating_credit_announced_after_the_resume_exceeds_the_buffers_of_a_channel
     let p = find_preset("late-floating-credit").unwrap();
     assert_eq!((p.config)().violated_by_config(), LATE_FLOATING_CREDIT);
     let m = RecoveryModel::new((p.config)(), Variant::Fixed);
-    let path = recovery_model::check::shortest_counterexample(&m, PropertyId::NoProtocolViolation).unwrap();
+    let path = recovery_model::tooling::check::shortest_counterexample(&m, PropertyId::NoProtocolViolation).unwrap();
     assert_eq!(path.len(), 27, "{path:?}");
     // The recycler's announcement comes after the server's resumeConsumption reset the credit.
     let resumed = path
@@ -233,7 +233,7 @@ fn the_split_release_satisfies_every_property_and_its_window_delivers() {
 #[test]
 fn a_channel_in_its_release_window_still_has_next_for_a_gate_that_polls_any_channel() {
     use recovery_model::Action;
-    use recovery_model::check::shortest_path;
+    use recovery_model::tooling::check::shortest_path;
     use recovery_model::model::GatePolling;
     use stateright::Model;
     for name in ["release-window-local", "release-window-remote"] {
@@ -268,7 +268,7 @@ fn a_converted_local_channel_still_in_recovery_loses_the_priority_flag_as_the_dr
     cfg.validate().unwrap();
     assert_eq!(cfg.violated_by_config(), [PropertyId::PriorityHonoured]);
     let m = RecoveryModel::new(cfg, Variant::Fixed);
-    let path = recovery_model::check::shortest_counterexample(&m, PropertyId::PriorityHonoured).unwrap();
+    let path = recovery_model::tooling::check::shortest_counterexample(&m, PropertyId::PriorityHonoured).unwrap();
     // Barrier 2 follows barrier 1 only once the coordinator aborted checkpoint 1.
     assert_eq!(path.len(), 8, "{path:?}");
     assert!(path.contains(&Action::AbortPendingCheckpoint { cp: 1 }), "{path:?}");
@@ -277,7 +277,7 @@ fn a_converted_local_channel_still_in_recovery_loses_the_priority_flag_as_the_dr
 
 #[test]
 fn two_channels_aligned_with_timeout_complete_aligned_or_go_unaligned_when_the_timer_fires() {
-    use recovery_model::check::shortest_path;
+    use recovery_model::tooling::check::shortest_path;
     use recovery_model::state::{CheckpointStatus, Payload, State, TaskPc};
     assert_eq!(satisfies_every_property("aligned-timeout-two-channels"), 334565);
     let p = find_preset("aligned-timeout-two-channels").unwrap();

@@ -4,7 +4,7 @@
 //! excused catches again whatever else breaks in the code they touch. Each fix alone restores
 //! exactly its own finding's properties.
 
-use recovery_model::check::{Status, check};
+use recovery_model::tooling::check::{Status, check};
 use recovery_model::config::{FlinkFix, PRESETS, find_preset};
 use recovery_model::properties::PropertyId;
 use recovery_model::{ModelConfig, RecoveryModel, Variant};

@@ -10,7 +10,7 @@
 //! set keeps fingerprints only and a collision would silently drop a state and all it leads
 //! to. Ignored in `cargo test`; cargo-mutants runs it in release.
 
-use recovery_model::check::{check, shortest_counterexample, shortest_path, state_fingerprint};
+use recovery_model::tooling::check::{check, shortest_counterexample, shortest_path, state_fingerprint};
 use recovery_model::config::{Delivery, ModelConfig, Upstream, find_preset, local, remote};
 use recovery_model::properties::PropertyId;
 use recovery_model::state::Payload;

@@ -3,9 +3,9 @@
 //! bug-zoo variant on its preset, increases it, and the depth-first search agrees that the
 //! graph is acyclic. `ci` is covered by `cdr check`, which reports how acyclicity was decided.
 
-use recovery_model::check::graph_is_acyclic;
+use recovery_model::tooling::check::graph_is_acyclic;
 use recovery_model::config::PRESETS;
-use recovery_model::progress::non_increasing_edges;
+use recovery_model::tooling::progress::non_increasing_edges;
 use recovery_model::variant::VARIANTS;
 use recovery_model::{RecoveryModel, Variant};
 
@@ -13,7 +13,7 @@ fn assert_ranked(m: &RecoveryModel, what: &str) {
     let edges = non_increasing_edges(m);
     let listing: Vec<String> = (edges.iter())
         .map(|(kind, (n, (s, a, t)))| {
-            let changes = recovery_model::format::changes(m, s, t, None);
+            let changes = recovery_model::tooling::format::changes(m, s, t, None);
             format!("{kind}: {n} edges, first {a:?}: {changes:?}")
         })
         .collect();

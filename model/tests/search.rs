@@ -1,13 +1,13 @@
-//! `check`'s breadth-first search (`recovery_model::search`) against stateright's own: the
+//! `check`'s breadth-first search (`recovery_model::tooling::search`) against stateright's own: the
 //! same state counts, the same depth and the same properties discovered, on every preset small
 //! enough for `cargo test` and on every bug-zoo variant; every path it gives is a path of the
 //! model to a state that discovers its property, as short as a path there can be; and what it
 //! finds does not depend on the number of threads.
 
-use recovery_model::check::{shortest_counterexample, shortest_examples};
+use recovery_model::tooling::check::{shortest_counterexample, shortest_examples};
 use recovery_model::config::{PRESETS, find_preset};
 use recovery_model::properties::PropertyId;
-use recovery_model::search::{Counters, Frontier, Outcome, bfs, encoded_size};
+use recovery_model::tooling::search::{Counters, Frontier, Outcome, SearchOptions, bfs, encoded_size};
 use recovery_model::variant::VARIANTS;
 use recovery_model::{RecoveryModel, Variant};
 use stateright::{Checker, Expectation, Model};
@@ -29,7 +29,15 @@ const LARGE: &[&str] = &[
 ];
 
 fn search(m: &RecoveryModel, threads: usize) -> Outcome {
-    bfs(m, threads, &Counters::default())
+    search_with(m, threads, Frontier::Whole)
+}
+
+fn search_with(m: &RecoveryModel, threads: usize, frontier: Frontier) -> Outcome {
+    let options = SearchOptions {
+        frontier,
+        ..SearchOptions::threads(threads)
+    };
+    bfs(m, &options, &Counters::default())
 }
 
 /// Whether `check`'s search agrees with stateright's on `m`; with `shortest`, also that every
@@ -141,9 +149,7 @@ fn an_encoded_frontier_finds_what_a_whole_one_does() {
     ];
     for (name, variant) in cases {
         let whole = RecoveryModel::new((find_preset(name).unwrap().config)(), variant);
-        let mut encoded = whole.clone();
-        encoded.frontier = Frontier::Encoded;
-        let (a, b) = (search(&whole, 2), search(&encoded, 2));
+        let (a, b) = (search(&whole, 2), search_with(&whole, 2, Frontier::Encoded));
         assert_eq!(
             (b.states, b.unique_states, b.max_depth),
             (a.states, a.unique_states, a.max_depth),
@@ -172,9 +178,7 @@ fn a_spilled_frontier_finds_what_a_whole_one_does_and_leaves_no_file() {
     ];
     for (name, variant) in models {
         let whole = RecoveryModel::new((find_preset(name).unwrap().config)(), variant);
-        let mut spilled = whole.clone();
-        spilled.frontier = Frontier::Spilled(dir.clone());
-        let (a, b) = (search(&whole, 2), search(&spilled, 2));
+        let (a, b) = (search(&whole, 2), search_with(&whole, 2, Frontier::Spilled(dir.clone())));
         assert_eq!(
             (b.states, b.unique_states, b.max_depth),
             (a.states, a.unique_states, a.max_depth),
@@ -210,7 +214,7 @@ fn every_state_of_tiny_decodes_as_it_was_encoded() {
         m.actions(&s, &mut actions);
         for a in actions {
             if let Some(next) = m.next_state(&s, a)
-                && seen.insert(recovery_model::check::state_fingerprint(&next))
+                && seen.insert(recovery_model::tooling::fingerprint::state_fingerprint(&next))
             {
                 todo.push(next);
             }

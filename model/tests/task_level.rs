@@ -2,10 +2,10 @@
 //! on an acyclic graph; each task-level bug variant is found by the property its row names,
 //! with a shortest counterexample that is snapshotted.
 
-use recovery_model::check::Status;
-use recovery_model::task_level::check::{check, graph_is_acyclic, shortest_counterexample};
+use recovery_model::tooling::check::Status;
+use recovery_model::tooling::task_level::check::{check, graph_is_acyclic, shortest_counterexample};
 use recovery_model::task_level::config::{TaskShape, find_task_preset};
-use recovery_model::task_level::format::counterexample;
+use recovery_model::tooling::task_level::format::counterexample;
 use recovery_model::task_level::properties::TaskPropertyId;
 use recovery_model::task_level::state::{Mail, Phase};
 use recovery_model::task_level::variant::TASK_VARIANTS;

@@ -19,9 +19,7 @@
 //! IO thread are unbounded (flag on, Flink's heap fallback). Checkpoints are not modelled.
 
 pub mod action;
-pub mod check;
 pub mod config;
-pub mod format;
 pub mod input_gate;
 pub mod mailbox_processor;
 pub mod model;
@@ -37,3 +35,5 @@ pub use config::{TASK_PRESETS, TaskPreset, TaskShape, find_task_preset};
 pub use model::TaskModel;
 pub use state::TaskState;
 pub use variant::TaskVariant;
+// TEMP-REEXPORT
+pub use crate::tooling::task_level::{check, format};

@@ -174,7 +174,7 @@ pub fn non_increasing_edges(model: &RecoveryModel) -> BTreeMap<&'static str, (us
     let mut seen: HashSet<u64, foldhash::fast::FixedState> = Default::default();
     let mut queue: VecDeque<State> = model.init_states().into();
     for s in &queue {
-        seen.insert(crate::check::state_fingerprint(s));
+        seen.insert(crate::tooling::fingerprint::state_fingerprint(s));
     }
     let mut found = BTreeMap::new();
     let mut actions = Vec::new();
@@ -186,7 +186,7 @@ pub fn non_increasing_edges(model: &RecoveryModel) -> BTreeMap<&'static str, (us
             if rank(&next) <= r {
                 found.entry(a.method()).or_insert((0, (s.clone(), a, next.clone()))).0 += 1;
             }
-            if seen.insert(crate::check::state_fingerprint(&next)) {
+            if seen.insert(crate::tooling::fingerprint::state_fingerprint(&next)) {
                 queue.push_back(next);
             }
         }

@@ -1,11 +1,19 @@
 //! Readable task-level actions and states for counterexamples and the CLI.
 
-use super::action::TaskAction;
-use super::check::TaskPath;
-use super::model::TaskModel;
-use super::state::{Mail, TaskState};
+use crate::task_level::action::TaskAction;
+use crate::task_level::model::TaskModel;
+use crate::task_level::state::{Mail, TaskState};
 use stateright::Model;
 use std::fmt::Write;
+
+/// A path: the shape whose initial state it starts from, and its actions.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TaskPath {
+    /// Index of the shape (the initial state).
+    pub shape: u8,
+    /// The actions.
+    pub actions: Vec<TaskAction>,
+}
 
 fn mail(m: &Mail) -> String {
     match m {
@@ -95,7 +103,7 @@ pub fn step(m: &TaskModel, s: &TaskState, a: &TaskAction) -> String {
     match a {
         TaskAction::ProcessInput { gate, channel } => {
             let gate_state = &s.gates[*gate as usize];
-            match super::input_gate::next_element(m.shape(s), gate_state, *channel) {
+            match crate::task_level::input_gate::next_element(m.shape(s), gate_state, *channel) {
                 Some(e) => format!("{} -> {e}", action(m, a)),
                 None => action(m, a),
             }

@@ -323,7 +323,7 @@ pub fn simulate(model: &RecoveryModel, opts: SimulationOptions) -> SimulationRep
             };
             SimProperty {
                 name: id.name(),
-                expectation: crate::check::expectation_name(e),
+                expectation: crate::tooling::check::expectation_name(e),
                 status,
                 walk: hit.as_ref().map(|h| h.0),
                 found_after: hit.as_ref().map(|h| h.1),

@@ -11,11 +11,12 @@
 
 use crate::action::Action;
 use crate::config::ChannelKind;
-use crate::format;
+use crate::tooling::format;
 use crate::local_buffer_pool::LocalBufferPool;
 use crate::model::RecoveryModel;
 use crate::properties::{PropertyId, expected_persisted};
 use crate::state::{Channel, Entry, NetBuf, Payload, State};
+use crate::tooling::model::ExplorerNote;
 use stateright::Expectation;
 use std::fmt::Write;
 
@@ -170,13 +171,29 @@ pub fn violated(m: &RecoveryModel, s: &State) -> Vec<PropertyId> {
 
 /// The SVG of `state`.
 pub fn state(model: &RecoveryModel, state: &State) -> Option<String> {
-    state_after(model, state, None)
+    state_after(model, state, None, &[])
+}
+
+/// The SVG of a path's last state, with the step that led to it; an initial state shows
+/// `notes`.
+pub fn of_path(model: &RecoveryModel, path: stateright::Path<State, Action>, notes: &[ExplorerNote]) -> Option<String> {
+    // Each entry is a state and the action that leaves it: the second last holds the step
+    // that led to the state shown.
+    let mut states = path.into_vec();
+    let (last, _) = states.pop()?;
+    let step = states.pop().and_then(|(before, a)| a.map(|a| (before, a)));
+    state_after(model, &last, step.as_ref().map(|(before, a)| (before, a)), notes)
 }
 
 /// The SVG of `state`, reached from `before` by `step` when given: the step and what it
 /// changed are shown under the header, and the cards of the channels it changed are framed in
-/// blue.
-pub fn state_after(model: &RecoveryModel, state: &State, step: Option<(&State, &Action)>) -> Option<String> {
+/// blue; without a step (an initial state), `notes` are shown there.
+pub fn state_after(
+    model: &RecoveryModel,
+    state: &State,
+    step: Option<(&State, &Action)>,
+    notes: &[ExplorerNote],
+) -> Option<String> {
     let mut cv = Canvas {
         body: String::new(),
         y: 0.0,
@@ -188,7 +205,7 @@ pub fn state_after(model: &RecoveryModel, state: &State, step: Option<(&State, &
     if let Some((before, a)) = step {
         last_step(&mut cv, model, before, a, state);
     } else {
-        notes(&mut cv, model);
+        show_notes(&mut cv, notes);
     }
     banner(&mut cv, model, state);
     for c in 0..state.channels.len() as u8 {
@@ -292,9 +309,9 @@ fn banner(cv: &mut Canvas, m: &RecoveryModel, s: &State) {
     cv.y += 16.0;
 }
 
-/// The model's notes for an initial state's picture, a line each, linked where they have a link.
-fn notes(cv: &mut Canvas, m: &RecoveryModel) {
-    for (text, link) in &m.explorer_notes {
+/// The notes for an initial state's picture, a line each, linked where they have a link.
+fn show_notes(cv: &mut Canvas, notes: &[ExplorerNote]) {
+    for (text, link) in notes {
         cv.y += 17.0;
         let line = format!(r#"<text x="12" y="{:.0}" class="cdr-note">{}</text>"#, cv.y, esc(text));
         match link {
@@ -304,7 +321,7 @@ fn notes(cv: &mut Canvas, m: &RecoveryModel) {
             None => cv.body.push_str(&line),
         }
     }
-    if !m.explorer_notes.is_empty() {
+    if !notes.is_empty() {
         cv.y += 6.0;
     }
 }
@@ -651,15 +668,15 @@ mod tests {
             1,
             "{svg}"
         );
-        assert_eq!(state_after(&m, &s2, Some((&s1, &a))), Some(svg));
+        assert_eq!(state_after(&m, &s2, Some((&s1, &a)), &[]), Some(svg));
         // Without a step (the initial state), no last-step box.
         assert!(!state(&m, &s0).unwrap().contains("last step:"));
     }
 
     #[test]
     fn the_initial_state_picture_shows_the_explorer_notes_linked() {
-        let mut m = RecoveryModel::new(preset("tiny").unwrap(), Variant::Fixed);
-        m.explorer_notes = vec![
+        let m = RecoveryModel::new(preset("tiny").unwrap(), Variant::Fixed);
+        let notes = vec![
             (
                 "counterexample for \"x\" (3 steps)".to_string(),
                 Some("#/steps/0/1/2".to_string()),
@@ -667,7 +684,7 @@ mod tests {
             ("plain note".to_string(), None),
         ];
         let s0 = m.init_states().remove(0);
-        let svg = state(&m, &s0).unwrap();
+        let svg = state_after(&m, &s0, None, &notes).unwrap();
         assert!(
             svg.contains(r##"<a href="#/steps/0/1/2" target="_top"><text"##),
             "{svg}"
@@ -679,6 +696,6 @@ mod tests {
         assert!(svg.contains(">plain note</text>"), "{svg}");
         let a = Action::RequestPartitions;
         let s1 = m.next_state(&s0, a).unwrap();
-        assert!(!state_after(&m, &s1, Some((&s0, &a))).unwrap().contains("plain note"));
+        assert!(!state_after(&m, &s1, Some((&s0, &a)), &notes).unwrap().contains("plain note"));
     }
 }

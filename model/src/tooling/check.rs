@@ -3,14 +3,17 @@
 
 use crate::action::Action;
 use crate::model::RecoveryModel;
-use crate::progress::RankCheck;
+use crate::tooling::progress::RankCheck;
 use crate::properties::PropertyId;
-use crate::search::{Counters, bfs};
+use crate::tooling::fingerprint::fingerprint;
+// TEMP-REEXPORT
+pub use crate::tooling::fingerprint::state_fingerprint;
+use crate::tooling::search::{Counters, Frontier, SearchOptions, bfs};
 use crate::state::State;
 use serde::Serialize;
 use stateright::{Expectation, Model};
 use std::collections::{HashMap, HashSet, VecDeque};
-use std::hash::{BuildHasher, Hash};
+use std::hash::Hash;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
@@ -82,7 +85,7 @@ impl PropertyResult {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum AcyclicBy {
-    /// Every edge the search generated increased [`crate::progress::rank`].
+    /// Every edge the search generated increased [`crate::tooling::progress::rank`].
     Ranking,
     /// A depth-first search for a back edge found none.
     Search,
@@ -136,7 +139,7 @@ pub fn expectation_name(e: &Expectation) -> &'static str {
     }
 }
 
-/// Runs the breadth-first search ([`crate::search`]) on `model` with `threads`, then finds the shortest counterexample of
+/// Runs the breadth-first search ([`crate::tooling::search`]) on `model` with `threads`, then finds the shortest counterexample of
 /// each violated property with a single-threaded BFS of its own.
 pub fn check(
     model: RecoveryModel,
@@ -145,7 +148,23 @@ pub fn check(
     threads: usize,
     acyclic: bool,
 ) -> CheckReport {
-    check_with_progress(model, preset, unreachable, threads, acyclic, &mut |_| {})
+    let options = CheckOptions {
+        threads,
+        acyclic,
+        frontier: Frontier::Whole,
+    };
+    check_with_progress(model, preset, unreachable, &options, &mut |_| {})
+}
+
+/// How [`check`] searches.
+#[derive(Clone, Debug, Default)]
+pub struct CheckOptions {
+    /// Threads of the search.
+    pub threads: usize,
+    /// Whether to decide if the reachable graph is acyclic (which `eventually` verdicts need).
+    pub acyclic: bool,
+    /// Where the states of a level wait to be searched.
+    pub frontier: Frontier,
 }
 
 /// How far a running check has come.
@@ -164,24 +183,27 @@ pub fn check_with_progress(
     model: RecoveryModel,
     preset: &str,
     unreachable: &[PropertyId],
-    threads: usize,
-    acyclic: bool,
+    options: &CheckOptions,
     on_progress: &mut dyn FnMut(Progress),
 ) -> CheckReport {
+    let acyclic = options.acyclic;
     let start = Instant::now();
     let variant = model.variant.name().to_string();
     let flink_fixes = model.cfg.flink_fixes.iter().map(|f| f.name()).collect();
     let ranks = Arc::new(RankCheck::default());
-    let mut searched = model.clone();
-    searched.rank_check = acyclic.then(|| Arc::clone(&ranks));
+    let search = SearchOptions {
+        threads: options.threads,
+        frontier: options.frontier.clone(),
+        ranks: acyclic.then(|| Arc::clone(&ranks)),
+    };
     let counters = Counters::default();
     let outcome = std::thread::scope(|scope| {
         // The search hands its outcome over a channel, so that the wait for it ends when it
         // does, not at the next progress report.
         let (done, finished) = std::sync::mpsc::channel();
-        let (searched, counters) = (&searched, &counters);
+        let (model, options, counters) = (&model, &search, &counters);
         let search = scope.spawn(move || {
-            let _ = done.send(bfs(searched, threads.max(1), counters));
+            let _ = done.send(bfs(model, options, counters));
         });
         loop {
             match finished.recv_timeout(std::time::Duration::from_millis(100)) {
@@ -302,18 +324,6 @@ pub fn shortest_examples(model: &RecoveryModel, properties: &[PropertyId]) -> Ve
 /// Breadth-first search, one thread, for the first state satisfying `target`.
 pub fn shortest_path(model: &RecoveryModel, target: impl Fn(&State) -> bool) -> Option<Vec<Action>> {
     shortest_path_of(model, target).map(|(_, path)| path)
-}
-
-/// A state's fingerprint for the searches of this module: foldhash rather than SipHash, as
-/// they hash every edge's target.
-fn fingerprint<S: Hash>(s: &S) -> u64 {
-    foldhash::quality::FixedState::with_seed(0x5eed).hash_one(s)
-}
-
-/// The fingerprint of a channel-model state, for other crates' searches. Not generic, so it is
-/// compiled here, optimised, whatever the caller's build.
-pub fn state_fingerprint(s: &State) -> u64 {
-    fingerprint(s)
 }
 
 /// [`shortest_path`] for any model (the task level's too): the initial state the path starts

@@ -1,13 +1,13 @@
 //! Checking the task level: every property's verdict, the shortest counterexample of each
 //! violated one, and the acyclicity check that makes `eventually` sound. The report has the
-//! channel model's shape ([`crate::check::CheckReport`]), so the CLI and JUnit treat both alike.
+//! channel model's shape ([`crate::tooling::check::CheckReport`]), so the CLI and JUnit treat both alike.
 
-use super::action::TaskAction;
 use super::format;
-use super::model::TaskModel;
-use super::properties::TaskPropertyId;
-use super::state::TaskState;
-use crate::check::{AcyclicBy, CheckReport, PropertyResult, Status, expectation_name};
+pub use super::format::TaskPath;
+use crate::task_level::model::TaskModel;
+use crate::task_level::properties::TaskPropertyId;
+use crate::task_level::state::TaskState;
+use crate::tooling::check::{AcyclicBy, CheckReport, PropertyResult, Status, expectation_name};
 use stateright::{Checker, Expectation, Model};
 use std::time::Instant;
 
@@ -86,18 +86,9 @@ pub fn shortest_example(model: &TaskModel, p: TaskPropertyId) -> Option<TaskPath
     shortest_path(model, |s| pred(model, s))
 }
 
-/// A path: the shape whose initial state it starts from, and its actions.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct TaskPath {
-    /// Index of the shape (the initial state).
-    pub shape: u8,
-    /// The actions.
-    pub actions: Vec<TaskAction>,
-}
-
 /// Breadth-first search, one thread, for the first state satisfying `target`.
 pub fn shortest_path(model: &TaskModel, target: impl Fn(&TaskState) -> bool) -> Option<TaskPath> {
-    crate::check::shortest_path_of(model, target).map(|(init, actions)| TaskPath {
+    crate::tooling::check::shortest_path_of(model, target).map(|(init, actions)| TaskPath {
         shape: init.shape,
         actions,
     })
@@ -106,5 +97,5 @@ pub fn shortest_path(model: &TaskModel, target: impl Fn(&TaskState) -> bool) -> 
 /// Depth-first search over the reachable graph for a back edge: `eventually` verdicts are
 /// sound exactly when every path ends in a terminal state.
 pub fn graph_is_acyclic(model: &TaskModel) -> bool {
-    crate::check::graph_is_acyclic_of(model)
+    crate::tooling::check::graph_is_acyclic_of(model)
 }

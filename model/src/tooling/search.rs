@@ -21,6 +21,7 @@ use crate::action::Action;
 use crate::model::RecoveryModel;
 use crate::properties::PropertyId;
 use crate::state::State;
+use crate::tooling::progress::RankCheck;
 use stateright::{Expectation, Model};
 use std::fs::File;
 use std::os::unix::fs::FileExt;
@@ -440,7 +441,7 @@ fn paths_from_traces(
             wanted[d as usize - 1].insert(p);
         }
     }
-    let fingerprint = crate::check::state_fingerprint;
+    let fingerprint = crate::tooling::fingerprint::state_fingerprint;
     targets
         .iter()
         .map(|target| {
@@ -551,8 +552,31 @@ impl Found {
 /// A property's predicate on one state.
 type Pred = fn(&RecoveryModel, &State) -> bool;
 
-/// Searches every state reachable from `model`'s initial states, on `threads` threads.
-pub fn bfs(model: &RecoveryModel, threads: usize, counters: &Counters) -> Outcome {
+/// How a search runs: on how many threads, where a level's states wait, and whether it checks
+/// that every edge increases [`crate::tooling::progress::rank`].
+#[derive(Clone, Debug, Default)]
+pub struct SearchOptions {
+    /// Threads (at least one is used).
+    pub threads: usize,
+    /// Where the states of a level wait to be searched.
+    pub frontier: Frontier,
+    /// Counts the edges that do not increase the rank.
+    pub ranks: Option<std::sync::Arc<RankCheck>>,
+}
+
+impl SearchOptions {
+    /// A search on `threads` threads, its frontier whole, no rank check.
+    pub fn threads(threads: usize) -> Self {
+        SearchOptions {
+            threads,
+            ..Default::default()
+        }
+    }
+}
+
+/// Searches every state reachable from `model`'s initial states, as `options` say.
+pub fn bfs(model: &RecoveryModel, options: &SearchOptions, counters: &Counters) -> Outcome {
+    let threads = options.threads.max(1);
     let properties: Vec<(Expectation, Pred)> = PropertyId::ALL
         .iter()
         .map(|p| (p.expectation(), p.predicate()))
@@ -561,14 +585,14 @@ pub fn bfs(model: &RecoveryModel, threads: usize, counters: &Counters) -> Outcom
     let all_eventually = (properties.iter().enumerate())
         .filter(|(_, (e, _))| *e == Expectation::Eventually)
         .fold(0u64, |bits, (i, _)| bits | 1 << i);
-    let spill_dir = match &model.frontier {
+    let spill_dir = match &options.frontier {
         Frontier::Spilled(dir) => Some(dir.as_path()),
         _ => None,
     };
     let seen = SeenStates::new(spill_dir.is_some());
     let mut first: Vec<Item> = Vec::new();
     for state in model.init_states() {
-        let fp = crate::check::state_fingerprint(&state);
+        let fp = crate::tooling::fingerprint::state_fingerprint(&state);
         let initial = Seen {
             parent: 0,
             action: Action::RequestPartitions,
@@ -605,6 +629,7 @@ pub fn bfs(model: &RecoveryModel, threads: usize, counters: &Counters) -> Outcom
             reading: reading.as_ref(),
             writing: writing.as_ref(),
             model,
+            options,
             properties: &properties,
             decided: &decided,
             trace: trace.as_ref(),
@@ -651,6 +676,7 @@ pub fn bfs(model: &RecoveryModel, threads: usize, counters: &Counters) -> Outcom
 /// What the threads share while they search one level.
 struct Work<'a> {
     model: &'a RecoveryModel,
+    options: &'a SearchOptions,
     properties: &'a [(Expectation, Pred)],
     /// Discoveries of earlier levels: those properties are not evaluated again.
     decided: &'a [Option<u64>],
@@ -683,7 +709,7 @@ impl Work<'_> {
         let mut successors = Vec::new();
         let mut links = Vec::new();
         let seal = |out: Vec<Item>| {
-            if self.model.frontier == Frontier::Whole {
+            if self.options.frontier == Frontier::Whole {
                 return Chunk::Whole(out);
             }
             let encoded = Encoded::of(&out);
@@ -755,9 +781,9 @@ impl Work<'_> {
         }
         actions.clear();
         model.actions(s, actions);
-        // What `next_state` does (clone, apply, check the rank), with the state's rank
-        // computed once for all its edges.
-        let rank = (model.rank_check.as_deref()).map(|check| (check, crate::progress::rank(s)));
+        // What `next` does (clone, apply), and the rank check, with the state's rank computed
+        // once for all its edges.
+        let rank = (self.options.ranks.as_deref()).map(|check| (check, crate::tooling::progress::rank(s)));
         // Every successor is generated, and the slot of its fingerprint prefetched, before
         // any is looked up: the lookups, which miss the cache, then overlap with the work.
         let generated = actions.len();
@@ -768,7 +794,7 @@ impl Work<'_> {
             if let Some((check, rank)) = &rank {
                 check.edge_from(rank, &next);
             }
-            let fp = crate::check::state_fingerprint(&next);
+            let fp = crate::tooling::fingerprint::state_fingerprint(&next);
             self.seen.prefetch(fp);
             successors.push((action, next, fp));
         }
