@@ -12,7 +12,7 @@ use conformance::impl_driver::ImplDriver;
 use conformance::protocol::{ProcessDriver, impl_capabilities, serve};
 use conformance::replay::{Divergence, ReplayError, replay as replay_trace};
 use conformance::trace::Trace;
-use recovery_model::config::preset_names;
+use recovery_model::presets::preset_names;
 use recovery_model::{Action, ModelConfig, RecoveryModel, Variant, preset};
 use std::path::Path;
 use std::process::ExitCode;

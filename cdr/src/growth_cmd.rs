@@ -7,7 +7,7 @@
 
 use crate::progress;
 use clap::Args;
-use recovery_model::config::find_preset;
+use recovery_model::presets::find_preset;
 use recovery_model::format::grouped;
 use recovery_model::growth::{Dimension, describe, grow};
 use serde::Serialize;
@@ -105,7 +105,7 @@ pub fn growth(args: GrowthArgs) -> ExitCode {
         return usage_error(format!(
             "unknown preset `{}`; known presets: {}",
             args.preset,
-            recovery_model::config::preset_names().join(", ")
+            recovery_model::presets::preset_names().join(", ")
         ));
     };
     let mut dimensions = Vec::new();

@@ -17,7 +17,7 @@ use clap::{Args, Parser, Subcommand};
 use conformance::trace::Trace;
 use recovery_model::Action;
 use recovery_model::tooling::check::{CheckOptions, CheckReport, Status};
-use recovery_model::config::PRESETS;
+use recovery_model::presets::PRESETS;
 use recovery_model::search::Frontier;
 use recovery_model::task_level::variant::TASK_VARIANTS;
 use recovery_model::variant::VARIANTS;

@@ -7,7 +7,7 @@
 //! `chromium`, and with `CI=true` a missing browser fails the test instead.
 
 use recovery_model::check::shortest_counterexample;
-use recovery_model::config::find_preset;
+use recovery_model::presets::find_preset;
 use recovery_model::variant::VARIANTS;
 use recovery_model::{RecoveryModel, Variant};
 use std::io::{BufRead, BufReader, Read};

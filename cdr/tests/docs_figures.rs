@@ -80,7 +80,7 @@ fn check_rows(rows: &[(String, usize, usize)]) {
 fn the_size_table_lists_every_preset_and_its_small_rows_are_current() {
     let rows = size_table();
     let mut named: Vec<&str> = rows.iter().map(|r| r.0.as_str()).collect();
-    let mut presets = recovery_model::config::preset_names();
+    let mut presets = recovery_model::presets::preset_names();
     named.sort_unstable();
     presets.sort_unstable();
     assert_eq!(
@@ -364,7 +364,7 @@ fn model_md_s_presets_table_agrees_with_the_size_table() {
     let rows = table_rows(&doc, "| preset | channels | unique states |");
     let sizes = size_table();
     let mut named: Vec<&str> = rows.iter().map(|r| r[0].trim_matches('`')).collect();
-    let mut presets = recovery_model::config::preset_names();
+    let mut presets = recovery_model::presets::preset_names();
     named.sort_unstable();
     presets.sort_unstable();
     assert_eq!(named, presets, "docs/model.md's presets table and the presets differ");

@@ -5,7 +5,7 @@
 
 use conformance::trace::deep_link;
 use recovery_model::check::shortest_counterexample;
-use recovery_model::config::find_preset;
+use recovery_model::presets::find_preset;
 use recovery_model::svg;
 use recovery_model::variant::VARIANTS;
 use recovery_model::{RecoveryModel, State};

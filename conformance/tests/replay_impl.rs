@@ -232,7 +232,7 @@ fn finding(name: &str, property: PropertyId) -> (RecoveryModel, conformance::tra
 fn the_drain_wakeup_finding_replays_on_the_implementation_and_its_drainer_stays_parked() {
     use conformance::driver::DriverError;
     use conformance::replay::replay;
-    use recovery_model::config::DRAINER_MISSES_WAKEUP;
+    use recovery_model::expectations::DRAINER_MISSES_WAKEUP;
     use stateright::Model;
     let (m, trace) = finding("drain-wakeup", DRAINER_MISSES_WAKEUP[0]);
     assert!(matches!(

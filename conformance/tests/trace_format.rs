@@ -165,7 +165,7 @@ fn a_path_that_leaves_the_model_is_reported_not_panicked() {
 #[test]
 fn the_trace_files_of_the_findings_are_current() {
     use recovery_model::check::shortest_counterexample;
-    use recovery_model::config::{DRAINER_MISSES_WAKEUP, LATE_FLOATING_CREDIT};
+    use recovery_model::expectations::{DRAINER_MISSES_WAKEUP, LATE_FLOATING_CREDIT};
     use recovery_model::properties::PropertyId;
     for (name, property) in [
         ("priority-race", PropertyId::PriorityHonoured),

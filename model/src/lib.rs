@@ -16,11 +16,12 @@
 
 pub mod action;
 pub mod buffer_manager;
-pub mod channel_state_persister;
 pub mod config;
+pub mod expectations;
 pub mod local_buffer_pool;
 pub mod local_input_channel;
 pub mod model;
+pub mod presets;
 pub mod producer;
 pub mod properties;
 pub mod recoverable_input_channel;
@@ -35,7 +36,8 @@ pub mod tooling;
 pub mod variant;
 
 pub use action::{Action, Thread};
-pub use config::{ChannelConfig, ChannelKind, Delivery, ModelConfig, PRESETS, Upstream, preset};
+pub use config::{ChannelConfig, ChannelKind, Delivery, ModelConfig, Upstream};
+pub use presets::{PRESETS, preset};
 pub use model::RecoveryModel;
 pub use state::State;
 pub use variant::Variant;

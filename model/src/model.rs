@@ -20,9 +20,9 @@
 
 use crate::action::{Action, Thread};
 use crate::config::{ChannelConfig, ChannelKind, Delivery, ModelConfig};
-use crate::local_buffer_pool::LocalBufferPool;
-use crate::producer::Producer;
-use crate::sequential_channel_state_reader::{self as reader, IoStep};
+use crate::state::LocalBufferPool;
+use crate::state::producer::Producer;
+use crate::state::sequential_channel_state_reader::{self as reader, IoStep};
 use crate::state::*;
 use crate::variant::Variant;
 use smallvec::smallvec;
@@ -151,7 +151,7 @@ impl RecoveryModel {
             .iter()
             .map(|cc| {
                 let needs_recovery = self.cfg.delivery.needs_recovery();
-                let mut bm = crate::buffer_manager::BufferManager {
+                let mut bm = crate::state::buffer_manager::BufferManager {
                     // A remote channel created in recovery has credit notification disabled; a
                     // local channel's recovery manager has it on (and announces to nobody).
                     notify_available: !needs_recovery || cc.kind == ChannelKind::Local,

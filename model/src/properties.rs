@@ -3,7 +3,7 @@
 //! graph is acyclic and each predicate is stable (see docs/model.md); `sometimes` properties
 //! prove that the interesting situations are reachable, so the safety checks are not vacuous.
 
-use crate::channel_state_persister::PersistStatus;
+use crate::state::channel_state_persister::PersistStatus;
 use crate::config::{ChannelConfig, ChannelKind, Delivery, FlinkFix};
 use crate::model::RecoveryModel;
 use crate::state::*;

@@ -5,9 +5,9 @@
 use crate::action::{Action, Thread};
 use crate::config::ChannelConfig;
 use crate::config::ChannelKind;
-use crate::local_buffer_pool::LocalBufferPool;
+use crate::state::LocalBufferPool;
 use crate::model::RecoveryModel;
-use crate::producer::Wire;
+use crate::state::producer::Wire;
 use crate::properties;
 use crate::state::{Announce, Channel, Entry, Failure, NetBuf, Payload, PopFront, RESUME_CONSUMPTION, Violation};
 use crate::state::{RecyclerPc, SenderBacklog, State, TaskPc};

@@ -4,34 +4,14 @@
 //! channel 1's, ..., then every channel's finish.
 
 use crate::action::Action;
-use crate::buffer_manager::BufferManager;
-use crate::config::{ChannelKind, Delivery, ModelConfig};
+use crate::state::buffer_manager::BufferManager;
+use crate::config::{ChannelKind, Delivery};
 use crate::model::RecoveryModel;
 use crate::recoverable_input_channel as rc;
 use crate::recovered_input_channel as recovered;
+use crate::state::sequential_channel_state_reader::IoStep;
 use crate::state::{Payload, State, TaskPc};
 use crate::variant::Variant;
-
-/// One step of the drainer's program on the IO thread.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum IoStep {
-    /// Push the next recovered buffer of a channel.
-    Push(u8),
-    /// `finishRecoveredBufferDelivery` of a channel.
-    Finish(u8),
-}
-
-/// The drainer's program for `cfg`; empty where PR3's conversion delivers the state instead.
-pub(crate) fn program(cfg: &ModelConfig) -> Vec<IoStep> {
-    let mut io_program = Vec::new();
-    if matches!(cfg.delivery, Delivery::Drainer | Delivery::Legacy | Delivery::Migration) {
-        for (c, ch) in cfg.channels.iter().enumerate() {
-            io_program.extend((0..ch.recovered).map(|_| IoStep::Push(c as u8)));
-        }
-        io_program.extend((0..cfg.channels.len()).map(|c| IoStep::Finish(c as u8)));
-    }
-    io_program
-}
 
 /// The IO thread's steps.
 impl RecoveryModel {

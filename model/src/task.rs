@@ -5,7 +5,7 @@
 
 use crate::action::Action;
 use crate::action::Thread;
-use crate::channel_state_persister::PersistStatus;
+use crate::state::channel_state_persister::PersistStatus;
 use crate::config::{ChannelKind, Delivery, ModelConfig};
 use crate::model::{GatePolling, RecoveryModel};
 use crate::recoverable_input_channel::{self as rc, Declined};

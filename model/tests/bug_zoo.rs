@@ -3,7 +3,7 @@
 //! presets satisfy every property.
 
 use recovery_model::tooling::check::{Status, check, shortest_counterexample};
-use recovery_model::config::find_preset;
+use recovery_model::presets::find_preset;
 use recovery_model::tooling::format::counterexample;
 use recovery_model::variant::VARIANTS;
 use recovery_model::{RecoveryModel, Variant};

@@ -2,7 +2,7 @@
 //! graph is acyclic so that the `eventually` verdicts are sound.
 
 use recovery_model::tooling::check::{AcyclicBy, check};
-use recovery_model::config::find_preset;
+use recovery_model::presets::find_preset;
 use recovery_model::properties::PropertyId;
 use recovery_model::{RecoveryModel, Variant};
 
@@ -129,7 +129,7 @@ fn a_channel_in_recovery_takes_no_floating_buffer_for_a_backlog_its_blocked_upst
 #[test]
 fn the_drainer_parked_for_a_channel_without_exclusive_buffers_misses_its_wake_up() {
     use recovery_model::Action;
-    use recovery_model::config::DRAINER_MISSES_WAKEUP;
+    use recovery_model::expectations::DRAINER_MISSES_WAKEUP;
     use recovery_model::state::NetBuf;
     use stateright::Model;
     assert_eq!(satisfies_every_property("drain-wakeup"), 112);
@@ -155,7 +155,7 @@ fn the_drainer_parked_for_a_channel_without_exclusive_buffers_misses_its_wake_up
 #[test]
 fn a_floating_credit_announced_after_the_resume_exceeds_the_buffers_of_a_channel_without_exclusive_ones() {
     use recovery_model::Action;
-    use recovery_model::config::LATE_FLOATING_CREDIT;
+    use recovery_model::expectations::LATE_FLOATING_CREDIT;
     use recovery_model::state::Violation;
     use stateright::Model;
     assert_eq!(satisfies_every_property("late-floating-credit"), 1455);
@@ -319,4 +319,54 @@ fn two_channels_aligned_with_timeout_complete_aligned_or_go_unaligned_when_the_t
             && ch.ghost_barrier_after[0].is_some_and(|before| ch.producer.dequeued() > before)
     };
     assert!(shortest_path(&m, unaligned_then_data).is_some());
+}
+
+/// A remote channel with floating buffers only gets credit because the server announces its
+/// backlog (`BacklogAnnouncement`): the data is delivered, by way of that announcement. With
+/// no floating buffer either, it could never receive data: rejected.
+#[test]
+fn a_remote_channel_without_exclusive_buffers_receives_data_after_the_backlog_announcement() {
+    use recovery_model::Action;
+    use recovery_model::config::{ChannelConfig, Delivery, ModelConfig, Upstream::Data as D, Upstream::EndOfOutputChannelState as O, remote};
+    use stateright::Model;
+    let cfg = ModelConfig {
+        channels: vec![remote(0, &[O, D], 0, 1)],
+        checkpoints: 0,
+        delivery: Delivery::NoRecovery,
+        insert_recovery_barriers: false,
+        release: false,
+        faults: false,
+        release_step: false,
+        aligned_checkpoint_timeout: false,
+        shared_pool: false,
+        overlapping_checkpoints: false,
+        flink_fixes: vec![],
+    };
+    cfg.validate().unwrap();
+    let model = RecoveryModel::new(cfg.clone(), Variant::Fixed);
+    assert!(recovery_model::tooling::check::shortest_counterexample(&model, PropertyId::AllLiveDataDelivered).is_none());
+    let path = recovery_model::tooling::check::shortest_example(&model, PropertyId::EverythingDelivered).unwrap();
+    assert!(path.contains(&Action::AnnounceBacklog { channel: 0 }), "{path:?}");
+    // Without the announcement the channel would wait for credit forever.
+    let mut s = model.init_states().remove(0);
+    s = model.next_state(&s, Action::RequestPartitions).unwrap();
+    assert_eq!(
+        model.next_states(&s).len(),
+        1,
+        "only the announcement is enabled after the request"
+    );
+    let late = ModelConfig {
+        channels: vec![ChannelConfig {
+            late: 1,
+            ..remote(0, &[O, D], 0, 1)
+        }],
+        ..cfg.clone()
+    };
+    assert!(late.validate().unwrap_err().contains("late"));
+    let no_floating = ModelConfig {
+        channels: vec![remote(0, &[O, D], 0, 0)],
+        ..cfg
+    };
+    let err = no_floating.validate().unwrap_err();
+    assert!(err.contains("backlog"), "{err}");
 }

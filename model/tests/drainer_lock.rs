@@ -7,7 +7,7 @@
 use std::collections::{HashSet, VecDeque};
 
 use recovery_model::action::Action;
-use recovery_model::config::find_preset;
+use recovery_model::presets::find_preset;
 use recovery_model::state::{State, TaskPc};
 use recovery_model::{RecoveryModel, Variant};
 use stateright::Model;

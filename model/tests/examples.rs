@@ -5,7 +5,7 @@
 //! model change that moves it shows up in review.
 
 use recovery_model::tooling::check::{shortest_examples, shortest_path};
-use recovery_model::config::find_preset;
+use recovery_model::presets::find_preset;
 use recovery_model::tooling::format::counterexample;
 use recovery_model::properties::PropertyId;
 use recovery_model::state::{NetBuf, Payload};

@@ -5,7 +5,8 @@
 //! exactly its own finding's properties.
 
 use recovery_model::tooling::check::{Status, check};
-use recovery_model::config::{FlinkFix, PRESETS, find_preset};
+use recovery_model::config::FlinkFix;
+use recovery_model::presets::{PRESETS, find_preset};
 use recovery_model::properties::PropertyId;
 use recovery_model::{ModelConfig, RecoveryModel, Variant};
 

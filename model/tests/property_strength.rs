@@ -11,7 +11,8 @@
 //! to. Ignored in `cargo test`; cargo-mutants runs it in release.
 
 use recovery_model::tooling::check::{check, shortest_counterexample, shortest_path, state_fingerprint};
-use recovery_model::config::{Delivery, ModelConfig, Upstream, find_preset, local, remote};
+use recovery_model::config::{Delivery, ModelConfig, Upstream, local, remote};
+use recovery_model::presets::find_preset;
 use recovery_model::properties::PropertyId;
 use recovery_model::state::Payload;
 use recovery_model::variant::VARIANTS;

@@ -4,7 +4,7 @@
 //! graph is acyclic. `ci` is covered by `cdr check`, which reports how acyclicity was decided.
 
 use recovery_model::tooling::check::graph_is_acyclic;
-use recovery_model::config::PRESETS;
+use recovery_model::presets::PRESETS;
 use recovery_model::tooling::progress::non_increasing_edges;
 use recovery_model::variant::VARIANTS;
 use recovery_model::{RecoveryModel, Variant};
@@ -36,7 +36,7 @@ fn every_edge_of_the_small_presets_increases_the_rank_and_the_search_agrees() {
 #[test]
 fn every_edge_of_every_bug_zoo_variant_increases_the_rank() {
     for v in VARIANTS {
-        let p = recovery_model::config::find_preset(v.preset).unwrap();
+        let p = recovery_model::presets::find_preset(v.preset).unwrap();
         assert_ranked(&RecoveryModel::new((p.config)(), v.variant), v.name);
     }
 }

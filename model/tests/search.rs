@@ -5,7 +5,7 @@
 //! finds does not depend on the number of threads.
 
 use recovery_model::tooling::check::{shortest_counterexample, shortest_examples};
-use recovery_model::config::{PRESETS, find_preset};
+use recovery_model::presets::{PRESETS, find_preset};
 use recovery_model::properties::PropertyId;
 use recovery_model::tooling::search::{Counters, Frontier, Outcome, SearchOptions, bfs, encoded_size};
 use recovery_model::variant::VARIANTS;

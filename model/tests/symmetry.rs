@@ -5,7 +5,8 @@
 //! would lose states.
 
 use recovery_model::tooling::fingerprint::state_fingerprint;
-use recovery_model::config::{ModelConfig, Upstream, local, preset};
+use recovery_model::config::{ModelConfig, Upstream, local};
+use recovery_model::presets::preset;
 use recovery_model::{RecoveryModel, State, Variant};
 use stateright::Model;
 use std::collections::HashSet;

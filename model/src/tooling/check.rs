@@ -490,7 +490,7 @@ mod tests {
     #[test]
     fn the_ranking_decides_only_after_an_exhaustive_search_with_no_edge_against_it() {
         use super::{AcyclicBy, RankCheck, acyclicity};
-        use crate::{RecoveryModel, Variant, config::find_preset};
+        use crate::{RecoveryModel, Variant, presets::find_preset};
         let m = RecoveryModel::new((find_preset("tiny").unwrap().config)(), Variant::Fixed);
         let s = m.init_states().remove(0);
         let next = m.next_states(&s).remove(0);

@@ -2,7 +2,7 @@
 //! [`Step`]s that say what one action changed; the state as paragraphs.
 
 use crate::action::{Action, Thread};
-use crate::local_buffer_pool::LocalBufferPool;
+use crate::state::LocalBufferPool;
 use crate::model::RecoveryModel;
 use crate::state::{
     Announce, Channel, CheckpointStatus, Delivered, Entry, Failure, NetBuf, Payload, RESUME_CONSUMPTION, RecyclerPc,
@@ -619,7 +619,7 @@ fn credit_changes(out: &mut Vec<String>, a: &Channel, b: &Channel) {
         (_, None) => out.push("view reader gone".to_string()),
     }
     diff_into(out, "subpartition", &a.producer.subpartition, &b.producer.subpartition);
-    let wire = |p: &crate::producer::Producer| p.wire.iter().map(|w| w.payload).collect::<Vec<_>>();
+    let wire = |p: &crate::state::producer::Producer| p.wire.iter().map(|w| w.payload).collect::<Vec<_>>();
     diff_into(out, "wire", &wire(&a.producer), &wire(&b.producer));
 }
 

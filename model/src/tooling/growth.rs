@@ -107,7 +107,8 @@ pub fn describe(base: &ModelConfig, d: Dimension, step: u32) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{ChannelKind, preset};
+    use crate::config::ChannelKind;
+    use crate::presets::preset;
 
     #[test]
     fn step_zero_is_the_base() {

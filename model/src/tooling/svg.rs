@@ -12,7 +12,7 @@
 use crate::action::Action;
 use crate::config::ChannelKind;
 use crate::tooling::format;
-use crate::local_buffer_pool::LocalBufferPool;
+use crate::state::LocalBufferPool;
 use crate::model::RecoveryModel;
 use crate::properties::{PropertyId, expected_persisted};
 use crate::state::{Channel, Entry, NetBuf, Payload, State};
@@ -629,7 +629,7 @@ fn legend(cv: &mut Canvas) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::preset;
+    use crate::presets::preset;
     use crate::variant::Variant;
     use stateright::Model;
 
