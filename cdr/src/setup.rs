@@ -59,8 +59,18 @@ fn sometimes_property(name: &str) -> Result<PropertyId, String> {
         })
 }
 
+/// The largest config file `--config` reads. A configuration is a few channels with a few
+/// upstream elements each, a few hundred bytes of JSON; one a thousand times larger would have
+/// a state space far beyond any check, so a larger file is a wrong file (`/dev/zero`, a log).
+pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
+
 fn read_config(path: &Path) -> Result<(ModelConfig, Vec<PropertyId>), String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let text = conformance::bounded::read_file(path, MAX_CONFIG_BYTES).map_err(|e| match e {
+        conformance::bounded::FileError::TooLarge { .. } => {
+            format!("{e}; config files larger than {MAX_CONFIG_BYTES} bytes are refused")
+        }
+        e => e.to_string(),
+    })?;
     // Parsed as a bare config first, so that its field errors are the ones reported.
     if let Ok(cfg) = serde_json::from_str::<ModelConfig>(&text) {
         return Ok((cfg, Vec::new()));

@@ -41,11 +41,14 @@ fn valid_trace(dir: &Dir) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(out).unwrap()).unwrap()
 }
 
+/// Runs `cdr` with `args`; a last pair `<`, FILE gives it FILE on stdin, as a shell would.
 fn run(args: &[&str]) -> (i32, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_cdr"))
-        .args(args)
-        .output()
-        .expect("cdr runs");
+    let mut command = Command::new(env!("CARGO_BIN_EXE_cdr"));
+    match args {
+        [args @ .., "<", file] => command.args(args).stdin(std::fs::File::open(file).unwrap()),
+        _ => command.args(args),
+    };
+    let out = command.output().expect("cdr runs");
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     (out.status.code().unwrap_or(-1), stderr)
 }
@@ -92,6 +95,9 @@ fn every_bad_input_gets_its_exit_code_and_a_clear_first_line() {
     let big = big.display().to_string();
     let empty = dir.file("empty.json", "");
     let not_json = dir.file("not.json", "{ this is not json");
+    let big_cfg = dir.path("big-cfg.json");
+    std::fs::File::create(&big_cfg).unwrap().set_len(2 << 20).unwrap();
+    let big_cfg = big_cfg.display().to_string();
     let cfg_field = dir.file("cfg-field.json", r#"{"channels": [], "checkpoints": 1, "bogus": 1}"#);
     let cfg_empty = dir.file("cfg-empty.json", r#"{"channels": [], "checkpoints": 1}"#);
     let cfg_unreachable = dir.file(
@@ -123,6 +129,12 @@ fn every_bad_input_gets_its_exit_code_and_a_clear_first_line() {
         ("a config without channels", vec!["check", "--config", &cfg_empty], 2, "error: "),
         ("a config declaring an unknown example unreachable", vec!["check", "--config", &cfg_unreachable], 2, "error: "),
         ("a missing config file", vec!["check", "--config", "/nonexistent-dir/cfg.json"], 2, "error: cannot read"),
+        ("a config file over 1 MiB", vec!["check", "--config", &big_cfg], 2, "error: "),
+        // Every command's --config is read by the same bounded reader.
+        ("an endless device as a config file", vec!["check", "--config", "/dev/zero"], 2, "error: "),
+        ("an endless device as a config file", vec!["simulate", "--config", "/dev/zero"], 2, "error: "),
+        ("an endless device as a config file", vec!["conform", "--config", "/dev/zero"], 2, "error: "),
+        ("an endless device as a config file", vec!["explore", "--config", "/dev/zero"], 2, "error: "),
         ("an unknown preset", vec!["check", "--preset", "nonsense"], 2, "error: unknown preset"),
         ("an unknown variant", vec!["check", "--variant", "nonsense"], 2, "error: unknown variant"),
         ("zero threads", vec!["check", "--threads", "0"], 2, "error: invalid value '0'"),
@@ -145,6 +157,9 @@ fn every_bad_input_gets_its_exit_code_and_a_clear_first_line() {
         ("a save file in a missing directory", vec!["conform", "--preset", "tiny", "--save", nowhere], 2, "error: cannot write"),
         ("a driver that does not exist", vec!["conform", "--preset", "tiny", "--driver-cmd", "/nonexistent-dir/driver"], 2, "error: harness error: cannot start"),
         ("a driver command with an unbalanced quote", vec!["conform", "--preset", "tiny", "--driver-cmd", "driver 'unbalanced"], 2, "error: harness error: unbalanced quote"),
+        // A reply line is read up to 16 MiB and one byte, then refused.
+        ("a driver writing one endless line", vec!["conform", "--preset", "tiny", "--jobs", "1", "--driver-cmd", "cat /dev/zero"], 2, "error: harness error: driver `cat /dev/zero` wrote a line longer than the cap of 16777216 bytes"),
+        ("an endless request line to serve-driver", vec!["serve-driver", "<", "/dev/zero"], 2, "error: serve-driver: reading requests: a line longer than the cap"),
         ("a driver process for the task level", vec!["conform", "--preset", "task", "--driver-cmd", "driver"], 2, "error: --driver-cmd is not available for the task level"),
         ("a shard of the task level", vec!["conform", "--preset", "task", "--shard", "1/2"], 2, "error: --shard is not available for the task level"),
         ("a simulation of the task level", vec!["simulate", "--preset", "task"], 2, "error: simulation is for the channel model"),

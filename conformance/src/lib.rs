@@ -8,6 +8,7 @@
 //! -> [`replay`] compares. [`projection`] is where the model and the implementation meet.
 #![deny(missing_docs)]
 
+pub mod bounded;
 pub mod conform;
 pub mod driver;
 pub mod generate;

@@ -12,7 +12,7 @@ use recovery_model::{Action, ModelConfig};
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
 use std::time::Duration;
 
@@ -234,13 +234,19 @@ pub struct ProcessDriver {
 /// How long `cdr` waits for one reply before it reports the driver as hung (a harness error).
 pub const DEFAULT_REPLY_WATCHDOG: Duration = Duration::from_secs(300);
 
-fn read_lines(from: ChildStdout, lines: Sender<std::io::Result<String>>) {
+/// The longest protocol line either end accepts, without its `\n`. The largest message is a
+/// `reset` (a configuration, a few KB) or a snapshot of one state of it (tens of KB); the cap
+/// leaves a driver's verbose output ample room while a peer writing one endless line (a stray
+/// `cat /dev/zero`, a runaway loop) holds `cdr` to this much memory and ends in an error.
+pub const MAX_LINE_BYTES: u64 = 16 << 20;
+
+/// Sends each line of a driver's stdout, then the end (an empty line) or the error that ends it.
+pub(crate) fn read_lines(from: impl std::io::Read, lines: Sender<std::io::Result<String>>) {
     let mut from = BufReader::new(from);
     loop {
-        let mut line = String::new();
-        let read = from.read_line(&mut line);
-        let end = matches!(read, Ok(0) | Err(_));
-        if lines.send(read.map(|_| line)).is_err() || end {
+        let read = crate::bounded::read_line(&mut from, MAX_LINE_BYTES);
+        let end = !matches!(&read, Ok(line) if !line.is_empty());
+        if lines.send(read).is_err() || end {
             return;
         }
     }
@@ -352,6 +358,11 @@ impl ProcessDriver {
         let line = match self.from.recv_timeout(self.watchdog) {
             Ok(Ok(line)) if line.is_empty() => return Err(self.died("it closed its stdout")),
             Ok(Ok(line)) => line,
+            // A line over the cap, or not UTF-8: the driver is alive and writing, so it is stopped.
+            Ok(Err(e)) if e.kind() == std::io::ErrorKind::InvalidData => {
+                stop(&mut self.child);
+                return Err(harness(format!("driver `{}` wrote {e}", self.command)));
+            }
             Ok(Err(e)) => return Err(self.died(&format!("reading from it failed ({e})"))),
             Err(RecvTimeoutError::Timeout) => {
                 stop(&mut self.child);
@@ -569,12 +580,16 @@ pub type MakeDriver = dyn Fn(&ModelConfig) -> Result<Box<dyn Driver>, DriverErro
 pub fn serve(
     caps: Capabilities,
     make: &MakeDriver,
-    input: impl BufRead,
+    mut input: impl BufRead,
     mut output: impl Write,
 ) -> std::io::Result<()> {
     let mut current: Option<(ModelConfig, Box<dyn Driver>)> = None;
-    for line in input.lines() {
-        let line = line?;
+    loop {
+        let line = crate::bounded::read_line(&mut input, MAX_LINE_BYTES)
+            .map_err(|e| std::io::Error::new(e.kind(), format!("reading requests: {e}")))?;
+        if line.is_empty() {
+            break;
+        }
         if line.trim().is_empty() {
             continue;
         }

@@ -134,20 +134,10 @@ pub const MAX_TRACE_BYTES: u64 = 64 << 20;
 /// for the size the file system reports: a pipe or a device (`/dev/urandom`) reports none, and
 /// is read up to one byte past the limit.
 pub fn read_trace_text(path: &std::path::Path) -> Result<String, TraceError> {
-    use std::io::Read;
-    let io = |e: std::io::Error| TraceError::Io(format!("cannot read {}: {e}", path.display()));
-    let file = std::fs::File::open(path).map_err(io)?;
-    let mut bytes = Vec::new();
-    file.take(MAX_TRACE_BYTES + 1).read_to_end(&mut bytes).map_err(io)?;
-    if bytes.len() as u64 > MAX_TRACE_BYTES {
-        return Err(TraceError::TooLarge {
-            path: path.display().to_string(),
-            size: bytes.len() as u64,
-            max: MAX_TRACE_BYTES,
-        });
-    }
-    String::from_utf8(bytes)
-        .map_err(|e| TraceError::Io(format!("cannot read {}: not UTF-8 text ({e})", path.display())))
+    crate::bounded::read_file(path, MAX_TRACE_BYTES).map_err(|e| match e {
+        crate::bounded::FileError::TooLarge { path, read, max } => TraceError::TooLarge { path, size: read, max },
+        e => TraceError::Io(e.to_string()),
+    })
 }
 
 /// Checks every index an action carries against `cfg`, so that no later step (the model's

@@ -1,0 +1,175 @@
+//! Reads bounded by what is read, not by the size the file system reports: a pipe or a device
+//! (`/dev/zero`) reports none, and a process's output has none. Each reader holds at most its
+//! cap and one byte more, then refuses the input.
+
+use std::io::{BufRead, BufReader, ErrorKind};
+use std::path::Path;
+
+/// A file that could not be read whole.
+#[derive(Debug, thiserror::Error)]
+pub enum FileError {
+    /// The file could not be opened or read, or is not UTF-8 text.
+    #[error("cannot read {path}: {reason}")]
+    Io {
+        /// The file.
+        path: String,
+        /// Why.
+        reason: String,
+    },
+    /// The file has more than the cap.
+    #[error("{path} is more than {max} bytes ({read} read)")]
+    TooLarge {
+        /// The file.
+        path: String,
+        /// What was read of it before it was refused: the cap and one byte.
+        read: u64,
+        /// The cap.
+        max: u64,
+    },
+}
+
+/// The text of the file at `path`, if it has at most `max` bytes. Reads at most `max + 1` bytes
+/// whatever the file is.
+pub fn read_file(path: &Path, max: u64) -> Result<String, FileError> {
+    let io = |reason: String| FileError::Io {
+        path: path.display().to_string(),
+        reason,
+    };
+    let file = std::fs::File::open(path).map_err(|e| io(e.to_string()))?;
+    // A regular file's size, so that its bytes are read into one buffer of that size.
+    let size = file.metadata().map_or(0, |m| m.len());
+    let bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(usize::MAX).min(limit(max)));
+    let bytes = read_up_to(&mut BufReader::with_capacity(1 << 16, file), limit(max), None, bytes)
+        .map_err(|e| io(e.to_string()))?;
+    if bytes.len() as u64 > max {
+        return Err(FileError::TooLarge {
+            path: path.display().to_string(),
+            read: bytes.len() as u64,
+            max,
+        });
+    }
+    String::from_utf8(bytes).map_err(|e| io(format!("not UTF-8 text ({e})")))
+}
+
+/// The next line of `from`, with its `\n` (as [`BufRead::read_line`]; empty at the end), if it
+/// has at most `max` bytes before the `\n`. A longer line is an `InvalidData` error, after at most
+/// `max + 1` bytes were read of it; the rest of it is left unread.
+pub fn read_line(from: &mut impl BufRead, max: u64) -> std::io::Result<String> {
+    let bytes = read_up_to(from, limit(max), Some(b'\n'), Vec::new())?;
+    if bytes.len() as u64 > max && bytes.last() != Some(&b'\n') {
+        return Err(std::io::Error::new(
+            ErrorKind::InvalidData,
+            format!("a line longer than the cap of {max} bytes"),
+        ));
+    }
+    String::from_utf8(bytes).map_err(|e| std::io::Error::new(ErrorKind::InvalidData, format!("a line not UTF-8 ({e})")))
+}
+
+/// What a reader capped at `max` reads at most: one byte more, to tell a longer input.
+fn limit(max: u64) -> usize {
+    usize::try_from(max.saturating_add(1)).unwrap_or(usize::MAX)
+}
+
+/// `bytes` (empty, with room for what is expected) filled with at most `limit` bytes of `from`,
+/// up to and with the first `end` byte if one is given. The buffer grows as the bytes come,
+/// doubling but never past `limit`, so a refused input holds no more than that.
+fn read_up_to(from: &mut impl BufRead, limit: usize, end: Option<u8>, mut bytes: Vec<u8>) -> std::io::Result<Vec<u8>> {
+    while bytes.len() < limit {
+        let available = match from.fill_buf() {
+            Ok(available) => available,
+            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if available.is_empty() {
+            break;
+        }
+        let room = limit - bytes.len();
+        let (n, ended) = match end.and_then(|end| available.iter().position(|&b| b == end)) {
+            Some(at) if at < room => (at + 1, true),
+            _ => (available.len().min(room), false),
+        };
+        if bytes.capacity() - bytes.len() < n {
+            let grown = (bytes.len() + n).max(bytes.capacity() * 2).min(limit);
+            bytes.reserve_exact(grown - bytes.len());
+        }
+        bytes.extend_from_slice(&available[..n]);
+        from.consume(n);
+        if ended {
+            break;
+        }
+    }
+    Ok(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_endless_line_is_refused_after_the_cap() {
+        let started = std::time::Instant::now();
+        let mut endless = BufReader::new(std::io::repeat(b'x'));
+        let e = read_line(&mut endless, 1 << 20).unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::InvalidData);
+        assert_eq!(e.to_string(), "a line longer than the cap of 1048576 bytes");
+        assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    }
+
+    /// A driver writing one endless line: its reader sends one error and stops, having held at
+    /// most the protocol's cap.
+    #[test]
+    fn an_endless_reply_line_ends_the_driver_s_reader() {
+        let started = std::time::Instant::now();
+        let (lines, from) = std::sync::mpsc::channel();
+        crate::protocol::read_lines(std::io::repeat(b'x'), lines);
+        let e = from.recv().unwrap().unwrap_err();
+        let cap = crate::protocol::MAX_LINE_BYTES;
+        assert_eq!(e.to_string(), format!("a line longer than the cap of {cap} bytes"));
+        assert!(from.recv().is_err(), "the reader goes on after the error");
+        assert!(started.elapsed() < std::time::Duration::from_secs(10));
+    }
+
+    /// `cdr serve-driver` given one endless request line.
+    #[test]
+    fn an_endless_request_line_ends_serve() {
+        use crate::driver::{Driver, DriverError};
+        let make = |_: &recovery_model::ModelConfig| -> Result<Box<dyn Driver>, DriverError> {
+            Err(DriverError::Unsupported {
+                reason: "no driver".into(),
+            })
+        };
+        let endless = BufReader::new(std::io::repeat(b'x'));
+        let e = crate::protocol::serve(Default::default(), &make, endless, std::io::sink()).unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("reading requests: a line longer than the cap"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn lines_up_to_the_cap_are_read_one_at_a_time() {
+        let mut from = BufReader::new(&b"abc\nabcd\nabcde\nlast"[..]);
+        assert_eq!(read_line(&mut from, 4).unwrap(), "abc\n");
+        assert_eq!(read_line(&mut from, 4).unwrap(), "abcd\n");
+        assert!(read_line(&mut from, 4).is_err());
+        // The reader stays usable after a refused line: what follows is the rest of it.
+        assert_eq!(read_line(&mut from, 4).unwrap(), "\n");
+        assert_eq!(read_line(&mut from, 4).unwrap(), "last");
+        assert_eq!(read_line(&mut from, 4).unwrap(), "");
+    }
+
+    #[test]
+    fn an_endless_device_is_refused_after_the_cap() {
+        match read_file(Path::new("/dev/zero"), 1000) {
+            Err(FileError::TooLarge {
+                read: 1001, max: 1000, ..
+            }) => {}
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            read_file(Path::new("/nonexistent-dir/f"), 1000),
+            Err(FileError::Io { .. })
+        ));
+    }
+}
