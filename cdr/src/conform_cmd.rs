@@ -33,7 +33,7 @@ pub fn make_driver(cfg: &ModelConfig, driver_cmd: Option<&str>, watchdog: u64) -
 /// outside `cdr` (a JUnit test factory in Flink's tree, an ITF reader).
 pub fn traces(args: TracesArgs) -> ExitCode {
     use std::io::Write;
-    if recovery_model::task_level::config::find_task_preset(&args.preset).is_some() {
+    if recovery_model::task_level::presets::find_task_preset(&args.preset).is_some() {
         return task_conform_cmd::traces(&args);
     }
     let Some(cfg) = preset(&args.preset) else {
@@ -190,7 +190,7 @@ pub fn conform(args: ConformArgs) -> ExitCode {
     if let Some(preset) = args
         .preset
         .as_deref()
-        .filter(|p| recovery_model::task_level::config::find_task_preset(p).is_some())
+        .filter(|p| recovery_model::task_level::presets::find_task_preset(p).is_some())
     {
         return task_conform_cmd::conform(preset, &args);
     }

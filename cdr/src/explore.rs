@@ -158,7 +158,7 @@ pub fn explore(args: ExploreArgs) -> ExitCode {
     notes.push((
         format!(
             "Explorer's own search runs as it starts, up to {} states; its verdicts and counts fill in as it goes. `cdr check` gives every verdict and the shortest counterexamples",
-            recovery_model::format::grouped(EXPLORER_SEARCH_STATES)
+            recovery_model::tooling::format::grouped(EXPLORER_SEARCH_STATES)
         ),
         None,
     ));

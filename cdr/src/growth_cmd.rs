@@ -1,5 +1,5 @@
 //! `cdr growth`: how the state space, the time and the memory of a check grow as a
-//! configuration grows along one dimension at a time (`recovery_model::growth`), and where a
+//! configuration grows along one dimension at a time (`recovery_model::tooling::growth`), and where a
 //! time or memory budget stops it: the frontier of exhaustive checking on this machine.
 //!
 //! Every point is a `cdr check --config FILE --json` of its own, a child process, so that its
@@ -8,8 +8,8 @@
 use crate::progress;
 use clap::Args;
 use recovery_model::presets::find_preset;
-use recovery_model::format::grouped;
-use recovery_model::growth::{Dimension, describe, grow};
+use recovery_model::tooling::format::grouped;
+use recovery_model::tooling::growth::{Dimension, describe, grow};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};

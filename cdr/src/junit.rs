@@ -4,7 +4,7 @@
 
 use conformance::conform::ConformReport;
 use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
-use recovery_model::check::{CheckReport, Status};
+use recovery_model::tooling::check::{CheckReport, Status};
 use std::path::Path;
 use std::time::Duration;
 

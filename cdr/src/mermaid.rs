@@ -3,7 +3,7 @@
 //! credit notification), a note where a thread works on its own. Every message starts with its
 //! step number, so the diagram and the step table read side by side.
 
-use recovery_model::format::{self, Step};
+use recovery_model::tooling::format::{self, Step};
 use recovery_model::{Action, ChannelKind, RecoveryModel, Thread};
 use std::fmt::Write;
 
@@ -181,9 +181,9 @@ fn with_bug_zoo_diagrams(doc: &str, diagrams: &[(&str, String)]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use recovery_model::check::shortest_counterexample;
+    use recovery_model::tooling::check::shortest_counterexample;
     use recovery_model::properties::PropertyId;
-    use recovery_model::variant::VARIANTS;
+    use recovery_model::bug_zoo::VARIANTS;
     use recovery_model::{Variant, preset};
 
     /// docs/bug-zoo.md shows each channel variant's shortest counterexample as the diagram

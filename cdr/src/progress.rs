@@ -1,4 +1,4 @@
-//! `check` with a progress line: the same verdicts as [`recovery_model::check::check`], with
+//! `check` with a progress line: the same verdicts as [`recovery_model::tooling::check::check`], with
 //! states, unique states, depth and states per second shown on a terminal while the search runs.
 //!
 
@@ -87,7 +87,7 @@ pub fn resident_bytes() -> Option<u64> {
     Some(pages * 4096)
 }
 
-/// [`recovery_model::check::check`] with a progress line on stderr when `show`. A check that
+/// [`recovery_model::tooling::check::check`] with a progress line on stderr when `show`. A check that
 /// passes a limit is stopped: the process exits 2 with the states reached and a hint.
 pub fn check_with_progress(
     model: RecoveryModel,
@@ -156,7 +156,7 @@ pub fn check_with_limits(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use recovery_model::check::check;
+    use recovery_model::tooling::check::check;
     use recovery_model::{Variant, preset};
 
     fn without_time(r: &CheckReport) -> serde_json::Value {

@@ -3,8 +3,8 @@
 
 use crate::setup::Setup;
 use conformance::trace::deep_link;
-use recovery_model::check::{AcyclicBy, CheckReport, Status};
-use recovery_model::format;
+use recovery_model::tooling::check::{AcyclicBy, CheckReport, Status};
+use recovery_model::tooling::format;
 use recovery_model::{Action, RecoveryModel};
 use std::fmt::Write;
 
@@ -110,7 +110,7 @@ pub fn print_verdicts(r: &CheckReport, name_width: usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use recovery_model::check::shortest_counterexample;
+    use recovery_model::tooling::check::shortest_counterexample;
     use recovery_model::properties::PropertyId;
 
     #[test]

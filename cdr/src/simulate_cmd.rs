@@ -1,12 +1,12 @@
 //! `cdr simulate`: seeded random walks that evaluate every property, for configurations too
-//! large to check exhaustively (`recovery_model::simulate`).
+//! large to check exhaustively (`recovery_model::tooling::simulate`).
 
 use crate::conform_args::check_output;
 use crate::report;
 use crate::setup::{Setup, load};
 use clap::Args;
 use conformance::trace::Trace;
-use recovery_model::simulate::{SimStatus, SimulationOptions, SimulationReport, simulate as run};
+use recovery_model::tooling::simulate::{SimStatus, SimulationOptions, SimulationReport, simulate as run};
 use std::path::PathBuf;
 use std::process::ExitCode;
 

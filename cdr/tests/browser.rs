@@ -6,9 +6,9 @@
 //! Skipped, with a message, only where no Chromium is installed; `.ci/run` installs Debian's
 //! `chromium`, and with `CI=true` a missing browser fails the test instead.
 
-use recovery_model::check::shortest_counterexample;
+use recovery_model::tooling::check::shortest_counterexample;
 use recovery_model::presets::find_preset;
-use recovery_model::variant::VARIANTS;
+use recovery_model::bug_zoo::VARIANTS;
 use recovery_model::{RecoveryModel, Variant};
 use std::io::{BufRead, BufReader, Read};
 use std::net::{TcpListener, TcpStream};

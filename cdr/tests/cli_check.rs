@@ -1,6 +1,6 @@
 //! The `cdr` command line: exit codes, JSON shapes, and clear errors on bad input.
 
-use recovery_model::check::expectation_name;
+use recovery_model::tooling::check::expectation_name;
 use recovery_model::properties::PropertyId;
 use std::process::{Command, Output};
 

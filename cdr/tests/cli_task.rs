@@ -2,9 +2,9 @@
 //! exits 1 naming its property, and mixing the two models' presets and variants is a usage
 //! error.
 
-use recovery_model::check::expectation_name;
+use recovery_model::tooling::check::expectation_name;
 use recovery_model::task_level::properties::TaskPropertyId;
-use recovery_model::task_level::variant::TASK_VARIANTS;
+use recovery_model::task_level::bug_zoo::TASK_VARIANTS;
 use std::process::{Command, Output};
 
 fn cdr(args: &[&str]) -> Output {
@@ -144,7 +144,7 @@ fn simulate_sends_the_task_level_to_check() {
 #[test]
 fn replay_of_a_task_level_trace_file() {
     use conformance::task_conform::record_trace;
-    use recovery_model::task_level::config::find_task_preset;
+    use recovery_model::task_level::presets::find_task_preset;
     use recovery_model::task_level::properties::TaskPropertyId;
     use recovery_model::task_level::{TaskModel, TaskVariant};
     use stateright::{Checker, Model};

@@ -6,8 +6,8 @@
 #[path = "../../conformance/tests/common/mod.rs"]
 mod common;
 
-use recovery_model::check::check;
-use recovery_model::format::grouped;
+use recovery_model::tooling::check::check;
+use recovery_model::tooling::format::grouped;
 use recovery_model::{RecoveryModel, Variant, preset};
 
 fn readme() -> String {
@@ -134,8 +134,8 @@ fn the_bug_zoo_table_of_conformance_md_is_what_the_replays_give() {
     use conformance::driver::ModelDriver;
     use conformance::impl_driver::ImplDriver;
     use conformance::replay::{Compare, lockstep};
-    use recovery_model::check::shortest_counterexample;
-    use recovery_model::variant::VARIANTS;
+    use recovery_model::tooling::check::shortest_counterexample;
+    use recovery_model::bug_zoo::VARIANTS;
 
     let rows = table_rows(
         &conformance_md(),
@@ -196,7 +196,7 @@ fn the_divergence_example_of_conformance_md_is_what_the_broken_driver_reports() 
     use conformance::driver::ModelDriver;
     use conformance::impl_driver::ImplDriver;
     use conformance::replay::{Compare, lockstep};
-    use recovery_model::check::shortest_counterexample;
+    use recovery_model::tooling::check::shortest_counterexample;
     use recovery_model::properties::PropertyId;
 
     let doc = conformance_md();
@@ -345,8 +345,8 @@ fn ci_md_counts_the_action_kinds_and_variants_the_code_has() {
         flat.contains(&format!("reach all {kinds} action kinds")),
         "docs/ci.md should say the PR tier reaches all {kinds} action kinds"
     );
-    let channel = recovery_model::variant::VARIANTS.len();
-    let task = recovery_model::task_level::variant::TASK_VARIANTS.len();
+    let channel = recovery_model::bug_zoo::VARIANTS.len();
+    let task = recovery_model::task_level::bug_zoo::TASK_VARIANTS.len();
     assert!(
         flat.contains(&format!(
             "all {} ({channel} channel, {task} task-level)",
@@ -380,7 +380,7 @@ fn model_md_s_presets_table_agrees_with_the_size_table() {
 /// "(`cdr check --preset NAME`, N steps" (in docs/model.md for a finding written up there).
 #[test]
 fn findings_md_gives_the_length_of_each_finding_s_shortest_counterexample() {
-    use recovery_model::check::shortest_counterexample;
+    use recovery_model::tooling::check::shortest_counterexample;
     let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/findings.md")).unwrap();
     let model_md = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/model.md")).unwrap();
     let rows = table_rows(
@@ -413,7 +413,7 @@ fn findings_md_gives_the_length_of_each_finding_s_shortest_counterexample() {
 /// channel at 0 exclusive and 1 floating buffer.
 #[test]
 fn every_step_count_in_findings_md_is_a_shortest_counterexample() {
-    use recovery_model::check::shortest_counterexample;
+    use recovery_model::tooling::check::shortest_counterexample;
     use recovery_model::properties::PropertyId;
     let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/findings.md")).unwrap();
     let mut tiny = preset("tiny").unwrap();
@@ -469,8 +469,8 @@ fn findings_md_gives_each_finding_s_states_with_and_without_the_fixes() {
 
 /// The rows of docs/performance.md's growth table whose step was checked to the end:
 /// (dimension, step, states generated, unique states, the factor the table gives).
-fn growth_table() -> Vec<(recovery_model::growth::Dimension, u32, usize, usize, String)> {
-    use recovery_model::growth::Dimension;
+fn growth_table() -> Vec<(recovery_model::tooling::growth::Dimension, u32, usize, usize, String)> {
+    use recovery_model::tooling::growth::Dimension;
     let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/performance.md")).unwrap();
     let rows = table_rows(&doc, "| dimension | step | grown | unique | generated | × unique |");
     assert!(!rows.is_empty(), "docs/performance.md has no growth table");
@@ -488,10 +488,10 @@ fn growth_table() -> Vec<(recovery_model::growth::Dimension, u32, usize, usize, 
 /// The base the growth table grows: `cdr growth`'s default preset, as the table's command runs it.
 const GROWTH_BASE: &str = "tiny";
 
-fn check_growth_rows(rows: &[(recovery_model::growth::Dimension, u32, usize, usize, String)]) {
+fn check_growth_rows(rows: &[(recovery_model::tooling::growth::Dimension, u32, usize, usize, String)]) {
     let base = preset(GROWTH_BASE).unwrap();
     for (d, step, states, unique, _) in rows {
-        let cfg = recovery_model::growth::grow(&base, *d, *step).unwrap();
+        let cfg = recovery_model::tooling::growth::grow(&base, *d, *step).unwrap();
         let report = check(RecoveryModel::new(cfg, Variant::Fixed), "growth", &[], 2, false);
         assert_eq!(
             (report.states, report.unique_states),
@@ -507,7 +507,7 @@ fn check_growth_rows(rows: &[(recovery_model::growth::Dimension, u32, usize, usi
 /// model gives now (step 0, the base, once).
 #[test]
 fn the_growth_table_is_consistent_and_its_small_rows_are_current() {
-    use recovery_model::growth::Dimension;
+    use recovery_model::tooling::growth::Dimension;
     let rows = growth_table();
     for d in Dimension::ALL {
         let steps: Vec<u32> = rows.iter().filter(|r| r.0 == d).map(|r| r.1).collect();

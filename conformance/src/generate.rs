@@ -13,7 +13,7 @@ use std::collections::HashMap;
 
 /// A state's fingerprint (the model's own: optimised even in a debug build of this crate).
 pub fn fingerprint(s: &State) -> u64 {
-    recovery_model::check::state_fingerprint(s)
+    recovery_model::tooling::fingerprint::state_fingerprint(s)
 }
 
 const NONE: u32 = u32::MAX;
@@ -198,7 +198,7 @@ impl<A: Copy> Iterator for EdgeCover<'_, A> {
 }
 
 /// The seeded generator of random walks, shared with the model's simulation.
-pub use recovery_model::simulate::SplitMix64;
+pub use recovery_model::tooling::simulate::SplitMix64;
 
 /// A random walk from the initial state until no action is enabled (the graph is acyclic) or
 /// `max_steps` steps; also returns the fingerprints of the states visited.

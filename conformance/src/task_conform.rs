@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::time::Instant;
 
-use recovery_model::task_level::config::find_task_preset;
+use recovery_model::task_level::presets::find_task_preset;
 use recovery_model::task_level::{TaskAction, TaskModel, TaskState, TaskVariant};
 use serde::{Deserialize, Serialize};
 use stateright::Model;

@@ -4,7 +4,7 @@
 
 use conformance::task_conform::{conform_task, conform_task_variant};
 use recovery_model::task_level::TaskVariant;
-use recovery_model::task_level::variant::TASK_VARIANTS;
+use recovery_model::task_level::bug_zoo::TASK_VARIANTS;
 
 #[test]
 fn every_edge_of_the_task_preset_replays_without_divergence() {

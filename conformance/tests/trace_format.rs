@@ -164,7 +164,7 @@ fn a_path_that_leaves_the_model_is_reported_not_panicked() {
 /// `cdr check --preset NAME --trace-out FILE` when this fails.
 #[test]
 fn the_trace_files_of_the_findings_are_current() {
-    use recovery_model::check::shortest_counterexample;
+    use recovery_model::tooling::check::shortest_counterexample;
     use recovery_model::expectations::{DRAINER_MISSES_WAKEUP, LATE_FLOATING_CREDIT};
     use recovery_model::properties::PropertyId;
     for (name, property) in [

@@ -15,6 +15,7 @@
 //! Bounds come from [`ModelConfig`]; see docs/model.md.
 
 pub mod action;
+pub mod bug_zoo;
 pub mod buffer_manager;
 pub mod config;
 pub mod expectations;
@@ -24,6 +25,7 @@ pub mod model;
 pub mod presets;
 pub mod producer;
 pub mod properties;
+pub mod property_table;
 pub mod recoverable_input_channel;
 pub mod recovered_input_channel;
 pub mod remote_input_channel;
@@ -41,5 +43,3 @@ pub use presets::{PRESETS, preset};
 pub use model::RecoveryModel;
 pub use state::State;
 pub use variant::Variant;
-// TEMP-REEXPORT: removed once the other crates name the tooling's paths.
-pub use tooling::{check, format, growth, progress, search, simulate, svg};

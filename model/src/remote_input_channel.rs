@@ -8,7 +8,6 @@ use crate::config::ChannelKind;
 use crate::state::LocalBufferPool;
 use crate::model::RecoveryModel;
 use crate::state::producer::Wire;
-use crate::properties;
 use crate::state::{Announce, Channel, Entry, Failure, NetBuf, Payload, PopFront, RESUME_CONSUMPTION, Violation};
 use crate::state::{RecyclerPc, SenderBacklog, State, TaskPc};
 use crate::variant::Variant;
@@ -286,7 +285,7 @@ impl RecoveryModel {
         let cfg = &self.cfg.channels[c as usize];
         let (ch, pool) = s.ch_and_pool(c);
         s.client_announce = on_sender_backlog(ch, pool, cfg, c, backlog, self.variant);
-        if !properties::requires_backlog_plus_initial_credit(s.ch(c), cfg, backlog) {
+        if !requires_backlog_plus_initial_credit(s.ch(c), cfg, backlog) {
             s.violate(c, Violation::RequiredNotBacklogPlusInitialCredit);
         }
     }
@@ -401,4 +400,9 @@ impl RecoveryModel {
             ch.add_credit_queued = true;
         }
     }
+}
+
+/// The check of `onSenderBacklog(backlog)`'s outcome on channel `ch`, configured as `cfg`.
+pub fn requires_backlog_plus_initial_credit(ch: &Channel, cfg: &ChannelConfig, backlog: u8) -> bool {
+    ch.released || ch.bm.required == (backlog + cfg.exclusive) as i8
 }

@@ -5,7 +5,7 @@
 use recovery_model::tooling::check::{Status, check, shortest_counterexample};
 use recovery_model::presets::find_preset;
 use recovery_model::tooling::format::counterexample;
-use recovery_model::variant::VARIANTS;
+use recovery_model::bug_zoo::VARIANTS;
 use recovery_model::{RecoveryModel, Variant};
 
 #[test]

@@ -6,7 +6,7 @@
 use recovery_model::tooling::check::graph_is_acyclic;
 use recovery_model::presets::PRESETS;
 use recovery_model::tooling::progress::non_increasing_edges;
-use recovery_model::variant::VARIANTS;
+use recovery_model::bug_zoo::VARIANTS;
 use recovery_model::{RecoveryModel, Variant};
 
 fn assert_ranked(m: &RecoveryModel, what: &str) {

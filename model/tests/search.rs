@@ -8,7 +8,7 @@ use recovery_model::tooling::check::{shortest_counterexample, shortest_examples}
 use recovery_model::presets::{PRESETS, find_preset};
 use recovery_model::properties::PropertyId;
 use recovery_model::tooling::search::{Counters, Frontier, Outcome, SearchOptions, bfs, encoded_size};
-use recovery_model::variant::VARIANTS;
+use recovery_model::bug_zoo::VARIANTS;
 use recovery_model::{RecoveryModel, Variant};
 use stateright::{Checker, Expectation, Model};
 

@@ -3,7 +3,7 @@
 
 use recovery_model::tooling::check::shortest_counterexample;
 use recovery_model::tooling::simulate::{SimStatus, SimulationOptions, SimulationReport, simulate};
-use recovery_model::variant::VARIANTS;
+use recovery_model::bug_zoo::VARIANTS;
 use recovery_model::{RecoveryModel, Variant, preset};
 use stateright::Model;
 

@@ -4,11 +4,12 @@
 
 use recovery_model::tooling::check::Status;
 use recovery_model::tooling::task_level::check::{check, graph_is_acyclic, shortest_counterexample};
-use recovery_model::task_level::config::{TaskShape, find_task_preset};
+use recovery_model::task_level::config::TaskShape;
+use recovery_model::task_level::presets::find_task_preset;
 use recovery_model::tooling::task_level::format::counterexample;
 use recovery_model::task_level::properties::TaskPropertyId;
 use recovery_model::task_level::state::{Mail, Phase};
-use recovery_model::task_level::variant::TASK_VARIANTS;
+use recovery_model::task_level::bug_zoo::TASK_VARIANTS;
 use recovery_model::task_level::{TaskModel, TaskVariant};
 use stateright::{Expectation, Model};
 
@@ -254,5 +255,15 @@ fn the_bug_zoo_table_of_task_level_variants_matches_the_model() {
             "docs/bug-zoo.md row `{row}` should end `| {} | {steps} |`",
             info.property
         );
+    }
+}
+
+/// The two models' property names do not overlap, so a name says which model it belongs to.
+#[test]
+fn no_task_property_has_a_channel_property_s_name() {
+    use recovery_model::properties::PropertyId;
+    use recovery_model::task_level::properties::TaskPropertyId;
+    for &p in TaskPropertyId::ALL {
+        assert_eq!(PropertyId::from_name(p.name()), None, "{p}");
     }
 }

@@ -19,10 +19,12 @@
 //! IO thread are unbounded (flag on, Flink's heap fallback). Checkpoints are not modelled.
 
 pub mod action;
+pub mod bug_zoo;
 pub mod config;
 pub mod input_gate;
 pub mod mailbox_processor;
 pub mod model;
+pub mod presets;
 pub mod properties;
 pub mod state;
 pub mod stream_input_processor;
@@ -31,9 +33,8 @@ pub mod task;
 pub mod variant;
 
 pub use action::{TaskAction, TaskThread};
-pub use config::{TASK_PRESETS, TaskPreset, TaskShape, find_task_preset};
+pub use config::TaskShape;
+pub use presets::{TASK_PRESETS, TaskPreset, find_task_preset};
 pub use model::TaskModel;
 pub use state::TaskState;
 pub use variant::TaskVariant;
-// TEMP-REEXPORT
-pub use crate::tooling::task_level::{check, format};

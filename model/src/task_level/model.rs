@@ -1,16 +1,15 @@
-//! [`TaskModel`]: the stateright `Model` of the task level. `actions` lists what each thread
-//! may do next; `next_state` runs one step.
+//! [`TaskModel`]: the task level's transition system. `enabled_actions` lists what each thread
+//! may do next; `next` runs one step. `tooling/task_level/model.rs` makes it a stateright
+//! `Model`.
 
 use super::action::TaskAction;
 use super::config::TaskShape;
 use super::mailbox_processor as mailbox;
-use super::properties::TaskPropertyId;
 use super::state::{Callback, Cause, DefaultAction, ExecutionState, Mail, TaskState};
 use super::stream_input_processor as processor;
 use super::stream_task;
 use super::task;
 use super::variant::TaskVariant;
-use stateright::{Model, Property};
 
 /// The task level of a preset's shapes, with one fix possibly switched off.
 #[derive(Clone, Debug)]
@@ -36,7 +35,7 @@ impl TaskModel {
     /// Whether no thread can move.
     pub fn is_terminal(&self, s: &TaskState) -> bool {
         let mut a = Vec::new();
-        self.actions(s, &mut a);
+        self.enabled_actions(s, &mut a);
         a.is_empty()
     }
 
@@ -50,7 +49,7 @@ impl TaskModel {
     /// change the state. A task that waits for a cancel to end it has hung.
     pub fn is_stuck(&self, s: &TaskState) -> bool {
         let mut a = Vec::new();
-        self.actions(s, &mut a);
+        self.enabled_actions(s, &mut a);
         a.iter().all(|a| *a == TaskAction::CancelExecution)
     }
 
@@ -150,11 +149,10 @@ impl TaskModel {
     }
 }
 
-impl Model for TaskModel {
-    type State = TaskState;
-    type Action = TaskAction;
-
-    fn init_states(&self) -> Vec<TaskState> {
+/// The task level's transition system: its initial states, enabled actions and step.
+impl TaskModel {
+    /// One initial state per shape.
+    pub fn initial_states(&self) -> Vec<TaskState> {
         self.shapes
             .iter()
             .enumerate()
@@ -162,14 +160,16 @@ impl Model for TaskModel {
             .collect()
     }
 
-    fn actions(&self, s: &TaskState, out: &mut Vec<TaskAction>) {
+    /// What each thread may do next.
+    pub fn enabled_actions(&self, s: &TaskState, out: &mut Vec<TaskAction>) {
         self.mailbox_actions(s, out);
         self.io_actions(s, out);
         self.completion_actions(s, out);
         self.canceler_actions(s, out);
     }
 
-    fn next_state(&self, s: &TaskState, a: TaskAction) -> Option<TaskState> {
+    /// The state `a` leads to from `s`.
+    pub fn next(&self, s: &TaskState, a: TaskAction) -> TaskState {
         let (shape, v) = (self.shape(s), self.variant);
         let mut n = s.clone();
         match a {
@@ -206,10 +206,6 @@ impl Model for TaskModel {
             TaskAction::CancelInvokable => stream_task::cancel(&mut n),
             TaskAction::ReleaseResources => task::release_resources(v, &mut n),
         }
-        Some(n)
-    }
-
-    fn properties(&self) -> Vec<Property<Self>> {
-        TaskPropertyId::ALL.iter().map(|p| p.property()).collect()
+        n
     }
 }

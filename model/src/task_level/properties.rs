@@ -4,7 +4,7 @@
 use super::model::TaskModel;
 use super::state::{Cause, ExecutionState, Phase, TaskState};
 
-crate::properties::properties! {
+crate::property_table::properties! {
     /// A property of the task-level model. Code refers to properties by this key; the name
     /// ([`TaskPropertyId::name`]) is what reports, JSON and JUnit show.
     pub enum TaskPropertyId for TaskModel, TaskState;
@@ -146,10 +146,6 @@ mod tests {
             assert_eq!(TaskPropertyId::from_name(p.name()), Some(p));
         }
         assert_eq!(TaskPropertyId::from_name("no such property"), None);
-        // The two models' names do not overlap, so a name says which model it belongs to.
-        for &p in TaskPropertyId::ALL {
-            assert_eq!(crate::properties::PropertyId::from_name(p.name()), None, "{p}");
-        }
     }
 
     #[test]

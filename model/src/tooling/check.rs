@@ -6,8 +6,6 @@ use crate::model::RecoveryModel;
 use crate::tooling::progress::RankCheck;
 use crate::properties::PropertyId;
 use crate::tooling::fingerprint::fingerprint;
-// TEMP-REEXPORT
-pub use crate::tooling::fingerprint::state_fingerprint;
 use crate::tooling::search::{Counters, Frontier, SearchOptions, bfs};
 use crate::state::State;
 use serde::Serialize;

@@ -6,7 +6,8 @@ use crate::action::Action;
 use crate::model::RecoveryModel;
 use crate::properties::{self, PropertyId};
 use crate::state::State;
-use crate::tooling::{format, svg};
+use crate::tooling::svg::{self, ExplorerNote};
+use crate::tooling::format;
 use stateright::{Model, Property};
 
 impl Model for RecoveryModel {
@@ -41,10 +42,6 @@ impl Model for RecoveryModel {
         svg::of_path(self, path, &[])
     }
 }
-
-/// A line of the Explorer's picture of an initial state, with an optional link: a
-/// counterexample `cdr explore` found, or how to get every verdict.
-pub type ExplorerNote = (String, Option<String>);
 
 /// The model the Explorer serves: the protocol as it is, and the notes its picture of an
 /// initial state shows. Its states, actions and paths are the protocol's, so a link into

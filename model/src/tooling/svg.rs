@@ -16,7 +16,6 @@ use crate::state::LocalBufferPool;
 use crate::model::RecoveryModel;
 use crate::properties::{PropertyId, expected_persisted};
 use crate::state::{Channel, Entry, NetBuf, Payload, State};
-use crate::tooling::model::ExplorerNote;
 use stateright::Expectation;
 use std::fmt::Write;
 
@@ -168,6 +167,10 @@ pub fn violated(m: &RecoveryModel, s: &State) -> Vec<PropertyId> {
         })
         .collect()
 }
+
+/// A line of the Explorer's picture of an initial state, with an optional link: a
+/// counterexample `cdr explore` found, or how to get every verdict.
+pub type ExplorerNote = (String, Option<String>);
 
 /// The SVG of `state`.
 pub fn state(model: &RecoveryModel, state: &State) -> Option<String> {
