@@ -38,43 +38,43 @@ pub fn read_file(path: &Path, max: u64) -> Result<String, FileError> {
     let file = std::fs::File::open(path).map_err(|e| io(e.to_string()))?;
     // A regular file's size, so that its bytes are read into one buffer of that size.
     let size = file.metadata().map_or(0, |m| m.len());
-    let bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(usize::MAX).min(limit(max)));
-    let bytes = read_up_to(&mut BufReader::with_capacity(1 << 16, file), limit(max), None, bytes)
-        .map_err(|e| io(e.to_string()))?;
-    if bytes.len() as u64 > max {
-        return Err(FileError::TooLarge {
+    let read = read_capped(&mut BufReader::with_capacity(1 << 16, file), max, None, size);
+    match read.map_err(|e| io(e.to_string()))? {
+        Some(bytes) => String::from_utf8(bytes).map_err(|e| io(format!("not UTF-8 text ({e})"))),
+        None => Err(FileError::TooLarge {
             path: path.display().to_string(),
-            read: bytes.len() as u64,
+            read: max.saturating_add(1),
             max,
-        });
+        }),
     }
-    String::from_utf8(bytes).map_err(|e| io(format!("not UTF-8 text ({e})")))
 }
 
 /// The next line of `from`, with its `\n` (as [`BufRead::read_line`]; empty at the end), if it
 /// has at most `max` bytes before the `\n`. A longer line is an `InvalidData` error, after at most
 /// `max + 1` bytes were read of it; the rest of it is left unread.
 pub fn read_line(from: &mut impl BufRead, max: u64) -> std::io::Result<String> {
-    let bytes = read_up_to(from, limit(max), Some(b'\n'), Vec::new())?;
-    if bytes.len() as u64 > max && bytes.last() != Some(&b'\n') {
+    let Some(bytes) = read_capped(from, max, Some(b'\n'), 0)? else {
         return Err(std::io::Error::new(
             ErrorKind::InvalidData,
             format!("a line longer than the cap of {max} bytes"),
         ));
-    }
+    };
     String::from_utf8(bytes).map_err(|e| std::io::Error::new(ErrorKind::InvalidData, format!("a line not UTF-8 ({e})")))
 }
 
-/// What a reader capped at `max` reads at most: one byte more, to tell a longer input.
-fn limit(max: u64) -> usize {
-    usize::try_from(max.saturating_add(1)).unwrap_or(usize::MAX)
-}
-
-/// `bytes` (empty, with room for what is expected) filled with at most `limit` bytes of `from`,
-/// up to and with the first `end` byte if one is given. The buffer grows as the bytes come,
-/// doubling but never past `limit`, so a refused input holds no more than that.
-fn read_up_to(from: &mut impl BufRead, limit: usize, end: Option<u8>, mut bytes: Vec<u8>) -> std::io::Result<Vec<u8>> {
-    while bytes.len() < limit {
+/// The bytes of `from` up to the end, or up to and with the first `end` byte if one is given,
+/// if there are at most `max` before it; `None` once `max + 1` bytes were read without an end.
+/// `expected` is how many bytes the first buffer has room for (beyond it, they grow as the bytes
+/// come). The bytes go into buffers that are never reallocated, each as large as all before it,
+/// and are joined only once accepted: a refused input holds `max + 1` bytes, no more.
+fn read_capped(from: &mut impl BufRead, max: u64, end: Option<u8>, expected: u64) -> std::io::Result<Option<Vec<u8>>> {
+    const SMALLEST: usize = 8 << 10;
+    let limit = usize::try_from(max.saturating_add(1)).unwrap_or(usize::MAX);
+    let first = usize::try_from(expected).unwrap_or(usize::MAX).saturating_add(1);
+    let mut full: Vec<Vec<u8>> = Vec::new();
+    let mut piece = Vec::with_capacity(first.max(SMALLEST).min(limit));
+    let (mut total, mut ended) = (0, false);
+    while total < limit && !ended {
         let available = match from.fill_buf() {
             Ok(available) => available,
             Err(e) if e.kind() == ErrorKind::Interrupted => continue,
@@ -83,22 +83,30 @@ fn read_up_to(from: &mut impl BufRead, limit: usize, end: Option<u8>, mut bytes:
         if available.is_empty() {
             break;
         }
-        let room = limit - bytes.len();
-        let (n, ended) = match end.and_then(|end| available.iter().position(|&b| b == end)) {
-            Some(at) if at < room => (at + 1, true),
-            _ => (available.len().min(room), false),
+        if piece.len() == piece.capacity() {
+            let next = Vec::with_capacity(total.max(SMALLEST).min(limit - total));
+            full.push(std::mem::replace(&mut piece, next));
+        }
+        let room = (limit - total).min(piece.capacity() - piece.len()).min(available.len());
+        let n = match end.and_then(|end| available[..room].iter().position(|&b| b == end)) {
+            Some(at) => {
+                ended = true;
+                at + 1
+            }
+            None => room,
         };
-        if bytes.capacity() - bytes.len() < n {
-            let grown = (bytes.len() + n).max(bytes.capacity() * 2).min(limit);
-            bytes.reserve_exact(grown - bytes.len());
-        }
-        bytes.extend_from_slice(&available[..n]);
+        piece.extend_from_slice(&available[..n]);
         from.consume(n);
-        if ended {
-            break;
-        }
+        total += n;
     }
-    Ok(bytes)
+    if total == limit && !ended {
+        return Ok(None);
+    }
+    if full.is_empty() {
+        return Ok(Some(piece));
+    }
+    full.push(piece);
+    Ok(Some(full.concat()))
 }
 
 #[cfg(test)]
@@ -157,6 +165,19 @@ mod tests {
         assert_eq!(read_line(&mut from, 4).unwrap(), "\n");
         assert_eq!(read_line(&mut from, 4).unwrap(), "last");
         assert_eq!(read_line(&mut from, 4).unwrap(), "");
+    }
+
+    /// A line read into several buffers, one as long as the cap with its `\n`, comes whole.
+    #[test]
+    fn a_long_line_comes_whole() {
+        let line = "x".repeat(100_000) + "\n";
+        let two = line.repeat(2);
+        let mut from = BufReader::with_capacity(1000, two.as_bytes());
+        assert_eq!(read_line(&mut from, 100_000).unwrap(), line);
+        assert_eq!(read_line(&mut from, 100_000).unwrap(), line);
+        assert_eq!(read_line(&mut from, 100_000).unwrap(), "");
+        let mut from = BufReader::with_capacity(1000, line.as_bytes());
+        assert!(read_line(&mut from, 99_999).is_err());
     }
 
     #[test]
