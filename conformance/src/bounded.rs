@@ -123,38 +123,6 @@ mod tests {
         assert!(started.elapsed() < std::time::Duration::from_secs(5));
     }
 
-    /// A driver writing one endless line: its reader sends one error and stops, having held at
-    /// most the protocol's cap.
-    #[test]
-    fn an_endless_reply_line_ends_the_driver_s_reader() {
-        let started = std::time::Instant::now();
-        let (lines, from) = std::sync::mpsc::channel();
-        crate::protocol::read_lines(std::io::repeat(b'x'), lines);
-        let e = from.recv().unwrap().unwrap_err();
-        let cap = crate::protocol::MAX_LINE_BYTES;
-        assert_eq!(e.to_string(), format!("a line longer than the cap of {cap} bytes"));
-        assert!(from.recv().is_err(), "the reader goes on after the error");
-        assert!(started.elapsed() < std::time::Duration::from_secs(10));
-    }
-
-    /// `cdr serve-driver` given one endless request line.
-    #[test]
-    fn an_endless_request_line_ends_serve() {
-        use crate::driver::{Driver, DriverError};
-        let make = |_: &recovery_model::ModelConfig| -> Result<Box<dyn Driver>, DriverError> {
-            Err(DriverError::Unsupported {
-                reason: "no driver".into(),
-            })
-        };
-        let endless = BufReader::new(std::io::repeat(b'x'));
-        let e = crate::protocol::serve(Default::default(), &make, endless, std::io::sink()).unwrap_err();
-        assert!(
-            e.to_string()
-                .starts_with("reading requests: a line longer than the cap"),
-            "{e}"
-        );
-    }
-
     #[test]
     fn lines_up_to_the_cap_are_read_one_at_a_time() {
         let mut from = BufReader::new(&b"abc\nabcd\nabcde\nlast"[..]);
