@@ -6,9 +6,9 @@
 //! Skipped, with a message, only where no Chromium is installed; `.ci/run` installs Debian's
 //! `chromium`, and with `CI=true` a missing browser fails the test instead.
 
-use recovery_model::tooling::check::shortest_counterexample;
-use recovery_model::presets::find_preset;
 use recovery_model::bug_zoo::VARIANTS;
+use recovery_model::presets::find_preset;
+use recovery_model::tooling::check::shortest_counterexample;
 use recovery_model::{RecoveryModel, Variant};
 use std::io::{BufRead, BufReader, Read};
 use std::net::{TcpListener, TcpStream};
@@ -116,7 +116,26 @@ fn start_explorer(variant: &str, port: u16) -> (Reaped, String) {
         assert!(Instant::now() < deadline, "Explorer never listened on port {port}");
         std::thread::sleep(Duration::from_millis(50));
     }
+    // Explorer's own search, started with it, has decided every property: the page's
+    // property list then shows the check's verdicts, not "Searching".
+    while !explorer_search_done(port) {
+        assert!(Instant::now() < deadline, "Explorer's search did not finish");
+        std::thread::sleep(Duration::from_millis(100));
+    }
     (server, link.expect("a deep link before the Explorer line"))
+}
+
+/// Whether Explorer's status (what its status panel polls) says its search is done.
+fn explorer_search_done(port: u16) -> bool {
+    let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)) else {
+        return false;
+    };
+    let request = b"GET /.status HTTP/1.1\r\nHost: explorer\r\nConnection: close\r\n\r\n";
+    let mut reply = String::new();
+    if std::io::Write::write_all(&mut stream, request).is_err() || stream.read_to_string(&mut reply).is_err() {
+        return false;
+    }
+    reply.contains("\"done\":true")
 }
 
 fn chromium_cmd(chrome: &Path, profile: &Path) -> Command {
@@ -124,6 +143,24 @@ fn chromium_cmd(chrome: &Path, profile: &Path) -> Command {
     cmd.args(CHROMIUM_FLAGS)
         .arg(format!("--user-data-dir={}", profile.display()));
     cmd
+}
+
+/// The page's text: tags dropped, whitespace runs as one space.
+fn page_text(dom: &str) -> String {
+    let mut text = String::new();
+    let mut in_tag = false;
+    for c in dom.chars() {
+        match c {
+            '<' => in_tag = true,
+            '>' => {
+                in_tag = false;
+                text.push(' ');
+            }
+            _ if !in_tag => text.push(c),
+            _ => {}
+        }
+    }
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// The `<li>` items of the "Path of Actions" list.
@@ -163,10 +200,24 @@ fn explorer_deep_link_opens_on_the_counterexamples_last_state_in_chromium() {
 
     let tmp = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
     let profile = tmp.join(format!("chromium-profile-{}", std::process::id()));
+    // Time for the page's scripts to fetch the status and the state.
     let dom = run(
-        chromium_cmd(&chrome, &profile).arg("--dump-dom").arg(&link),
+        chromium_cmd(&chrome, &profile)
+            .arg("--virtual-time-budget=8000")
+            .arg("--dump-dom")
+            .arg(&link),
         Duration::from_secs(90),
     );
+    // The property list agrees with the check: the search done, the property violated, no
+    // property still searching.
+    let text = page_text(&dom);
+    assert!(
+        text.contains("Progress: Done"),
+        "the status panel shows the search done"
+    );
+    let verdict = format!("Counterexample found: Always {}", info.property);
+    assert!(text.contains(&verdict), "the property list says \"{verdict}\"");
+    assert!(!text.contains("Searching"), "a property is still searching");
 
     assert!(dom.contains(info.property.name()), "property not on the page");
     assert!(
