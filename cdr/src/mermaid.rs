@@ -181,9 +181,9 @@ fn with_bug_zoo_diagrams(doc: &str, diagrams: &[(&str, String)]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use recovery_model::tooling::check::shortest_counterexample;
-    use recovery_model::properties::PropertyId;
     use recovery_model::bug_zoo::VARIANTS;
+    use recovery_model::properties::PropertyId;
+    use recovery_model::tooling::check::shortest_counterexample;
     use recovery_model::{Variant, preset};
 
     /// docs/bug-zoo.md shows each channel variant's shortest counterexample as the diagram

@@ -110,8 +110,8 @@ pub fn print_verdicts(r: &CheckReport, name_width: usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use recovery_model::tooling::check::shortest_counterexample;
     use recovery_model::properties::PropertyId;
+    use recovery_model::tooling::check::shortest_counterexample;
 
     #[test]
     fn step_table_has_one_numbered_row_per_step_and_says_what_changed() {

@@ -1,10 +1,10 @@
 //! What `check` and `explore` run on: a preset or a config file, and a variant. One place turns
 //! the command-line choice into a model and into the command line that reproduces it.
 
+use recovery_model::bug_zoo::VARIANTS;
 use recovery_model::config::FlinkFix;
 use recovery_model::presets::{find_preset, preset_names};
 use recovery_model::properties::PropertyId;
-use recovery_model::bug_zoo::VARIANTS;
 use recovery_model::{ModelConfig, RecoveryModel, Variant};
 use stateright::Expectation;
 use std::path::{Path, PathBuf};

@@ -3,13 +3,13 @@
 //! channel model's shape (text, `--json`, `--junit`); exit codes are the same.
 
 use crate::junit;
+use recovery_model::task_level::bug_zoo::{TASK_VARIANTS, TaskVariantInfo};
+use recovery_model::task_level::presets::{TASK_PRESETS, find_task_preset};
+use recovery_model::task_level::properties::TaskPropertyId;
+use recovery_model::task_level::{TaskModel, TaskVariant};
 use recovery_model::tooling::check::{CheckReport, Status};
 use recovery_model::tooling::task_level::check::{check, shortest_counterexample};
-use recovery_model::task_level::presets::{TASK_PRESETS, find_task_preset};
 use recovery_model::tooling::task_level::format;
-use recovery_model::task_level::properties::TaskPropertyId;
-use recovery_model::task_level::bug_zoo::{TASK_VARIANTS, TaskVariantInfo};
-use recovery_model::task_level::{TaskModel, TaskVariant};
 use std::path::Path;
 use std::process::ExitCode;
 

@@ -1,9 +1,9 @@
 //! What CI systems read: JUnit XML from `check`, `conform` and `variants --check`, parsed back
 //! with an independent XML reader, and the workflow file with both tiers.
 
+use recovery_model::bug_zoo::VARIANTS;
 use recovery_model::properties::PropertyId;
 use recovery_model::task_level::bug_zoo::TASK_VARIANTS;
-use recovery_model::bug_zoo::VARIANTS;
 use std::path::PathBuf;
 use std::process::Command;
 

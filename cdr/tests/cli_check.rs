@@ -1,7 +1,7 @@
 //! The `cdr` command line: exit codes, JSON shapes, and clear errors on bad input.
 
-use recovery_model::tooling::check::expectation_name;
 use recovery_model::properties::PropertyId;
+use recovery_model::tooling::check::expectation_name;
 use std::process::{Command, Output};
 
 fn cdr(args: &[&str]) -> Output {

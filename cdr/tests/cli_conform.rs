@@ -1,8 +1,8 @@
 //! `cdr conform` and `cdr replay` from the outside: exit codes, the JSON shape, trace files.
 
 use conformance::trace::Trace;
-use recovery_model::tooling::check::shortest_counterexample;
 use recovery_model::properties::PropertyId;
+use recovery_model::tooling::check::shortest_counterexample;
 use recovery_model::{RecoveryModel, Variant, preset};
 use std::process::Command;
 

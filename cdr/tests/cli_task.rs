@@ -2,9 +2,9 @@
 //! exits 1 naming its property, and mixing the two models' presets and variants is a usage
 //! error.
 
-use recovery_model::tooling::check::expectation_name;
-use recovery_model::task_level::properties::TaskPropertyId;
 use recovery_model::task_level::bug_zoo::TASK_VARIANTS;
+use recovery_model::task_level::properties::TaskPropertyId;
+use recovery_model::tooling::check::expectation_name;
 use std::process::{Command, Output};
 
 fn cdr(args: &[&str]) -> Output {

@@ -134,8 +134,8 @@ fn the_bug_zoo_table_of_conformance_md_is_what_the_replays_give() {
     use conformance::driver::ModelDriver;
     use conformance::impl_driver::ImplDriver;
     use conformance::replay::{Compare, lockstep};
-    use recovery_model::tooling::check::shortest_counterexample;
     use recovery_model::bug_zoo::VARIANTS;
+    use recovery_model::tooling::check::shortest_counterexample;
 
     let rows = table_rows(
         &conformance_md(),
@@ -196,8 +196,8 @@ fn the_divergence_example_of_conformance_md_is_what_the_broken_driver_reports() 
     use conformance::driver::ModelDriver;
     use conformance::impl_driver::ImplDriver;
     use conformance::replay::{Compare, lockstep};
-    use recovery_model::tooling::check::shortest_counterexample;
     use recovery_model::properties::PropertyId;
+    use recovery_model::tooling::check::shortest_counterexample;
 
     let doc = conformance_md();
     let shown = fenced_block_after(&doc, "## Reading a divergence");
@@ -413,8 +413,8 @@ fn findings_md_gives_the_length_of_each_finding_s_shortest_counterexample() {
 /// channel at 0 exclusive and 1 floating buffer.
 #[test]
 fn every_step_count_in_findings_md_is_a_shortest_counterexample() {
-    use recovery_model::tooling::check::shortest_counterexample;
     use recovery_model::properties::PropertyId;
+    use recovery_model::tooling::check::shortest_counterexample;
     let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/findings.md")).unwrap();
     let mut tiny = preset("tiny").unwrap();
     tiny.channels[1].exclusive = 0;

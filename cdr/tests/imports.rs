@@ -572,7 +572,10 @@ fn the_model_kernel_imports_nothing_above_it() {
                 .map(move |t| format!("{file} -> {t}"))
         })
         .collect();
-    assert!(above.is_empty(), "kernel files that import files above the kernel: {above:#?}");
+    assert!(
+        above.is_empty(),
+        "kernel files that import files above the kernel: {above:#?}"
+    );
 }
 
 #[test]

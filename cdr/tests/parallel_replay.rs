@@ -162,8 +162,8 @@ fn the_implementation_out_of_process_agrees_with_it_in_process_on_every_step() {
 #[test]
 fn a_divergence_sent_ahead_is_reported_as_in_process() {
     use conformance::replay::{Compare, ReplayError, lockstep};
-    use recovery_model::tooling::check::shortest_counterexample;
     use recovery_model::properties::PropertyId;
+    use recovery_model::tooling::check::shortest_counterexample;
     let buggy = RecoveryModel::new(preset("tiny").unwrap(), Variant::NoEventStash);
     let actions = shortest_counterexample(&buggy, PropertyId::RecoveredDataPrecedesLiveData).unwrap();
     let mut reference = ModelDriver::new(buggy.clone());

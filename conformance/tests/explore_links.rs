@@ -4,10 +4,10 @@
 //! last state, and the picture of that state names the violated property.
 
 use conformance::trace::deep_link;
-use recovery_model::tooling::check::shortest_counterexample;
-use recovery_model::presets::find_preset;
-use recovery_model::tooling::svg;
 use recovery_model::bug_zoo::VARIANTS;
+use recovery_model::presets::find_preset;
+use recovery_model::tooling::check::shortest_counterexample;
+use recovery_model::tooling::svg;
 use recovery_model::{RecoveryModel, State};
 use stateright::{Model, Path};
 

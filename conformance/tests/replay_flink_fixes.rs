@@ -8,10 +8,10 @@ use conformance::impl_driver::ImplDriver;
 use conformance::observation::Observation;
 use conformance::replay::{Compare, ReplayError, lockstep, replay};
 use conformance::trace::Trace;
-use recovery_model::tooling::check::shortest_counterexample;
 use recovery_model::config::FlinkFix;
 use recovery_model::expectations::{DRAINER_MISSES_WAKEUP, MIGRATION_PERSISTS_TWICE};
 use recovery_model::properties::PropertyId;
+use recovery_model::tooling::check::shortest_counterexample;
 use recovery_model::{Action, ModelConfig, RecoveryModel, Variant, preset};
 use std::time::Duration;
 

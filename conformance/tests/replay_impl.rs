@@ -10,10 +10,10 @@ use conformance::generate::{SplitMix64, random_walk};
 use conformance::impl_driver::ImplDriver;
 use conformance::observation::{Item, Observation, diff};
 use conformance::replay::{Compare, lockstep};
-use recovery_model::tooling::check::shortest_counterexample;
+use recovery_model::bug_zoo::VARIANTS;
 use recovery_model::properties::PropertyId;
 use recovery_model::state::Payload;
-use recovery_model::bug_zoo::VARIANTS;
+use recovery_model::tooling::check::shortest_counterexample;
 use recovery_model::{Action, ChannelKind, RecoveryModel, Variant, preset};
 use std::fmt::Write;
 

@@ -164,9 +164,9 @@ fn a_path_that_leaves_the_model_is_reported_not_panicked() {
 /// `cdr check --preset NAME --trace-out FILE` when this fails.
 #[test]
 fn the_trace_files_of_the_findings_are_current() {
-    use recovery_model::tooling::check::shortest_counterexample;
     use recovery_model::expectations::{DRAINER_MISSES_WAKEUP, LATE_FLOATING_CREDIT};
     use recovery_model::properties::PropertyId;
+    use recovery_model::tooling::check::shortest_counterexample;
     for (name, property) in [
         ("priority-race", PropertyId::PriorityHonoured),
         ("drain-wakeup", DRAINER_MISSES_WAKEUP[0]),

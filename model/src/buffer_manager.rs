@@ -7,9 +7,9 @@
 use crate::action::{Action, Thread};
 use crate::config::FlinkFix;
 use crate::model::RecoveryModel;
+use crate::state::NetBuf;
 use crate::state::buffer_manager::Recycled;
 use crate::state::{Announce, RecyclerPc, State};
-use crate::state::NetBuf;
 
 /// The recycler: whatever thread drops the last reference to a network buffer.
 impl RecoveryModel {

@@ -15,8 +15,8 @@
 //! Bounds come from [`ModelConfig`]; see docs/model.md.
 
 pub mod action;
-pub mod bug_zoo;
 pub mod buffer_manager;
+pub mod bug_zoo;
 pub mod config;
 pub mod expectations;
 pub mod local_buffer_pool;
@@ -39,7 +39,7 @@ pub mod variant;
 
 pub use action::{Action, Thread};
 pub use config::{ChannelConfig, ChannelKind, Delivery, ModelConfig, Upstream};
-pub use presets::{PRESETS, preset};
 pub use model::RecoveryModel;
+pub use presets::{PRESETS, preset};
 pub use state::State;
 pub use variant::Variant;

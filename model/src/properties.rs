@@ -3,15 +3,14 @@
 //! graph is acyclic and each predicate is stable (see docs/model.md); `sometimes` properties
 //! prove that the interesting situations are reachable, so the safety checks are not vacuous.
 
-use crate::state::channel_state_persister::PersistStatus;
 use crate::config::{ChannelKind, Delivery, FlinkFix};
 use crate::model::RecoveryModel;
+use crate::state::channel_state_persister::PersistStatus;
 use crate::state::*;
 use smallvec::SmallVec;
 use stateright::Property;
 
 use crate::property_table::properties;
-
 
 properties! {
     /// A property of the channel model. Code refers to properties by this key; the name

@@ -5,8 +5,8 @@
 use crate::action::{Action, Thread};
 use crate::config::ChannelConfig;
 use crate::config::ChannelKind;
-use crate::state::LocalBufferPool;
 use crate::model::RecoveryModel;
+use crate::state::LocalBufferPool;
 use crate::state::producer::Wire;
 use crate::state::{Announce, Channel, Entry, Failure, NetBuf, Payload, PopFront, RESUME_CONSUMPTION, Violation};
 use crate::state::{RecyclerPc, SenderBacklog, State, TaskPc};

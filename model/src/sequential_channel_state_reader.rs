@@ -4,11 +4,11 @@
 //! channel 1's, ..., then every channel's finish.
 
 use crate::action::Action;
-use crate::state::buffer_manager::BufferManager;
 use crate::config::{ChannelKind, Delivery};
 use crate::model::RecoveryModel;
 use crate::recoverable_input_channel as rc;
 use crate::recovered_input_channel as recovered;
+use crate::state::buffer_manager::BufferManager;
 use crate::state::sequential_channel_state_reader::IoStep;
 use crate::state::{Payload, State, TaskPc};
 use crate::variant::Variant;

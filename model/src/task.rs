@@ -5,12 +5,12 @@
 
 use crate::action::Action;
 use crate::action::Thread;
-use crate::state::channel_state_persister::PersistStatus;
 use crate::config::{ChannelKind, Delivery, ModelConfig};
 use crate::model::{GatePolling, RecoveryModel};
 use crate::recoverable_input_channel::{self as rc, Declined};
 use crate::remote_input_channel as remote;
 use crate::state::Announce;
+use crate::state::channel_state_persister::PersistStatus;
 use crate::state::{Alignment, CheckpointId, CheckpointStatus, Delivered, Payload, State, TaskPc};
 use crate::variant::Variant;
 

@@ -2,10 +2,10 @@
 //! names, with a shortest counterexample that is snapshotted; and with the fix on, the same
 //! presets satisfy every property.
 
-use recovery_model::tooling::check::{Status, check, shortest_counterexample};
-use recovery_model::presets::find_preset;
-use recovery_model::tooling::format::counterexample;
 use recovery_model::bug_zoo::VARIANTS;
+use recovery_model::presets::find_preset;
+use recovery_model::tooling::check::{Status, check, shortest_counterexample};
+use recovery_model::tooling::format::counterexample;
 use recovery_model::{RecoveryModel, Variant};
 
 #[test]

@@ -1,9 +1,9 @@
 //! The small presets checked exhaustively: every property's verdict is asserted, and the state
 //! graph is acyclic so that the `eventually` verdicts are sound.
 
-use recovery_model::tooling::check::{AcyclicBy, check};
 use recovery_model::presets::find_preset;
 use recovery_model::properties::PropertyId;
+use recovery_model::tooling::check::{AcyclicBy, check};
 use recovery_model::{RecoveryModel, Variant};
 
 /// Checks preset `name` and asserts every verdict; returns the number of unique states.
@@ -78,8 +78,8 @@ fn two_checkpoints_without_recovery_satisfy_every_property() {
 
 #[test]
 fn the_alignment_timer_finds_the_announced_barrier_behind_the_blocking_end_of_output_event() {
-    use recovery_model::tooling::check::shortest_path;
     use recovery_model::state::{Payload, State};
+    use recovery_model::tooling::check::shortest_path;
     // The upstream's EndOfOutputChannelStateEvent blocks its subpartition: the aligned barrier
     // behind it (not a priority element) waits until every channel's recovery ended and the
     // task resumed consumption, so it never reaches the recovery stash, and the timer's
@@ -94,7 +94,8 @@ fn the_alignment_timer_finds_the_announced_barrier_behind_the_blocking_end_of_ou
     // modelling error behind the withdrawn finding (docs/findings.md).
     let unblocked = RecoveryModel::new((p.config)(), Variant::RecoveryCompletionNotBlocking);
     assert!(shortest_path(&unblocked, stashed).is_some());
-    let path = recovery_model::tooling::check::shortest_counterexample(&unblocked, PropertyId::AnnouncedBarrierFound).unwrap();
+    let path =
+        recovery_model::tooling::check::shortest_counterexample(&unblocked, PropertyId::AnnouncedBarrierFound).unwrap();
     assert_eq!(path.len(), 9, "{path:?}");
 }
 
@@ -110,8 +111,8 @@ fn a_shared_pool_hands_a_recycled_floating_buffer_to_another_channel_and_satisfi
 
 #[test]
 fn a_channel_in_recovery_takes_no_floating_buffer_for_a_backlog_its_blocked_upstream_cannot_have() {
-    use recovery_model::tooling::check::shortest_path;
     use recovery_model::state::State;
+    use recovery_model::tooling::check::shortest_path;
     // Two remote channels without exclusive buffers share the gate's one floating buffer.
     // Each upstream's first element, EndOfOutputChannelStateEvent, blocks its subpartition
     // with a backlog of 0, so no channel in recovery requests a floating buffer for a backlog,
@@ -233,8 +234,8 @@ fn the_split_release_satisfies_every_property_and_its_window_delivers() {
 #[test]
 fn a_channel_in_its_release_window_still_has_next_for_a_gate_that_polls_any_channel() {
     use recovery_model::Action;
-    use recovery_model::tooling::check::shortest_path;
     use recovery_model::model::GatePolling;
+    use recovery_model::tooling::check::shortest_path;
     use stateright::Model;
     for name in ["release-window-local", "release-window-remote"] {
         let m = RecoveryModel::new((find_preset(name).unwrap().config)(), Variant::Fixed)
@@ -277,8 +278,8 @@ fn a_converted_local_channel_still_in_recovery_loses_the_priority_flag_as_the_dr
 
 #[test]
 fn two_channels_aligned_with_timeout_complete_aligned_or_go_unaligned_when_the_timer_fires() {
-    use recovery_model::tooling::check::shortest_path;
     use recovery_model::state::{CheckpointStatus, Payload, State, TaskPc};
+    use recovery_model::tooling::check::shortest_path;
     assert_eq!(satisfies_every_property("aligned-timeout-two-channels"), 334565);
     let p = find_preset("aligned-timeout-two-channels").unwrap();
     let m = RecoveryModel::new((p.config)(), Variant::Fixed);
@@ -327,7 +328,9 @@ fn two_channels_aligned_with_timeout_complete_aligned_or_go_unaligned_when_the_t
 #[test]
 fn a_remote_channel_without_exclusive_buffers_receives_data_after_the_backlog_announcement() {
     use recovery_model::Action;
-    use recovery_model::config::{ChannelConfig, Delivery, ModelConfig, Upstream::Data as D, Upstream::EndOfOutputChannelState as O, remote};
+    use recovery_model::config::{
+        ChannelConfig, Delivery, ModelConfig, Upstream::Data as D, Upstream::EndOfOutputChannelState as O, remote,
+    };
     use stateright::Model;
     let cfg = ModelConfig {
         channels: vec![remote(0, &[O, D], 0, 1)],
@@ -344,7 +347,9 @@ fn a_remote_channel_without_exclusive_buffers_receives_data_after_the_backlog_an
     };
     cfg.validate().unwrap();
     let model = RecoveryModel::new(cfg.clone(), Variant::Fixed);
-    assert!(recovery_model::tooling::check::shortest_counterexample(&model, PropertyId::AllLiveDataDelivered).is_none());
+    assert!(
+        recovery_model::tooling::check::shortest_counterexample(&model, PropertyId::AllLiveDataDelivered).is_none()
+    );
     let path = recovery_model::tooling::check::shortest_example(&model, PropertyId::EverythingDelivered).unwrap();
     assert!(path.contains(&Action::AnnounceBacklog { channel: 0 }), "{path:?}");
     // Without the announcement the channel would wait for credit forever.

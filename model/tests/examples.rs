@@ -4,11 +4,11 @@
 //! the shortest way to reach each interesting situation, so that a
 //! model change that moves it shows up in review.
 
-use recovery_model::tooling::check::{shortest_examples, shortest_path};
 use recovery_model::presets::find_preset;
-use recovery_model::tooling::format::counterexample;
 use recovery_model::properties::PropertyId;
 use recovery_model::state::{NetBuf, Payload};
+use recovery_model::tooling::check::{shortest_examples, shortest_path};
+use recovery_model::tooling::format::counterexample;
 use recovery_model::{Action, RecoveryModel, Variant};
 use stateright::{Expectation, Model};
 

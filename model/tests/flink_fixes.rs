@@ -4,10 +4,10 @@
 //! excused catches again whatever else breaks in the code they touch. Each fix alone restores
 //! exactly its own finding's properties.
 
-use recovery_model::tooling::check::{Status, check};
 use recovery_model::config::FlinkFix;
 use recovery_model::presets::{PRESETS, find_preset};
 use recovery_model::properties::PropertyId;
+use recovery_model::tooling::check::{Status, check};
 use recovery_model::{ModelConfig, RecoveryModel, Variant};
 
 /// The presets whose configuration declares a Flink defect, with the fix that removes it.

@@ -10,13 +10,13 @@
 //! set keeps fingerprints only and a collision would silently drop a state and all it leads
 //! to. Ignored in `cargo test`; cargo-mutants runs it in release.
 
-use recovery_model::tooling::check::{check, shortest_counterexample, shortest_path};
-use recovery_model::tooling::fingerprint::state_fingerprint;
+use recovery_model::bug_zoo::VARIANTS;
 use recovery_model::config::{Delivery, ModelConfig, Upstream, local, remote};
 use recovery_model::presets::find_preset;
 use recovery_model::properties::PropertyId;
 use recovery_model::state::Payload;
-use recovery_model::bug_zoo::VARIANTS;
+use recovery_model::tooling::check::{check, shortest_counterexample, shortest_path};
+use recovery_model::tooling::fingerprint::state_fingerprint;
 use recovery_model::{RecoveryModel, State, Variant};
 use stateright::Model;
 use std::collections::HashMap;

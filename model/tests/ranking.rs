@@ -3,10 +3,10 @@
 //! bug-zoo variant on its preset, increases it, and the depth-first search agrees that the
 //! graph is acyclic. `ci` is covered by `cdr check`, which reports how acyclicity was decided.
 
-use recovery_model::tooling::check::graph_is_acyclic;
-use recovery_model::presets::PRESETS;
-use recovery_model::tooling::progress::non_increasing_edges;
 use recovery_model::bug_zoo::VARIANTS;
+use recovery_model::presets::PRESETS;
+use recovery_model::tooling::check::graph_is_acyclic;
+use recovery_model::tooling::progress::non_increasing_edges;
 use recovery_model::{RecoveryModel, Variant};
 
 fn assert_ranked(m: &RecoveryModel, what: &str) {

@@ -4,11 +4,11 @@
 //! model to a state that discovers its property, as short as a path there can be; and what it
 //! finds does not depend on the number of threads.
 
-use recovery_model::tooling::check::{shortest_counterexample, shortest_examples};
+use recovery_model::bug_zoo::VARIANTS;
 use recovery_model::presets::{PRESETS, find_preset};
 use recovery_model::properties::PropertyId;
+use recovery_model::tooling::check::{shortest_counterexample, shortest_examples};
 use recovery_model::tooling::search::{Counters, Frontier, Outcome, SearchOptions, bfs, encoded_size};
-use recovery_model::bug_zoo::VARIANTS;
 use recovery_model::{RecoveryModel, Variant};
 use stateright::{Checker, Expectation, Model};
 
@@ -178,7 +178,10 @@ fn a_spilled_frontier_finds_what_a_whole_one_does_and_leaves_no_file() {
     ];
     for (name, variant) in models {
         let whole = RecoveryModel::new((find_preset(name).unwrap().config)(), variant);
-        let (a, b) = (search(&whole, 2), search_with(&whole, 2, Frontier::Spilled(dir.clone())));
+        let (a, b) = (
+            search(&whole, 2),
+            search_with(&whole, 2, Frontier::Spilled(dir.clone())),
+        );
         assert_eq!(
             (b.states, b.unique_states, b.max_depth),
             (a.states, a.unique_states, a.max_depth),

@@ -1,9 +1,9 @@
 //! Seeded simulation: it finds every bug-zoo variant by its own property, its counterexamples
 //! are shrunk and replay to a refuting state, and a run's report depends on its seed alone.
 
+use recovery_model::bug_zoo::VARIANTS;
 use recovery_model::tooling::check::shortest_counterexample;
 use recovery_model::tooling::simulate::{SimStatus, SimulationOptions, SimulationReport, simulate};
-use recovery_model::bug_zoo::VARIANTS;
 use recovery_model::{RecoveryModel, Variant, preset};
 use stateright::Model;
 

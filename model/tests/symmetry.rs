@@ -4,9 +4,9 @@
 //! was written), so a state and its mirror image have different futures, and merging them
 //! would lose states.
 
-use recovery_model::tooling::fingerprint::state_fingerprint;
 use recovery_model::config::{ModelConfig, Upstream, local};
 use recovery_model::presets::preset;
+use recovery_model::tooling::fingerprint::state_fingerprint;
 use recovery_model::{RecoveryModel, State, Variant};
 use stateright::Model;
 use std::collections::HashSet;

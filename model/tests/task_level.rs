@@ -2,15 +2,15 @@
 //! on an acyclic graph; each task-level bug variant is found by the property its row names,
 //! with a shortest counterexample that is snapshotted.
 
-use recovery_model::tooling::check::Status;
-use recovery_model::tooling::task_level::check::{check, graph_is_acyclic, shortest_counterexample};
+use recovery_model::task_level::bug_zoo::TASK_VARIANTS;
 use recovery_model::task_level::config::TaskShape;
 use recovery_model::task_level::presets::find_task_preset;
-use recovery_model::tooling::task_level::format::counterexample;
 use recovery_model::task_level::properties::TaskPropertyId;
 use recovery_model::task_level::state::{Mail, Phase};
-use recovery_model::task_level::bug_zoo::TASK_VARIANTS;
 use recovery_model::task_level::{TaskModel, TaskVariant};
+use recovery_model::tooling::check::Status;
+use recovery_model::tooling::task_level::check::{check, graph_is_acyclic, shortest_counterexample};
+use recovery_model::tooling::task_level::format::counterexample;
 use stateright::{Expectation, Model};
 
 fn task_shapes() -> Vec<TaskShape> {

@@ -1,9 +1,9 @@
 //! `BufferManager`'s fields, and its methods that touch them alone: each one critical section
 //! of `bufferQueue`. Its steps on the model are in `buffer_manager.rs`.
 
+use crate::state::elements::{Buffers, NetBuf, PopFront};
 use crate::state::local_buffer_pool::LocalBufferPool;
 use crate::variant::Variant;
-use crate::state::elements::{Buffers, NetBuf, PopFront};
 
 /// Buffer queues and the notification gate of one channel.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize)]

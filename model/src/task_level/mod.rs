@@ -34,7 +34,7 @@ pub mod variant;
 
 pub use action::{TaskAction, TaskThread};
 pub use config::TaskShape;
-pub use presets::{TASK_PRESETS, TaskPreset, find_task_preset};
 pub use model::TaskModel;
+pub use presets::{TASK_PRESETS, TaskPreset, find_task_preset};
 pub use state::TaskState;
 pub use variant::TaskVariant;

@@ -3,11 +3,11 @@
 
 use crate::action::Action;
 use crate::model::RecoveryModel;
-use crate::tooling::progress::RankCheck;
 use crate::properties::PropertyId;
-use crate::tooling::fingerprint::fingerprint;
-use crate::tooling::search::{Counters, Frontier, SearchOptions, bfs};
 use crate::state::State;
+use crate::tooling::fingerprint::fingerprint;
+use crate::tooling::progress::RankCheck;
+use crate::tooling::search::{Counters, Frontier, SearchOptions, bfs};
 use serde::Serialize;
 use stateright::{Expectation, Model};
 use std::collections::{HashMap, HashSet, VecDeque};

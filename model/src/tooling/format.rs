@@ -2,8 +2,8 @@
 //! [`Step`]s that say what one action changed; the state as paragraphs.
 
 use crate::action::{Action, Thread};
-use crate::state::LocalBufferPool;
 use crate::model::RecoveryModel;
+use crate::state::LocalBufferPool;
 use crate::state::{
     Announce, Channel, CheckpointStatus, Delivered, Entry, Failure, NetBuf, Payload, RESUME_CONSUMPTION, RecyclerPc,
     State, TaskPc,

@@ -6,8 +6,8 @@ use crate::action::Action;
 use crate::model::RecoveryModel;
 use crate::properties::{self, PropertyId};
 use crate::state::State;
-use crate::tooling::svg::{self, ExplorerNote};
 use crate::tooling::format;
+use crate::tooling::svg::{self, ExplorerNote};
 use stateright::{Model, Property};
 
 impl Model for RecoveryModel {

@@ -11,11 +11,11 @@
 
 use crate::action::Action;
 use crate::config::ChannelKind;
-use crate::tooling::format;
-use crate::state::LocalBufferPool;
 use crate::model::RecoveryModel;
 use crate::properties::{PropertyId, expected_persisted};
+use crate::state::LocalBufferPool;
 use crate::state::{Channel, Entry, NetBuf, Payload, State};
+use crate::tooling::format;
 use stateright::Expectation;
 use std::fmt::Write;
 
@@ -699,6 +699,10 @@ mod tests {
         assert!(svg.contains(">plain note</text>"), "{svg}");
         let a = Action::RequestPartitions;
         let s1 = m.next_state(&s0, a).unwrap();
-        assert!(!state_after(&m, &s1, Some((&s0, &a)), &notes).unwrap().contains("plain note"));
+        assert!(
+            !state_after(&m, &s1, Some((&s0, &a)), &notes)
+                .unwrap()
+                .contains("plain note")
+        );
     }
 }
