@@ -222,85 +222,116 @@ fn run(
     by_fingerprint: bool,
     progress: &OnTrace,
 ) -> Result<(Tally, String, Vec<String>), HarnessFailure> {
-    let source = Mutex::new(jobs);
-    let divergences = AtomicUsize::new(0);
-    let stop = AtomicBool::new(false);
-    let failure: Mutex<Option<HarnessFailure>> = Mutex::new(None);
-    let identity: Mutex<Option<(String, Vec<String>)>> = Mutex::new(None);
-    let max = opts.max_divergences.max(1);
+    let shared = Run {
+        model,
+        factory,
+        by_fingerprint,
+        progress,
+        source: Mutex::new(jobs),
+        divergences: AtomicUsize::new(0),
+        max: opts.max_divergences.max(1),
+        stop: AtomicBool::new(false),
+        failure: Mutex::new(None),
+        identity: Mutex::new(None),
+    };
     let tallies: Vec<Tally> = std::thread::scope(|scope| {
-        let workers: Vec<_> = (0..opts.jobs.max(1))
-            .map(|_| {
-                scope.spawn(|| {
-                    let mut tally = Tally::default();
-                    let mut driver = match factory() {
-                        Ok(d) => d,
-                        Err(e) => {
-                            failure.lock().unwrap().get_or_insert(HarnessFailure {
-                                trace: 0,
-                                step: 0,
-                                message: e.to_string(),
-                            });
-                            stop.store(true, Ordering::SeqCst);
-                            return tally;
-                        }
-                    };
-                    identity
-                        .lock()
-                        .unwrap()
-                        .get_or_insert_with(|| (driver.name().to_string(), driver.unobserved().to_vec()));
-                    let mut reference = ModelDriver::new(model.clone());
-                    while !stop.load(Ordering::SeqCst) {
-                        let Some(job) = source.lock().unwrap().next() else {
-                            break;
-                        };
-                        tally.traces += 1;
-                        tally.edges_share += job.new_at.len();
-                        match lockstep(&mut reference, driver.as_mut(), &job.actions, job.compare) {
-                            Ok(n) => tally.performed(&job, n, by_fingerprint),
-                            Err(ReplayError::Diverged(d)) => {
-                                tally.performed(&job, d.step - 1, false);
-                                tally.divergences += 1;
-                                if tally.first.as_ref().is_none_or(|(j, _)| job.index < *j) {
-                                    tally.first = Some((job.index, d));
-                                }
-                                if divergences.fetch_add(1, Ordering::SeqCst) + 1 >= max {
-                                    stop.store(true, Ordering::SeqCst);
-                                }
-                            }
-                            Err(ReplayError::Unsupported { step, action, .. }) => {
-                                tally.performed(&job, step - 1, by_fingerprint);
-                                *tally.unsupported.entry(action.method()).or_default() += 1;
-                            }
-                            Err(ReplayError::Harness { step, message }) => {
-                                failure.lock().unwrap().get_or_insert(HarnessFailure {
-                                    trace: job.index,
-                                    step,
-                                    message,
-                                });
-                                stop.store(true, Ordering::SeqCst);
-                            }
-                        }
-                        progress();
-                    }
-                    tally
-                })
-            })
-            .collect();
+        let workers: Vec<_> = (0..opts.jobs.max(1)).map(|_| scope.spawn(|| shared.work())).collect();
         workers
             .into_iter()
             .map(|w| w.join().expect("a conform worker panicked"))
             .collect()
     });
-    if let Some(f) = failure.into_inner().unwrap() {
+    if let Some(f) = shared.failure.into_inner().unwrap() {
         return Err(f);
     }
     let mut total = Tally::default();
     for t in tallies {
         total.merge(t);
     }
-    let (name, unobserved) = identity.into_inner().unwrap().unwrap_or_default();
+    let (name, unobserved) = shared.identity.into_inner().unwrap().unwrap_or_default();
     Ok((total, name, unobserved))
+}
+
+/// What the workers of one run share: the traces left, and what stops them.
+struct Run<'a, 'j> {
+    model: &'a RecoveryModel,
+    factory: &'a DriverFactory<'a>,
+    by_fingerprint: bool,
+    progress: &'a OnTrace<'a>,
+    source: Mutex<&'j mut (dyn Iterator<Item = Job> + Send)>,
+    /// Diverging traces so far, of every worker; the run stops at `max`.
+    divergences: AtomicUsize,
+    max: usize,
+    stop: AtomicBool,
+    /// The first harness failure, which stops the run.
+    failure: Mutex<Option<HarnessFailure>>,
+    /// The driver's name and what it does not observe, from the first driver made.
+    identity: Mutex<Option<(String, Vec<String>)>>,
+}
+
+impl Run<'_, '_> {
+    /// One worker: a driver of its own, replaying traces until none is left or the run stops.
+    fn work(&self) -> Tally {
+        let mut tally = Tally::default();
+        let mut driver = match (self.factory)() {
+            Ok(d) => d,
+            Err(e) => {
+                self.fail(HarnessFailure {
+                    trace: 0,
+                    step: 0,
+                    message: e.to_string(),
+                });
+                return tally;
+            }
+        };
+        self.identity
+            .lock()
+            .unwrap()
+            .get_or_insert_with(|| (driver.name().to_string(), driver.unobserved().to_vec()));
+        let mut reference = ModelDriver::new(self.model.clone());
+        while !self.stop.load(Ordering::SeqCst) {
+            let Some(job) = self.source.lock().unwrap().next() else {
+                break;
+            };
+            self.replay(&mut tally, &mut reference, driver.as_mut(), &job);
+            (self.progress)();
+        }
+        tally
+    }
+
+    /// Replays `job` in lockstep with the model, and counts it in `tally`.
+    fn replay(&self, tally: &mut Tally, reference: &mut ModelDriver, driver: &mut dyn Driver, job: &Job) {
+        tally.traces += 1;
+        tally.edges_share += job.new_at.len();
+        match lockstep(reference, driver, &job.actions, job.compare) {
+            Ok(n) => tally.performed(job, n, self.by_fingerprint),
+            Err(ReplayError::Diverged(d)) => {
+                tally.performed(job, d.step - 1, false);
+                tally.divergences += 1;
+                if tally.first.as_ref().is_none_or(|(j, _)| job.index < *j) {
+                    tally.first = Some((job.index, d));
+                }
+                if self.divergences.fetch_add(1, Ordering::SeqCst) + 1 >= self.max {
+                    self.stop.store(true, Ordering::SeqCst);
+                }
+            }
+            Err(ReplayError::Unsupported { step, action, .. }) => {
+                tally.performed(job, step - 1, self.by_fingerprint);
+                *tally.unsupported.entry(action.method()).or_default() += 1;
+            }
+            Err(ReplayError::Harness { step, message }) => self.fail(HarnessFailure {
+                trace: job.index,
+                step,
+                message,
+            }),
+        }
+    }
+
+    /// Keeps the run's first harness failure and stops every worker.
+    fn fail(&self, failure: HarnessFailure) {
+        self.failure.lock().unwrap().get_or_insert(failure);
+        self.stop.store(true, Ordering::SeqCst);
+    }
 }
 
 fn in_shard(index: usize, shard: Option<(usize, usize)>) -> bool {

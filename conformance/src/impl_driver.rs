@@ -57,7 +57,7 @@ use recovery_impl::upstream_recovery_tracker::ResumableInputGate;
 use recovery_impl::{
     BufferId, BufferKind, ChannelError, DeclineReason, FlinkFixes, NetworkBuffer, RecoverableInputChannel,
 };
-use recovery_model::config::{ChannelKind, Delivery, FlinkFix, ModelConfig, Upstream};
+use recovery_model::config::{ChannelConfig, ChannelKind, Delivery, FlinkFix, ModelConfig, Upstream};
 use recovery_model::state::{NetBuf, Payload};
 use recovery_model::variant::Variant;
 use recovery_model::{Action, RecoveryModel, Thread};
@@ -387,12 +387,118 @@ pub fn flink_fixes(cfg: &ModelConfig) -> FlinkFixes {
     fixes
 }
 
+/// Creates the gate's channels, as Flink's `SingleInputGateFactory` does: each with its buffer
+/// pools, its producer's subpartition and the task's `ChannelStateWriter`.
+struct InputChannelFactory<'a> {
+    cfg: &'a ModelConfig,
+    gate: &'a SingleInputGate,
+    writer: &'a Arc<ChannelStateWriter>,
+    /// The gate's one pool (`shared_pool`), and its floating buffers.
+    shared_pool: Option<&'a Arc<LocalBufferPool>>,
+    shared: u8,
+}
+
+impl InputChannelFactory<'_> {
+    /// Channel `c`, set up (its exclusive buffers assigned) unless it is a placeholder.
+    fn create(&self, c: u8) -> Chan {
+        let cc = &self.cfg.channels[c as usize];
+        let ids = match self.shared_pool {
+            Some(_) => IdMap::with_shared_pool(c, self.shared, cc.exclusive),
+            None => IdMap::new(c, cc.floating, cc.exclusive),
+        };
+        let global = NetworkBufferPool::with_first_id(ids.base, (ids.floating + cc.exclusive) as u32);
+        let pool = match self.shared_pool {
+            Some(pool) => Arc::clone(pool),
+            None => LocalBufferPool::new(Arc::clone(&global), cc.floating as usize).expect("segments exist"),
+        };
+        let (subpartition, written) = producer_subpartition(c, cc);
+        let info = InputChannelInfo {
+            gate_idx: 0,
+            input_channel_idx: c as u32,
+        };
+        let context = ChannelContext {
+            channel_info: info,
+            gate: Arc::clone(self.gate.channels_with_data()),
+            global_pool: Arc::clone(&global),
+            buffer_pool: Arc::clone(&pool),
+            writer: Arc::clone(self.writer),
+            network_buffers_per_channel: cc.exclusive as usize,
+            flink_fixes: flink_fixes(self.cfg),
+        };
+        let handle = self.create_input_channel(cc.kind, context, &subpartition);
+        if let Some(physical) = handle.as_recoverable() {
+            physical.setup().expect("exclusive segments exist");
+        }
+        Chan {
+            kind: cc.kind,
+            info,
+            ids,
+            global,
+            pool,
+            subpartition,
+            handle,
+            recovered: cc.recovered,
+            reader: None,
+            wire: VecDeque::new(),
+            add_credit_in_flight: VecDeque::new(),
+            credit_writes: 0,
+            held: Vec::new(),
+            pushed: 0,
+            delivered: Vec::new(),
+            written,
+        }
+    }
+
+    /// `createInputChannel`: with conversion the gate starts with placeholders that
+    /// `requestPartitions(true)` converts with `toInputChannel(true)`; flag off, the task polls
+    /// them first and `requestPartitions(false)` converts them with `toInputChannel(false)`.
+    fn create_input_channel(
+        &self,
+        kind: ChannelKind,
+        context: ChannelContext,
+        subpartition: &Arc<ResultSubpartition>,
+    ) -> InputChannelHandle {
+        match (self.cfg.delivery, kind) {
+            (Delivery::Conversion | Delivery::Legacy | Delivery::Migration, ChannelKind::Local) => {
+                let partition = Arc::clone(subpartition);
+                InputChannelHandle::Recovered(RecoveredInputChannel::new(
+                    context,
+                    RecoveredChannelKind::Local { partition },
+                ))
+            }
+            (Delivery::Conversion | Delivery::Legacy | Delivery::Migration, ChannelKind::Remote) => {
+                InputChannelHandle::Recovered(RecoveredInputChannel::new(context, RecoveredChannelKind::Remote))
+            }
+            (delivery, ChannelKind::Local) => InputChannelHandle::Local(LocalInputChannel::new(
+                context,
+                Arc::clone(subpartition),
+                delivery.needs_recovery(),
+            )),
+            (delivery, ChannelKind::Remote) => {
+                InputChannelHandle::Remote(RemoteInputChannel::new(context, delivery.needs_recovery()))
+            }
+        }
+    }
+}
+
+/// Channel `c`'s producer subpartition, holding what the producer wrote before the task
+/// started (all its upstream but the `late` elements), and how many that is.
+fn producer_subpartition(c: u8, cc: &ChannelConfig) -> (Arc<ResultSubpartition>, u8) {
+    let subpartition = ResultSubpartition::new();
+    let written = cc.upstream.len() - cc.late as usize;
+    for (i, u) in cc.upstream.iter().take(written).enumerate() {
+        subpartition
+            .add(element_buffer(c, *u, i as u8))
+            .expect("a fresh subpartition accepts");
+    }
+    (subpartition, written as u8)
+}
+
 impl System {
     fn new(cfg: &ModelConfig) -> System {
         let writer = Arc::new(ChannelStateWriter::new());
         let gate_pool = LocalBufferPool::new(NetworkBufferPool::new(0), 0).expect("an empty pool");
         let gate = SingleInputGate::new(0, gate_pool);
-        let mut channels = Vec::new();
         // The gate's one pool (`shared_pool`), over a global pool of its own segments; else each
         // channel gets a pool of its own, standing for the gate's, so that buffer names map to ids.
         let shared: u8 = cfg.channels.iter().map(|cc| cc.floating).sum();
@@ -400,82 +506,14 @@ impl System {
             let global = NetworkBufferPool::with_first_id(SHARED_BASE, shared as u32);
             LocalBufferPool::new(global, shared as usize).expect("segments exist")
         });
-        for (c, cc) in cfg.channels.iter().enumerate() {
-            let c = c as u8;
-            let ids = match shared_pool {
-                Some(_) => IdMap::with_shared_pool(c, shared, cc.exclusive),
-                None => IdMap::new(c, cc.floating, cc.exclusive),
-            };
-            let global = NetworkBufferPool::with_first_id(ids.base, (ids.floating + cc.exclusive) as u32);
-            let pool = match &shared_pool {
-                Some(pool) => Arc::clone(pool),
-                None => LocalBufferPool::new(Arc::clone(&global), cc.floating as usize).expect("segments exist"),
-            };
-            let subpartition = ResultSubpartition::new();
-            let written = cc.upstream.len() - cc.late as usize;
-            for (i, u) in cc.upstream.iter().take(written).enumerate() {
-                subpartition
-                    .add(element_buffer(c, *u, i as u8))
-                    .expect("a fresh subpartition accepts");
-            }
-            let info = InputChannelInfo {
-                gate_idx: 0,
-                input_channel_idx: c as u32,
-            };
-            let context = ChannelContext {
-                channel_info: info,
-                gate: Arc::clone(gate.channels_with_data()),
-                global_pool: Arc::clone(&global),
-                buffer_pool: Arc::clone(&pool),
-                writer: Arc::clone(&writer),
-                network_buffers_per_channel: cc.exclusive as usize,
-                flink_fixes: flink_fixes(cfg),
-            };
-            let handle = match (cfg.delivery, cc.kind) {
-                // Conversion: the gate starts with placeholders that `requestPartitions(true)`
-                // converts with `toInputChannel(true)`; flag off, the task polls them first
-                // and `requestPartitions(false)` converts them with `toInputChannel(false)`.
-                (Delivery::Conversion | Delivery::Legacy | Delivery::Migration, ChannelKind::Local) => {
-                    let partition = Arc::clone(&subpartition);
-                    InputChannelHandle::Recovered(RecoveredInputChannel::new(
-                        context,
-                        RecoveredChannelKind::Local { partition },
-                    ))
-                }
-                (Delivery::Conversion | Delivery::Legacy | Delivery::Migration, ChannelKind::Remote) => {
-                    InputChannelHandle::Recovered(RecoveredInputChannel::new(context, RecoveredChannelKind::Remote))
-                }
-                (delivery, ChannelKind::Local) => InputChannelHandle::Local(LocalInputChannel::new(
-                    context,
-                    Arc::clone(&subpartition),
-                    delivery.needs_recovery(),
-                )),
-                (delivery, ChannelKind::Remote) => {
-                    InputChannelHandle::Remote(RemoteInputChannel::new(context, delivery.needs_recovery()))
-                }
-            };
-            if let Some(physical) = handle.as_recoverable() {
-                physical.setup().expect("exclusive segments exist");
-            }
-            channels.push(Chan {
-                kind: cc.kind,
-                info,
-                ids,
-                global,
-                pool,
-                subpartition,
-                handle,
-                recovered: cc.recovered,
-                reader: None,
-                wire: VecDeque::new(),
-                add_credit_in_flight: VecDeque::new(),
-                credit_writes: 0,
-                held: Vec::new(),
-                pushed: 0,
-                delivered: Vec::new(),
-                written: written as u8,
-            });
-        }
+        let factory = InputChannelFactory {
+            cfg,
+            gate: &gate,
+            writer: &writer,
+            shared_pool: shared_pool.as_ref(),
+            shared,
+        };
+        let channels: Vec<Chan> = (0..cfg.channels.len() as u8).map(|c| factory.create(c)).collect();
         gate.set_input_channels(channels.iter().map(|ch| ch.handle.clone()).collect());
         let n = cfg.checkpoints as usize;
         let drainer = FetchedChannelStateDrainer::new(cfg.channels.iter().map(|cc| cc.recovered as usize).collect());
@@ -1633,33 +1671,7 @@ impl ImplDriver {
         for (c, ch) in self.sys.channels.iter().enumerate() {
             let snapshot: ChannelSnapshot = ch.handle.snapshot();
             let netty = match &snapshot {
-                ChannelSnapshot::Remote(r) => Some(NettyParts {
-                    reader_credit: ch.reader.as_ref().map(|r| r.num_credits_available()),
-                    wire: ch
-                        .wire
-                        .iter()
-                        .map(|w| match w {
-                            ServerMessage::Response(w) => WireElement {
-                                item: item_of(c as u8, &w.buffer.snapshot()),
-                                seq: w.sequence_number,
-                                backlog: w.backlog,
-                            },
-                            ServerMessage::BacklogAnnouncement { backlog } => WireElement {
-                                item: Item::Known(Payload::BacklogAnnouncement),
-                                seq: -1,
-                                backlog: *backlog,
-                            },
-                        })
-                        .collect(),
-                    add_credit_in_flight: (ch.add_credit_in_flight.iter())
-                        .map(|m| match m {
-                            ClientMessage::AddCredit(credit) => *credit,
-                            // The model's `RESUME_CONSUMPTION`.
-                            ClientMessage::ResumeConsumption(_) => 0,
-                        })
-                        .collect(),
-                    add_credit_queued: r.credit_notifications > ch.credit_writes,
-                }),
+                ChannelSnapshot::Remote(r) => Some(netty_parts(c as u8, ch, r.credit_notifications)),
                 _ => None,
             };
             let held: Vec<BufferId> = ch.held.iter().map(NetworkBuffer::id).collect();
@@ -1678,10 +1690,28 @@ impl ImplDriver {
                 delivered: &ch.delivered,
             }));
         }
+        let (queue, priority) = self.input_channels_with_data();
+        let gate = GateView {
+            queue,
+            priority,
+            state_consumed: self.sys.gate.all_state_consumed(),
+            unrestored_channels: self.sys.gate.upstream_recovery_tracker().num_unrestored_channels() as i32,
+        };
+        Snapshot {
+            channels,
+            gate,
+            task: self.workers.task.pending(&ids),
+            netty_client: self.workers.netty_client.pending(&ids),
+            recycler: self.workers.recycler.pending(&ids),
+        }
+    }
+
+    /// The gate's `inputChannelsWithData` and how many of them, at the head, have priority,
+    /// with the notifications waiting for the task's turn to end shown as made (`queueChannel`).
+    fn input_channels_with_data(&self) -> (Vec<u8>, usize) {
         let queued = self.sys.gate.channels_with_data().snapshot();
         let (mut queue, mut priority): (Vec<u8>, usize) =
             (queued.channels.iter().map(|c| *c as u8).collect(), queued.num_priority);
-        // Notifications waiting for the task's turn to end, shown as made (`queueChannel`).
         for &(_, c, with_priority, _) in self.waiting_for_turn.iter().filter(|w| w.3) {
             let at = queue.iter().position(|q| *q == c);
             if at.is_some_and(|at| !with_priority || at < priority) {
@@ -1698,19 +1728,40 @@ impl ImplDriver {
                 false => queue.push(c),
             }
         }
-        let gate = GateView {
-            queue,
-            priority,
-            state_consumed: self.sys.gate.all_state_consumed(),
-            unrestored_channels: self.sys.gate.upstream_recovery_tracker().num_unrestored_channels() as i32,
-        };
-        Snapshot {
-            channels,
-            gate,
-            task: self.workers.task.pending(&ids),
-            netty_client: self.workers.netty_client.pending(&ids),
-            recycler: self.workers.recycler.pending(&ids),
-        }
+        (queue, priority)
+    }
+}
+
+/// The Netty stand-ins of remote channel `c`: the server's view reader and what it wrote, the
+/// client's `AddCredit` and `ResumeConsumption` messages, and whether a `notifyCreditAvailable`
+/// (of `credit_notifications` so far) is not yet served.
+fn netty_parts(c: u8, ch: &Chan, credit_notifications: u64) -> NettyParts {
+    NettyParts {
+        reader_credit: ch.reader.as_ref().map(|r| r.num_credits_available()),
+        wire: ch
+            .wire
+            .iter()
+            .map(|w| match w {
+                ServerMessage::Response(w) => WireElement {
+                    item: item_of(c, &w.buffer.snapshot()),
+                    seq: w.sequence_number,
+                    backlog: w.backlog,
+                },
+                ServerMessage::BacklogAnnouncement { backlog } => WireElement {
+                    item: Item::Known(Payload::BacklogAnnouncement),
+                    seq: -1,
+                    backlog: *backlog,
+                },
+            })
+            .collect(),
+        add_credit_in_flight: (ch.add_credit_in_flight.iter())
+            .map(|m| match m {
+                ClientMessage::AddCredit(credit) => *credit,
+                // The model's `RESUME_CONSUMPTION`.
+                ClientMessage::ResumeConsumption(_) => 0,
+            })
+            .collect(),
+        add_credit_queued: credit_notifications > ch.credit_writes,
     }
 }
 

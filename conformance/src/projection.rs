@@ -41,18 +41,20 @@
 //!   model writes it (`RESUME_CONSUMPTION`).
 
 use crate::observation::*;
-use recovery_impl::BufferId;
 use recovery_impl::buffer_manager::BufferManagerSnapshot;
 use recovery_impl::buffer_pool::{LocalBufferPoolSnapshot, NetworkBufferPoolSnapshot};
-use recovery_impl::channel_state_persister::{self as persister, ChannelStateWriterSnapshot};
+use recovery_impl::channel_state_persister::{self as persister, ChannelStateWriterSnapshot, PersistedBuffer};
+use recovery_impl::local_input_channel::LocalInputChannelSnapshot;
 use recovery_impl::pause_point::PausePoint;
 use recovery_impl::recoverable_input_channel::FutureStatus;
+use recovery_impl::recovered_input_channel::RecoveredInputChannelSnapshot;
+use recovery_impl::remote_input_channel::{RemoteInputChannelSnapshot, SequenceBufferSnapshot};
 use recovery_impl::result_subpartition::ResultSubpartitionSnapshot;
 use recovery_impl::single_input_gate::ChannelSnapshot as ImplChannel;
-use recovery_impl::{BufferKind, BufferSnapshot};
-use recovery_model::channel_state_persister::PersistStatus as ModelPersist;
+use recovery_impl::{BufferId, BufferKind, BufferSnapshot, CheckpointId as ImplCheckpointId, InputChannelInfo};
+use recovery_model::state::channel_state_persister::PersistStatus as ModelPersist;
 use recovery_model::state::{
-    Channel, CheckpointStatus, Entry, Failure, NetBuf, Payload, RecyclerPc, State, TaskPc, Violation,
+    Channel, CheckpointId, CheckpointStatus, Entry, Failure, NetBuf, Payload, RecyclerPc, State, TaskPc, Violation,
 };
 use recovery_model::{Action, ChannelKind, Delivery, RecoveryModel};
 use std::collections::BTreeMap;
@@ -371,180 +373,237 @@ fn next_after_poll(m: &RecoveryModel, post: &State, c: u8, polled: Payload) -> D
     DataType::of_head(m.next_after_poll(post, c, polled))
 }
 
-/// What the model predicts a caller sees when `action` takes `pre` to `post`.
+/// What the model predicts a caller sees when `action` takes `pre` to `post`: the error of an
+/// assertion the step broke, else what the action's line of the table says. The table has one
+/// line per action kind whose caller sees more than `Done`, most calling a method of
+/// [`ModelStep`] named after the Flink method the action stands for.
 pub fn model_observation(m: &RecoveryModel, pre: &State, action: &Action, post: &State) -> Observation {
     if let (None, Some((_, v))) = (pre.violation, post.violation)
         && let Some(error) = violation_kind(v)
     {
         return Observation::Error { error };
     }
+    let step = ModelStep { m, pre, post };
+    use Action::*;
     match *action {
-        Action::GetNextBuffer { channel: c } => {
-            if let (TaskPc::Failed { cause, .. }, false) = (post.task, pre.task == post.task) {
-                return Observation::Error {
-                    error: failure_kind(cause),
-                };
-            }
-            if pre.ch(c).released && m.is_recovered_channel(pre) {
-                // RecoveredInputChannel: checkState(!isReleased, "Trying to read from released ...")
-                return Observation::Error {
-                    error: ErrorKind::IllegalState,
-                };
-            }
-            if pre.ch(c).released
-                && pre.ch(c).queue.is_empty()
-                && m.cfg.channels[c as usize].kind == ChannelKind::Remote
-            {
-                // "Queried for a buffer after channel has been released.", when the poll found
-                // nothing (before the drain, `release_step`, it still returns what is queued).
-                return Observation::Error {
-                    error: ErrorKind::Released,
-                };
-            }
-            // The variant's re-read, or (`priority_notify_step`) the flag's clear after a
-            // priority event pulled from the view: the call has not returned yet; its next step
-            // hands on what it returns.
-            if let TaskPc::RereadPendingPriority { channel, .. } | TaskPc::ClearPendingPriority { channel, .. } =
-                post.task
-                && channel == c
-                && pre.task != post.task
-            {
-                return Observation::Done;
-            }
-            let (before, after) = (&pre.ch(c).ghost_delivered, &post.ch(c).ghost_delivered);
-            if after.len() > before.len() {
-                let d = after.last().expect("grew");
-                return Observation::Polled {
-                    item: d.payload.into(),
-                    seq: d.seq,
-                    next: next_after_poll(m, post, c, d.payload),
-                };
-            }
-            // An EventAnnouncement goes to the barrier handler, not the operator: the poll
-            // returned it all the same. What follows it is read at the poll, before the handler
-            // (after the alignment timeout) converts the announced barrier.
-            if let Some(head) = pre.ch(c).queue.first()
-                && let Payload::Announcement(cp) = head.payload
-                && post.ch(c).queue.len() < pre.ch(c).queue.len()
-            {
-                let mut at_poll = pre.clone();
-                let ch = at_poll.ch_mut(c);
-                ch.queue.remove(0);
-                ch.priority_len -= 1;
-                return Observation::Polled {
-                    item: Item::Known(Payload::Announcement(cp)),
-                    seq: head.seq,
-                    next: next_after_poll(m, &at_poll, c, head.payload),
-                };
-            }
-            // 2.3.0 flag on: a migrated EndOfInputChannelStateEvent is handed out as an ordinary
-            // event (numbered by the new channel) and ignored by the network input.
-            let head = pre.ch(c).queue.first();
-            if m.migrates()
-                && !m.is_recovered_channel(pre)
-                && head.is_some_and(|e| e.payload == Payload::EndOfRecovery)
-                && post.ch(c).queue.len() < pre.ch(c).queue.len()
-            {
-                return Observation::Polled {
-                    item: Item::Known(Payload::EndOfRecovery),
-                    seq: head.map_or(0, |e| e.seq),
-                    next: next_after_poll(m, post, c, Payload::EndOfRecovery),
-                };
-            }
-            if post.task == (TaskPc::Consume { channel: c }) {
-                let seq = match m.cfg.channels[c as usize].kind {
-                    ChannelKind::Local => pre.ch(c).recovery_seq,
-                    ChannelKind::Remote => pre.ch(c).queue.first().map_or(0, |e| e.seq),
-                };
-                return Observation::Polled {
-                    item: Item::Known(Payload::EndOfRecovery),
-                    seq,
-                    next: next_after_poll(m, post, c, Payload::EndOfRecovery),
-                };
-            }
-            Observation::NothingPolled
+        GetNextBuffer { channel } => step.get_next_buffer(channel),
+        RereadPendingPriorityEvent { channel } => step.reread_pending_priority_event(channel),
+        ClearPendingPriorityEvent { channel } => step.clear_pending_priority_event(channel),
+        AlignedCheckpointTimeout { .. } => step.aligned_checkpoint_timeout(),
+        CheckpointStarted { channel, cp } => step.checkpoint_started(channel, cp),
+        SendBuffer { channel } => step.send_buffer(channel),
+        // The drainer takes a buffer, or parks in `bufferQueue.wait()`.
+        RequestBufferBlocking { .. } if post.io_buffer.is_none() => Observation::Blocked,
+        SendAddCredit { channel } => step.send_add_credit(channel),
+        _ => Observation::Done,
+    }
+}
+
+/// One model step as [`model_observation`] reads it: the states before and after.
+struct ModelStep<'a> {
+    m: &'a RecoveryModel,
+    pre: &'a State,
+    post: &'a State,
+}
+
+impl ModelStep<'_> {
+    /// `getNextBuffer` of channel `c`: the first of these that applies, in this order.
+    fn get_next_buffer(&self, c: u8) -> Observation {
+        self.task_failed()
+            .or_else(|| self.read_after_release(c))
+            .or_else(|| self.split_poll_not_returned(c))
+            .or_else(|| self.handed_on(c))
+            .or_else(|| self.polled_event_announcement(c))
+            .or_else(|| self.polled_migrated_end_of_input_channel_state(c))
+            .or_else(|| self.polled_end_of_recovered_state(c))
+            .unwrap_or(Observation::NothingPolled)
+    }
+
+    /// The task failed in this step: the call throws the upstream's failure.
+    fn task_failed(&self) -> Option<Observation> {
+        match self.post.task {
+            TaskPc::Failed { cause, .. } if self.pre.task != self.post.task => Some(Observation::Error {
+                error: failure_kind(cause),
+            }),
+            _ => None,
         }
-        // The end of the variant's split `getNextBuffer`: what the call returned.
-        Action::RereadPendingPriorityEvent { channel: c } => {
-            let (before, after) = (&pre.ch(c).ghost_delivered, &post.ch(c).ghost_delivered);
-            match after.last() {
-                Some(d) if after.len() > before.len() => Observation::Polled {
-                    item: d.payload.into(),
-                    seq: d.seq,
-                    next: next_after_poll(m, post, c, d.payload),
-                },
-                _ => Observation::Done,
+    }
+
+    /// A poll of a released channel that throws.
+    fn read_after_release(&self, c: u8) -> Option<Observation> {
+        let ch = self.pre.ch(c);
+        let error = if !ch.released {
+            return None;
+        } else if self.m.is_recovered_channel(self.pre) {
+            // RecoveredInputChannel: checkState(!isReleased, "Trying to read from released ...")
+            ErrorKind::IllegalState
+        } else if ch.queue.is_empty() && self.m.cfg.channels[c as usize].kind == ChannelKind::Remote {
+            // "Queried for a buffer after channel has been released.", when the poll found
+            // nothing (before the drain, `release_step`, it still returns what is queued).
+            ErrorKind::Released
+        } else {
+            return None;
+        };
+        Some(Observation::Error { error })
+    }
+
+    /// The variant's re-read, or (`priority_notify_step`) the flag's clear after a priority
+    /// event pulled from the view: the call has not returned yet; its next step hands on what
+    /// it returns.
+    fn split_poll_not_returned(&self, c: u8) -> Option<Observation> {
+        match self.post.task {
+            TaskPc::RereadPendingPriority { channel, .. } | TaskPc::ClearPendingPriority { channel, .. }
+                if channel == c && self.pre.task != self.post.task =>
+            {
+                Some(Observation::Done)
             }
+            _ => None,
         }
-        // The end of a split pull of a priority event: the call returns the barrier it polled,
-        // and the next data type of the recovered queue as the clear leaves it (the view's, read
-        // at the poll, had no priority).
-        Action::ClearPendingPriorityEvent { channel: c } => match pre.task {
+    }
+
+    /// The gate handed an element of channel `c` on (to the operator, or a barrier to the
+    /// barrier handler): the call returned it.
+    fn handed_on(&self, c: u8) -> Option<Observation> {
+        let (before, after) = (&self.pre.ch(c).ghost_delivered, &self.post.ch(c).ghost_delivered);
+        let d = after.last().filter(|_| after.len() > before.len())?;
+        Some(Observation::Polled {
+            item: d.payload.into(),
+            seq: d.seq,
+            next: next_after_poll(self.m, self.post, c, d.payload),
+        })
+    }
+
+    /// An `EventAnnouncement` goes to the barrier handler, not the operator: the poll returned
+    /// it all the same. What follows it is read at the poll, before the handler (after the
+    /// alignment timeout) converts the announced barrier.
+    fn polled_event_announcement(&self, c: u8) -> Option<Observation> {
+        let head = self.pre.ch(c).queue.first()?;
+        let Payload::Announcement(cp) = head.payload else {
+            return None;
+        };
+        if self.post.ch(c).queue.len() >= self.pre.ch(c).queue.len() {
+            return None;
+        }
+        let mut at_poll = self.pre.clone();
+        let ch = at_poll.ch_mut(c);
+        ch.queue.remove(0);
+        ch.priority_len -= 1;
+        Some(Observation::Polled {
+            item: Item::Known(Payload::Announcement(cp)),
+            seq: head.seq,
+            next: next_after_poll(self.m, &at_poll, c, head.payload),
+        })
+    }
+
+    /// 2.3.0 flag on: a migrated `EndOfInputChannelStateEvent` is handed out as an ordinary
+    /// event (numbered by the new channel) and ignored by the network input.
+    fn polled_migrated_end_of_input_channel_state(&self, c: u8) -> Option<Observation> {
+        let (before, after) = (&self.pre.ch(c).queue, &self.post.ch(c).queue);
+        let head = before.first().filter(|e| e.payload == Payload::EndOfRecovery)?;
+        let polled = after.len() < before.len();
+        (self.m.migrates() && !self.m.is_recovered_channel(self.pre) && polled).then(|| Observation::Polled {
+            item: Item::Known(Payload::EndOfRecovery),
+            seq: head.seq,
+            next: next_after_poll(self.m, self.post, c, Payload::EndOfRecovery),
+        })
+    }
+
+    /// The poll of the sentinel that ends the recovered state, which the gate consumes itself:
+    /// the task goes on to `onRecoveredStateConsumed`.
+    fn polled_end_of_recovered_state(&self, c: u8) -> Option<Observation> {
+        if self.post.task != (TaskPc::Consume { channel: c }) {
+            return None;
+        }
+        let seq = match self.m.cfg.channels[c as usize].kind {
+            ChannelKind::Local => self.pre.ch(c).recovery_seq,
+            ChannelKind::Remote => self.pre.ch(c).queue.first().map_or(0, |e| e.seq),
+        };
+        Some(Observation::Polled {
+            item: Item::Known(Payload::EndOfRecovery),
+            seq,
+            next: next_after_poll(self.m, self.post, c, Payload::EndOfRecovery),
+        })
+    }
+
+    /// The end of the variant's split `getNextBuffer`: what the call returned.
+    fn reread_pending_priority_event(&self, c: u8) -> Observation {
+        self.handed_on(c).unwrap_or(Observation::Done)
+    }
+
+    /// The end of a split pull of a priority event: the call returns the barrier it polled, and
+    /// the next data type of the recovered queue as the clear leaves it (the view's, read at the
+    /// poll, had no priority).
+    fn clear_pending_priority_event(&self, c: u8) -> Observation {
+        match self.pre.task {
             TaskPc::ClearPendingPriority { cp, seq, .. } => Observation::Polled {
                 item: Item::Known(Payload::Barrier(cp)),
                 seq,
-                next: DataType::of_head(post.ch(c).queue.first().map(|e| e.payload)),
+                next: DataType::of_head(self.post.ch(c).queue.first().map(|e| e.payload)),
             },
             _ => Observation::Done,
-        },
-        // The alignment timer's lookup threw: the task fails with it.
-        Action::AlignedCheckpointTimeout { .. } => match post.task {
-            TaskPc::Failed { cause, .. } if pre.task != post.task => Observation::Error {
-                error: failure_kind(cause),
+        }
+    }
+
+    /// The alignment timer's lookup (`convertToPriorityEvent`) threw: the task fails with it.
+    fn aligned_checkpoint_timeout(&self) -> Observation {
+        self.task_failed().unwrap_or(Observation::Done)
+    }
+
+    /// `checkpointStarted(cp)` on channel `c`: the coordinator's refusal, or what the channel
+    /// wrote to the `ChannelStateWriter` for `cp`.
+    fn checkpoint_started(&self, c: u8, cp: CheckpointId) -> Observation {
+        let i = cp as usize - 1;
+        let refusal = match self.post.checkpoints[i] {
+            _ if self.pre.checkpoints[i] == self.post.checkpoints[i] => None,
+            CheckpointStatus::DeclinedMissingBarrier => Some(Refusal::MissingBarrier),
+            CheckpointStatus::DeclinedLaterBarrier => Some(Refusal::LaterBarrier),
+            CheckpointStatus::Subsumed => Some(Refusal::Subsumed),
+            _ => None,
+        };
+        if let Some(reason) = refusal {
+            return Observation::Refused { checkpoint: cp, reason };
+        }
+        let start = self.pre.ch(c).ghost_persisted.len();
+        let buffers = self.post.ch(c).ghost_persisted[start..]
+            .iter()
+            .filter(|(k, _)| *k == cp)
+            .map(|(_, p)| Item::from(*p))
+            .collect();
+        Observation::Persisted {
+            checkpoint: cp,
+            buffers,
+        }
+    }
+
+    /// The Netty server's write of channel `c`'s next `BufferResponse`, and what its reader
+    /// has available next.
+    fn send_buffer(&self, c: u8) -> Observation {
+        let (before, producer) = (&self.pre.ch(c).producer, &self.post.ch(c).producer);
+        let Some(w) = producer.wire.last().filter(|_| producer.wire.len() > before.wire.len()) else {
+            return Observation::NothingSent;
+        };
+        // A data buffer without credit is not available to the reader, nor anything but a
+        // priority element of a blocked subpartition.
+        let next = match DataType::of_head(producer.head_available()) {
+            DataType::DataBuffer if producer.reader_credit == Some(0) => DataType::None,
+            next => next,
+        };
+        Observation::Sent {
+            sent: WireElement {
+                item: w.payload.into(),
+                seq: w.seq,
+                backlog: w.backlog as i32,
             },
-            _ => Observation::Done,
-        },
-        Action::CheckpointStarted { channel: c, cp } => {
-            let i = cp as usize - 1;
-            let refusal = match post.checkpoints[i] {
-                _ if pre.checkpoints[i] == post.checkpoints[i] => None,
-                CheckpointStatus::DeclinedMissingBarrier => Some(Refusal::MissingBarrier),
-                CheckpointStatus::DeclinedLaterBarrier => Some(Refusal::LaterBarrier),
-                CheckpointStatus::Subsumed => Some(Refusal::Subsumed),
-                _ => None,
-            };
-            if let Some(reason) = refusal {
-                return Observation::Refused { checkpoint: cp, reason };
-            }
-            let start = pre.ch(c).ghost_persisted.len();
-            let buffers = post.ch(c).ghost_persisted[start..]
-                .iter()
-                .filter(|(k, _)| *k == cp)
-                .map(|(_, p)| Item::from(*p))
-                .collect();
-            Observation::Persisted {
-                checkpoint: cp,
-                buffers,
-            }
+            next,
         }
-        Action::SendBuffer { channel: c } => match post.ch(c).producer.wire.last() {
-            Some(w) if post.ch(c).producer.wire.len() > pre.ch(c).producer.wire.len() => {
-                let producer = &post.ch(c).producer;
-                // A data buffer without credit is not available to the reader, nor anything
-                // but a priority element of a blocked subpartition.
-                let next = match DataType::of_head(producer.head_available()) {
-                    DataType::DataBuffer if producer.reader_credit == Some(0) => DataType::None,
-                    next => next,
-                };
-                Observation::Sent {
-                    sent: WireElement {
-                        item: w.payload.into(),
-                        seq: w.seq,
-                        backlog: w.backlog as i32,
-                    },
-                    next,
-                }
-            }
-            _ => Observation::NothingSent,
-        },
-        // The drainer takes a buffer, or parks in `bufferQueue.wait()`.
-        Action::RequestBufferBlocking { .. } if post.io_buffer.is_none() => Observation::Blocked,
-        Action::SendAddCredit { channel: c } => {
-            let (before, after) = (&pre.ch(c).add_credit_in_flight, &post.ch(c).add_credit_in_flight);
-            let credit = (after.len() > before.len()).then(|| *after.last().expect("grew") as i32);
-            Observation::CreditSent { credit }
-        }
-        _ => Observation::Done,
+    }
+
+    /// The Netty client's write of channel `c`'s `AddCredit`, if it wrote one.
+    fn send_add_credit(&self, c: u8) -> Observation {
+        let (before, after) = (self.pre.ch(c), self.post.ch(c));
+        let (before, after) = (&before.add_credit_in_flight, &after.add_credit_in_flight);
+        let credit = (after.len() > before.len()).then(|| *after.last().expect("grew") as i32);
+        Observation::CreditSent { credit }
     }
 }
 
@@ -623,143 +682,163 @@ fn impl_credit(p: &ImplParts<'_>, bm: &BufferManagerSnapshot, unannounced: i32, 
     }
 }
 
-/// The abstract view of one channel of the implementation.
+/// The abstract view of one channel of the implementation: the gate holds a `LocalInputChannel`,
+/// a `RemoteInputChannel`, or a `RecoveredInputChannel` not converted yet.
 pub fn impl_channel(p: &ImplParts<'_>) -> ChannelView {
-    let c = p.index;
-    let info = match p.channel {
-        ImplChannel::Local(l) => l.channel_info,
-        ImplChannel::Remote(r) => r.channel_info,
-        ImplChannel::Recovered(r) => r.channel_info,
+    match p.channel {
+        ImplChannel::Local(l) => local_input_channel(p, l),
+        ImplChannel::Remote(r) => remote_input_channel(p, r),
+        ImplChannel::Recovered(r) => recovered_input_channel(p, r),
+    }
+}
+
+fn local_input_channel(p: &ImplParts<'_>, l: &LocalInputChannelSnapshot) -> ChannelView {
+    ChannelView {
+        kind: ChannelKind::Local,
+        in_recovery: l.in_recovery,
+        released: l.released,
+        error: false,
+        partition_released: p.subpartition.released,
+        upstream_ready: l.upstream_ready,
+        state_consumed: is_done(&l.state_consumed),
+        recovery_seq: l.recovery_sequence_number,
+        // Flink 2.3.0's migrated buffers (`toBeConsumedBuffers`) are the model's queue too.
+        queue: (l.recovered_buffers.iter().chain(&l.to_be_consumed_buffers))
+            .map(|b| unnumbered(p, b))
+            .collect(),
+        priority_len: 0,
+        stash: Vec::new(),
+        pending_priority: l.has_pending_priority_event && l.in_recovery && !l.released,
+        persist_status: impl_persist(l.persister.checkpoint_status),
+        last_seen_barrier: l.persister.last_seen_barrier,
+        persisted: written_for(p, l.channel_info, &p.writer.persisted),
+        spilled: written_for(p, l.channel_info, &p.writer.spilled),
+        delivered: p.delivered.to_vec(),
+        subpartition: subpartition(p),
+        subpartition_blocked: p.subpartition.is_blocked,
+        // The recovery manager, when it has exclusive buffers to lend (a channel created without
+        // recovery has none).
+        credit: match &l.buffer_manager {
+            Some(bm) if p.ids.exclusive > 0 => Some(impl_credit(p, bm, 0, l.released)),
+            _ => None,
+        },
+    }
+}
+
+fn remote_input_channel(p: &ImplParts<'_>, r: &RemoteInputChannelSnapshot) -> ChannelView {
+    // Remote elements are numbered when they arrive (or are appended in recovery).
+    let numbered = |e: &SequenceBufferSnapshot| Element {
+        item: item_of(p.index, &e.buffer),
+        seq: Some(e.sequence_number),
+        buffer: p.ids.buf(e.buffer.id),
     };
-    let mut persisted: BTreeMap<u8, Vec<Item>> = BTreeMap::new();
-    for (cp, written) in &p.writer.persisted {
-        for w in written.iter().filter(|w| w.channel == info) {
-            persisted.entry(*cp as u8).or_default().push(item_of(c, &w.buffer));
+    ChannelView {
+        kind: ChannelKind::Remote,
+        in_recovery: r.in_recovery,
+        released: r.released,
+        error: r.error.is_some(),
+        partition_released: p.subpartition.released,
+        upstream_ready: r.upstream_ready,
+        state_consumed: is_done(&r.state_consumed),
+        recovery_seq: r.recovery_sequence_number,
+        queue: r.received_buffers.iter().map(numbered).collect(),
+        priority_len: r.num_priority_elements,
+        stash: r.recovery_event_stash.iter().map(numbered).collect(),
+        pending_priority: false,
+        persist_status: impl_persist(r.persister.checkpoint_status),
+        last_seen_barrier: r.persister.last_seen_barrier,
+        persisted: written_for(p, r.channel_info, &p.writer.persisted),
+        spilled: written_for(p, r.channel_info, &p.writer.spilled),
+        delivered: p.delivered.to_vec(),
+        subpartition: subpartition(p),
+        subpartition_blocked: p.subpartition.is_blocked,
+        credit: Some(Credit {
+            resume_queued: r.resume_consumption_queued > 0,
+            ..impl_credit(p, &r.buffer_manager, r.unannounced_credit, r.released)
+        }),
+    }
+}
+
+/// Not converted yet (conversion delivery). The model creates every channel set up, its
+/// exclusive buffers assigned and credit notification off; the implementation assigns them in
+/// `toInputChannel`'s `setup()`. Until then the exclusive segments still in the global pool are
+/// shown as the channel's, where the model has them.
+fn recovered_input_channel(p: &ImplParts<'_>, r: &RecoveredInputChannelSnapshot) -> ChannelView {
+    ChannelView {
+        kind: p.kind,
+        // Flag off, the recovered channel stands for a physical channel created without
+        // recovery, which the model's channel already is.
+        in_recovery: p.delivery.needs_recovery(),
+        released: r.released,
+        error: false,
+        partition_released: p.subpartition.released,
+        upstream_ready: false,
+        state_consumed: is_done(&r.state_consumed),
+        recovery_seq: r.sequence_number,
+        queue: r.received_buffers.iter().map(|b| unnumbered(p, b)).collect(),
+        priority_len: 0,
+        stash: Vec::new(),
+        pending_priority: false,
+        persist_status: PersistStatus::Completed,
+        last_seen_barrier: -1,
+        persisted: written_for(p, r.channel_info, &p.writer.persisted),
+        spilled: written_for(p, r.channel_info, &p.writer.spilled),
+        delivered: p.delivered.to_vec(),
+        subpartition: subpartition(p),
+        subpartition_blocked: p.subpartition.is_blocked,
+        credit: (p.kind == ChannelKind::Remote).then(|| recovered_channel_credit(p, r)),
+    }
+}
+
+/// A recovered remote channel's credit, as the physical channel it becomes shows it.
+fn recovered_channel_credit(p: &ImplParts<'_>, r: &RecoveredInputChannelSnapshot) -> Credit {
+    let mut credit = impl_credit(p, &r.buffer_manager, 0, r.released);
+    // A recovered channel announces no credit whatever its manager's flag says (its
+    // `notifyBufferAvailable` does nothing). It stands for the physical channel it becomes: in
+    // recovery notify is off; flag off, that channel is created without recovery, notify on.
+    credit.notify_available = !p.delivery.needs_recovery();
+    let exclusive = |b: &Buf| matches!(b.0, NetBuf::Exclusive(_));
+    credit
+        .buffers
+        .exclusive
+        .extend(credit.buffers.global.iter().copied().filter(exclusive));
+    credit.buffers.global.retain(|b| !exclusive(b));
+    credit
+}
+
+/// What the `ChannelStateWriter` received from channel `info`, per checkpoint, in order, from
+/// `written`: `addInputData`'s (persisted) or `addInputDataFromSpill`'s (spilled).
+fn written_for(
+    p: &ImplParts<'_>,
+    info: InputChannelInfo,
+    written: &BTreeMap<ImplCheckpointId, Vec<PersistedBuffer>>,
+) -> BTreeMap<u8, Vec<Item>> {
+    let c = p.index;
+    let mut of_channel: BTreeMap<u8, Vec<Item>> = BTreeMap::new();
+    for (cp, buffers) in written {
+        for w in buffers.iter().filter(|w| w.channel == info) {
+            of_channel.entry(*cp as u8).or_default().push(item_of(c, &w.buffer));
         }
     }
-    let mut spilled: BTreeMap<u8, Vec<Item>> = BTreeMap::new();
-    for (cp, written) in &p.writer.spilled {
-        for w in written.iter().filter(|w| w.channel == info) {
-            spilled.entry(*cp as u8).or_default().push(item_of(c, &w.buffer));
-        }
-    }
-    let subpartition = p.subpartition.buffers.iter().map(|b| item_of(c, b)).collect();
-    let subpartition_blocked = p.subpartition.is_blocked;
-    let done = |f: &FutureStatus| *f != FutureStatus::Pending;
-    // A queue element that carries no sequence number (numbered when consumed, or not yet).
-    let unnumbered = |b: &BufferSnapshot| Element {
-        item: item_of(c, b),
+    of_channel
+}
+
+/// The producer's subpartition, head first.
+fn subpartition(p: &ImplParts<'_>) -> Vec<Item> {
+    p.subpartition.buffers.iter().map(|b| item_of(p.index, b)).collect()
+}
+
+/// `stateConsumedFuture.isDone()`: completed normally or exceptionally.
+fn is_done(f: &FutureStatus) -> bool {
+    *f != FutureStatus::Pending
+}
+
+/// A queue element that carries no sequence number (numbered when consumed, or not yet).
+fn unnumbered(p: &ImplParts<'_>, b: &BufferSnapshot) -> Element {
+    Element {
+        item: item_of(p.index, b),
         seq: None,
         buffer: p.ids.buf(b.id),
-    };
-    match p.channel {
-        ImplChannel::Local(l) => ChannelView {
-            kind: ChannelKind::Local,
-            in_recovery: l.in_recovery,
-            released: l.released,
-            error: false,
-            partition_released: p.subpartition.released,
-            upstream_ready: l.upstream_ready,
-            state_consumed: done(&l.state_consumed),
-            recovery_seq: l.recovery_sequence_number,
-            // Flink 2.3.0's migrated buffers (`toBeConsumedBuffers`) are the model's queue too.
-            queue: l
-                .recovered_buffers
-                .iter()
-                .chain(&l.to_be_consumed_buffers)
-                .map(unnumbered)
-                .collect(),
-            priority_len: 0,
-            stash: Vec::new(),
-            pending_priority: l.has_pending_priority_event && l.in_recovery && !l.released,
-            persist_status: impl_persist(l.persister.checkpoint_status),
-            last_seen_barrier: l.persister.last_seen_barrier,
-            persisted,
-            spilled,
-            delivered: p.delivered.to_vec(),
-            subpartition,
-            subpartition_blocked,
-            // The recovery manager, when it has exclusive buffers to lend (a channel created
-            // without recovery has none).
-            credit: match &l.buffer_manager {
-                Some(bm) if p.ids.exclusive > 0 => Some(impl_credit(p, bm, 0, l.released)),
-                _ => None,
-            },
-        },
-        ImplChannel::Remote(r) => {
-            let element = |e: &recovery_impl::remote_input_channel::SequenceBufferSnapshot| Element {
-                item: item_of(c, &e.buffer),
-                seq: Some(e.sequence_number),
-                buffer: p.ids.buf(e.buffer.id),
-            };
-            ChannelView {
-                kind: ChannelKind::Remote,
-                in_recovery: r.in_recovery,
-                released: r.released,
-                error: r.error.is_some(),
-                partition_released: p.subpartition.released,
-                upstream_ready: r.upstream_ready,
-                state_consumed: done(&r.state_consumed),
-                recovery_seq: r.recovery_sequence_number,
-                queue: r.received_buffers.iter().map(element).collect(),
-                priority_len: r.num_priority_elements,
-                stash: r.recovery_event_stash.iter().map(element).collect(),
-                pending_priority: false,
-                persist_status: impl_persist(r.persister.checkpoint_status),
-                last_seen_barrier: r.persister.last_seen_barrier,
-                persisted,
-                spilled,
-                delivered: p.delivered.to_vec(),
-                subpartition,
-                subpartition_blocked,
-                credit: Some(Credit {
-                    resume_queued: r.resume_consumption_queued > 0,
-                    ..impl_credit(p, &r.buffer_manager, r.unannounced_credit, r.released)
-                }),
-            }
-        }
-        // Not converted yet (conversion delivery). The model creates every channel set up, its
-        // exclusive buffers assigned and credit notification off; the implementation assigns
-        // them in `toInputChannel`'s `setup()`. Until then the exclusive segments still in the
-        // global pool are shown as the channel's, where the model has them.
-        ImplChannel::Recovered(r) => ChannelView {
-            kind: p.kind,
-            // Flag off, the recovered channel stands for a physical channel created without
-            // recovery, which the model's channel already is.
-            in_recovery: p.delivery.needs_recovery(),
-            released: r.released,
-            error: false,
-            partition_released: p.subpartition.released,
-            upstream_ready: false,
-            state_consumed: done(&r.state_consumed),
-            recovery_seq: r.sequence_number,
-            queue: r.received_buffers.iter().map(unnumbered).collect(),
-            priority_len: 0,
-            stash: Vec::new(),
-            pending_priority: false,
-            persist_status: PersistStatus::Completed,
-            last_seen_barrier: -1,
-            persisted,
-            spilled,
-            delivered: p.delivered.to_vec(),
-            subpartition,
-            subpartition_blocked,
-            credit: (p.kind == ChannelKind::Remote).then(|| {
-                let mut credit = impl_credit(p, &r.buffer_manager, 0, r.released);
-                // A recovered channel announces no credit whatever its manager's flag says
-                // (its `notifyBufferAvailable` does nothing). It stands for the physical channel
-                // it becomes: in recovery notify is off; flag off, that channel is created
-                // without recovery, notify on.
-                credit.notify_available = !p.delivery.needs_recovery();
-                let exclusive = |b: &Buf| matches!(b.0, NetBuf::Exclusive(_));
-                credit
-                    .buffers
-                    .exclusive
-                    .extend(credit.buffers.global.iter().copied().filter(exclusive));
-                credit.buffers.global.retain(|b| !exclusive(b));
-                credit
-            }),
-        },
     }
 }
 

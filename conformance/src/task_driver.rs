@@ -688,95 +688,115 @@ impl TaskImplDriver {
         self.next_io_report()
     }
 
-    /// Performs `action`.
+    /// Performs `action`: one line per action kind.
     pub fn apply(&mut self, action: &TaskAction) -> Result<TaskObservation, DriverError> {
+        use TaskAction::*;
         match *action {
-            TaskAction::ReadInputData { gate }
-            | TaskAction::FinishReadRecoveredState { gate }
-            | TaskAction::ReadInputDataThrows { gate }
-            | TaskAction::FinishReadRecoveredStateThrows { gate } => {
-                let (expected, throws) = match action {
-                    TaskAction::ReadInputData { .. } => (format!("readInputData(gate {gate})"), None),
-                    TaskAction::ReadInputDataThrows { .. } => (
-                        format!("readInputData(gate {gate})"),
-                        Some((Throw::ReadInputData, Cause::ReadInputData(gate))),
-                    ),
-                    TaskAction::FinishReadRecoveredState { .. } => {
-                        (format!("finishReadRecoveredState(gate {gate})"), None)
-                    }
-                    _ => (
-                        format!("finishReadRecoveredState(gate {gate})"),
-                        Some((Throw::FinishReadRecoveredState, Cause::FinishReadRecoveredState(gate))),
-                    ),
-                };
-                if self.io_at != expected {
-                    return Ok(TaskObservation {
-                        error: Some(format!("the channel-IO thread is at {}, not {expected}", self.io_at)),
-                        ..TaskObservation::default()
-                    });
-                }
-                if let Some((at, cause)) = throws {
-                    self.scripted_gate(gate)?.arm(at, cause);
-                }
-                let go = self.io.as_ref().map(|(_, go, _)| go.clone());
-                go.ok_or_else(|| harness("no channel-IO thread"))?
-                    .send(())
-                    .map_err(|_| harness("the channel-IO thread ended"))?;
-                self.next_io_report()?;
-                Ok(TaskObservation::default())
-            }
-            TaskAction::ProcessMail { .. } => self.mailbox_step(Command::Mail),
-            TaskAction::ProcessInput { gate, channel } => {
-                if let Some(g) = self.gates.get(gate as usize) {
-                    g.pick(channel);
-                }
-                self.mailbox_step(Command::DefaultAction)
-            }
-            TaskAction::ProcessInputNothingToRead => self.mailbox_step(Command::DefaultAction),
-            TaskAction::RequestPartitionsThrows { gate } => {
-                self.scripted_gate(gate)?
-                    .arm(Throw::RequestPartitions, Cause::RequestPartitions(gate));
-                self.mailbox_step(Command::Mail)
-            }
-            TaskAction::CancelExecution => {
-                self.task.as_ref().ok_or_else(|| harness("no task"))?.cancel_execution();
-                Ok(TaskObservation::default())
-            }
-            TaskAction::CancelInvokable => {
-                let canceler = {
-                    let mut held = self.cancelers.0.lock().unwrap();
-                    (!held.is_empty()).then(|| held.remove(0))
-                };
-                let Some(canceler) = canceler else {
-                    return Ok(TaskObservation {
-                        error: Some("no TaskCanceler was started".into()),
-                        ..TaskObservation::default()
-                    });
-                };
-                canceler();
-                Ok(TaskObservation::default())
-            }
-            TaskAction::ReleaseResources => self.mailbox_step(Command::ReleaseResources),
-            _ => {
-                let description = completion_description(action).expect("a completion step");
-                let due = {
-                    let mut deferred = self.deferred.lock().unwrap();
-                    let at = deferred.iter().position(|d| d.description == description);
-                    at.map(|i| deferred.remove(i))
-                };
-                let Some(due) = due else {
-                    return Ok(TaskObservation {
-                        error: Some(format!("no dependent action `{description}` is due")),
-                        ..TaskObservation::default()
-                    });
-                };
-                // This thread is not the mailbox thread; what the action makes due is held back.
-                set_thread_dependent_hook(Some(defer_into(&self.deferred)));
-                due.run();
-                set_thread_dependent_hook(None);
-                Ok(TaskObservation::default())
-            }
+            ReadInputData { gate } => self.channel_io_step(action, gate),
+            ReadInputDataThrows { gate } => self.channel_io_step(action, gate),
+            FinishReadRecoveredState { gate } => self.channel_io_step(action, gate),
+            FinishReadRecoveredStateThrows { gate } => self.channel_io_step(action, gate),
+            ProcessMail { .. } => self.mailbox_step(Command::Mail),
+            ProcessInput { gate, channel } => self.process_input(gate, channel),
+            ProcessInputNothingToRead => self.mailbox_step(Command::DefaultAction),
+            RequestPartitionsThrows { gate } => self.request_partitions_throws(gate),
+            CancelExecution => self.cancel_execution(),
+            CancelInvokable => self.cancel_invokable(),
+            ReleaseResources => self.mailbox_step(Command::ReleaseResources),
+            _ => self.run_dependent_action(action),
         }
+    }
+
+    /// Lets the paused channel-IO thread make its next call, `readInputData` or
+    /// `finishReadRecoveredState` of `gate`, which throws in a `...Throws` action.
+    fn channel_io_step(&mut self, action: &TaskAction, gate: u8) -> Result<TaskObservation, DriverError> {
+        let (expected, throws) = match action {
+            TaskAction::ReadInputData { .. } => (format!("readInputData(gate {gate})"), None),
+            TaskAction::ReadInputDataThrows { .. } => (
+                format!("readInputData(gate {gate})"),
+                Some((Throw::ReadInputData, Cause::ReadInputData(gate))),
+            ),
+            TaskAction::FinishReadRecoveredState { .. } => (format!("finishReadRecoveredState(gate {gate})"), None),
+            _ => (
+                format!("finishReadRecoveredState(gate {gate})"),
+                Some((Throw::FinishReadRecoveredState, Cause::FinishReadRecoveredState(gate))),
+            ),
+        };
+        if self.io_at != expected {
+            return Ok(TaskObservation {
+                error: Some(format!("the channel-IO thread is at {}, not {expected}", self.io_at)),
+                ..TaskObservation::default()
+            });
+        }
+        if let Some((at, cause)) = throws {
+            self.scripted_gate(gate)?.arm(at, cause);
+        }
+        let go = self.io.as_ref().map(|(_, go, _)| go.clone());
+        go.ok_or_else(|| harness("no channel-IO thread"))?
+            .send(())
+            .map_err(|_| harness("the channel-IO thread ended"))?;
+        self.next_io_report()?;
+        Ok(TaskObservation::default())
+    }
+
+    /// The mailbox's default action, `processInput`, reading `channel` of `gate` (the trace's
+    /// choice of what `pollNext` hands out).
+    fn process_input(&mut self, gate: u8, channel: u8) -> Result<TaskObservation, DriverError> {
+        if let Some(g) = self.gates.get(gate as usize) {
+            g.pick(channel);
+        }
+        self.mailbox_step(Command::DefaultAction)
+    }
+
+    /// The `requestPartitions` mail of `gate`, which throws.
+    fn request_partitions_throws(&mut self, gate: u8) -> Result<TaskObservation, DriverError> {
+        self.scripted_gate(gate)?
+            .arm(Throw::RequestPartitions, Cause::RequestPartitions(gate));
+        self.mailbox_step(Command::Mail)
+    }
+
+    /// `Task.cancelExecution`, from outside the mailbox thread.
+    fn cancel_execution(&mut self) -> Result<TaskObservation, DriverError> {
+        self.task.as_ref().ok_or_else(|| harness("no task"))?.cancel_execution();
+        Ok(TaskObservation::default())
+    }
+
+    /// The first `TaskCanceler` started runs `invokable.cancel()`.
+    fn cancel_invokable(&mut self) -> Result<TaskObservation, DriverError> {
+        let canceler = {
+            let mut held = self.cancelers.0.lock().unwrap();
+            (!held.is_empty()).then(|| held.remove(0))
+        };
+        let Some(canceler) = canceler else {
+            return Ok(TaskObservation {
+                error: Some("no TaskCanceler was started".into()),
+                ..TaskObservation::default()
+            });
+        };
+        canceler();
+        Ok(TaskObservation::default())
+    }
+
+    /// A model completion step: the dependent action impl/ held back for it runs (a future's
+    /// callback, a resumed default action).
+    fn run_dependent_action(&mut self, action: &TaskAction) -> Result<TaskObservation, DriverError> {
+        let description = completion_description(action).expect("a completion step");
+        let due = {
+            let mut deferred = self.deferred.lock().unwrap();
+            let at = deferred.iter().position(|d| d.description == description);
+            at.map(|i| deferred.remove(i))
+        };
+        let Some(due) = due else {
+            return Ok(TaskObservation {
+                error: Some(format!("no dependent action `{description}` is due")),
+                ..TaskObservation::default()
+            });
+        };
+        // This thread is not the mailbox thread; what the action makes due is held back.
+        set_thread_dependent_hook(Some(defer_into(&self.deferred)));
+        due.run();
+        set_thread_dependent_hook(None);
+        Ok(TaskObservation::default())
     }
 
     fn scripted_gate(&self, gate: u8) -> Result<&ScriptedInputGate, DriverError> {
