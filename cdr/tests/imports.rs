@@ -707,3 +707,16 @@ fn the_function_reader_measures_from_fn_to_its_closing_brace() {
     let found = functions(&code);
     assert_eq!(found, [("b".to_string(), 2, 3), ("c".to_string(), 5, 1)]);
 }
+
+/// The most lines a function of conformance/src may have: its tables (the observation, the
+/// log's dispatch) stay one line per action, and each case a function of its own.
+const MAX_CONFORMANCE_FUNCTION: usize = 80;
+
+#[test]
+fn no_function_in_conformance_is_over_eighty_lines() {
+    let (lines, file, name) = longest_function("conformance");
+    assert!(
+        lines <= MAX_CONFORMANCE_FUNCTION,
+        "conformance/src/{file}: `{name}` has {lines} lines, over {MAX_CONFORMANCE_FUNCTION}"
+    );
+}
