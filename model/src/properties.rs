@@ -97,7 +97,7 @@ pub fn all() -> Vec<Property<RecoveryModel>> {
 }
 
 fn channels(s: &State) -> impl Iterator<Item = (u8, &Channel)> {
-    s.channels.iter().enumerate().map(|(c, ch)| (c as u8, ch))
+    s.channels.iter().enumerate().map(|(c, ch)| (c as u8, &**ch))
 }
 
 /// S1: on each channel the operator sees all recovered data before any live buffer or

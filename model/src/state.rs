@@ -25,6 +25,7 @@ pub use producer::Producer;
 use serde::{Deserialize, Serialize};
 use smallvec::SmallVec;
 use std::hash::{Hash, Hasher};
+use std::sync::Arc;
 
 /// Why a protocol assertion fired; any of these is a safety violation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
@@ -406,7 +407,9 @@ pub enum RecyclerPc {
 pub struct State {
     /// One entry per configured channel: one heap block, sized to the configuration (kept
     /// inline, two channels' worth would make every state larger for no measurable gain).
-    pub channels: Vec<Channel>,
+    /// Shared between a state and its successors until a step changes the channel
+    /// (`ch_mut`): a step touches one channel or two, so a successor copies those alone.
+    pub channels: Vec<Arc<Channel>>,
     /// The gate's `inputChannelsWithData`.
     pub gate: InputChannelsWithData,
     /// The `LocalBufferPool`s: one per channel, or with `shared_pool` the gate's one (inline for
@@ -466,7 +469,7 @@ impl State {
     }
     /// Channel `c`, mutably.
     pub fn ch_mut(&mut self, c: u8) -> &mut Channel {
-        &mut self.channels[c as usize]
+        Arc::make_mut(&mut self.channels[c as usize])
     }
     /// Which of `pools` channel `c` borrows floating buffers from.
     pub fn pool_index(&self, c: u8) -> usize {
@@ -483,7 +486,7 @@ impl State {
     /// Channel `c` and its `LocalBufferPool`, both mutably.
     pub fn ch_and_pool(&mut self, c: u8) -> (&mut Channel, &mut LocalBufferPool) {
         let p = self.pool_index(c);
-        (&mut self.channels[c as usize], &mut self.pools[p])
+        (Arc::make_mut(&mut self.channels[c as usize]), &mut self.pools[p])
     }
     /// Whether an upstream failed (`faults`) or the task failed: liveness is not owed after
     /// that, the task is failing or waits to be cancelled.
