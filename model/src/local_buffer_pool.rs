@@ -30,7 +30,7 @@ impl RecoveryModel {
                 s.pools[p].listeners.insert(0, l);
                 break;
             }
-            let listener = std::sync::Arc::make_mut(&mut s.channels[l as usize]);
+            let listener = s.channels[l as usize].make_mut();
             let released = listener.released;
             let taken = listener
                 .bm

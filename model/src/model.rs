@@ -202,7 +202,7 @@ impl RecoveryModel {
                     ghost_barrier_after: smallvec![None; n].into(),
                 }
             })
-            .map(std::sync::Arc::new)
+            .map(SharedChannel::new)
             .collect();
         // Floating buffers are numbered per pool: per channel, or across the gate's one pool.
         let pools = if self.cfg.shared_pool {

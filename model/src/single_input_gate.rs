@@ -301,7 +301,7 @@ impl RecoveryModel {
     /// without recovery, numbering from `i32::MIN` afresh; then the partitions are requested.
     pub(crate) fn convert_legacy(&self, s: &mut State) {
         for ch in &mut s.channels {
-            std::sync::Arc::make_mut(ch).recovery_seq = i32::MIN;
+            ch.make_mut().recovery_seq = i32::MIN;
         }
         s.converted = true;
         self.request_partitions(s);
@@ -398,7 +398,7 @@ impl RecoveryModel {
         }
         // A pool's free segments go to the global pool (the first channel's record of it).
         for p in 0..s.pools.len() {
-            s.pools[p].lazy_destroy(&mut std::sync::Arc::make_mut(&mut s.channels[p]).global_pool);
+            s.pools[p].lazy_destroy(&mut s.channels[p].make_mut().global_pool);
         }
     }
 }

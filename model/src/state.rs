@@ -24,8 +24,11 @@ pub use local_buffer_pool::LocalBufferPool;
 pub use producer::Producer;
 use serde::{Deserialize, Serialize};
 use smallvec::SmallVec;
+use std::fmt;
+use std::hash::BuildHasher;
 use std::hash::{Hash, Hasher};
-use std::sync::Arc;
+use std::ops::Deref;
+use std::sync::{Arc, OnceLock};
 
 /// Why a protocol assertion fired; any of these is a safety violation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
@@ -402,6 +405,75 @@ pub enum RecyclerPc {
     },
 }
 
+/// A [`Channel`] shared between a state and its successors until a step changes it, with its
+/// hash kept beside it: a successor copies and hashes only the channels its step changed. Its
+/// `Hash` writes the channel's own 64-bit hash, so two states whose channels differ share a
+/// fingerprint only if two channels' hashes collide.
+#[derive(Clone)]
+pub struct SharedChannel(Arc<(Channel, OnceLock<u64>)>);
+
+impl SharedChannel {
+    /// `ch`, not shared yet.
+    pub fn new(ch: Channel) -> Self {
+        SharedChannel(Arc::new((ch, OnceLock::new())))
+    }
+
+    /// The channel, copied first if a state other than this one shares it; its kept hash is
+    /// dropped, since the caller may change it.
+    pub fn make_mut(&mut self) -> &mut Channel {
+        let (ch, hash) = Arc::make_mut(&mut self.0);
+        *hash = OnceLock::new();
+        ch
+    }
+
+    /// The channel's hash, computed once.
+    fn hash_code(&self) -> u64 {
+        *self
+            .0
+            .1
+            .get_or_init(|| foldhash::quality::FixedState::with_seed(0xc4a2).hash_one(&self.0.0))
+    }
+}
+
+impl Deref for SharedChannel {
+    type Target = Channel;
+    fn deref(&self) -> &Channel {
+        &self.0.0
+    }
+}
+
+impl Hash for SharedChannel {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        state.write_u64(self.hash_code());
+    }
+}
+
+impl PartialEq for SharedChannel {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0) || self.0.0 == other.0.0
+    }
+}
+
+impl Eq for SharedChannel {}
+
+impl fmt::Debug for SharedChannel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.0.fmt(f)
+    }
+}
+
+impl Serialize for SharedChannel {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.0.0.serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for SharedChannel {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Channel::deserialize(d).map(SharedChannel::new)
+    }
+}
+
 /// The whole model state.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct State {
@@ -409,7 +481,7 @@ pub struct State {
     /// inline, two channels' worth would make every state larger for no measurable gain).
     /// Shared between a state and its successors until a step changes the channel
     /// (`ch_mut`): a step touches one channel or two, so a successor copies those alone.
-    pub channels: Vec<Arc<Channel>>,
+    pub channels: Vec<SharedChannel>,
     /// The gate's `inputChannelsWithData`.
     pub gate: InputChannelsWithData,
     /// The `LocalBufferPool`s: one per channel, or with `shared_pool` the gate's one (inline for
@@ -469,7 +541,7 @@ impl State {
     }
     /// Channel `c`, mutably.
     pub fn ch_mut(&mut self, c: u8) -> &mut Channel {
-        Arc::make_mut(&mut self.channels[c as usize])
+        self.channels[c as usize].make_mut()
     }
     /// Which of `pools` channel `c` borrows floating buffers from.
     pub fn pool_index(&self, c: u8) -> usize {
@@ -486,7 +558,7 @@ impl State {
     /// Channel `c` and its `LocalBufferPool`, both mutably.
     pub fn ch_and_pool(&mut self, c: u8) -> (&mut Channel, &mut LocalBufferPool) {
         let p = self.pool_index(c);
-        (Arc::make_mut(&mut self.channels[c as usize]), &mut self.pools[p])
+        (self.channels[c as usize].make_mut(), &mut self.pools[p])
     }
     /// Whether an upstream failed (`faults`) or the task failed: liveness is not owed after
     /// that, the task is failing or waits to be cancelled.

@@ -199,7 +199,7 @@ fn process_aligned_barrier(s: &mut State, c: u8, cp: CheckpointId) -> bool {
         a.timer = false;
         s.checkpoints[cp as usize - 1] = CheckpointStatus::Completed;
         for ch in s.channels.iter_mut() {
-            let ch = std::sync::Arc::make_mut(ch);
+            let ch = ch.make_mut();
             // The operator snapshot: everything before the barriers is consumed.
             ch.ghost_started_at[cp as usize - 1] = Some(ch.ghost_delivered.len() as u8);
         }
@@ -268,7 +268,7 @@ fn maybe_complete(s: &mut State, cp: CheckpointId) -> bool {
     }
     s.checkpoints[i] = CheckpointStatus::Completed;
     for ch in s.channels.iter_mut() {
-        std::sync::Arc::make_mut(ch).persister.stop_persisting(cp);
+        ch.make_mut().persister.stop_persisting(cp);
     }
     true
 }
@@ -281,7 +281,7 @@ fn abort(s: &mut State, cp: CheckpointId, status: CheckpointStatus, variant: Var
         .iter_mut()
         .filter(|_| variant != Variant::DeclineKeepsPersisting)
     {
-        std::sync::Arc::make_mut(ch).persister.stop_persisting(cp);
+        ch.make_mut().persister.stop_persisting(cp);
     }
     s.task = TaskPc::Idle;
 }
