@@ -6,6 +6,8 @@
 //! Skipped, with a message, only where no Chromium is installed; `.ci/run` installs Debian's
 //! `chromium`, and with `CI=true` a missing browser fails the test instead.
 
+mod common;
+
 use recovery_model::bug_zoo::VARIANTS;
 use recovery_model::presets::find_preset;
 use recovery_model::tooling::check::shortest_counterexample;
@@ -118,24 +120,11 @@ fn start_explorer(variant: &str, port: u16) -> (Reaped, String) {
     }
     // Explorer's own search, started with it, has decided every property: the page's
     // property list then shows the check's verdicts, not "Searching".
-    while !explorer_search_done(port) {
+    while !common::explorer_status(port).is_some_and(|s| s["done"] == true) {
         assert!(Instant::now() < deadline, "Explorer's search did not finish");
         std::thread::sleep(Duration::from_millis(100));
     }
     (server, link.expect("a deep link before the Explorer line"))
-}
-
-/// Whether Explorer's status (what its status panel polls) says its search is done.
-fn explorer_search_done(port: u16) -> bool {
-    let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)) else {
-        return false;
-    };
-    let request = b"GET /.status HTTP/1.1\r\nHost: explorer\r\nConnection: close\r\n\r\n";
-    let mut reply = String::new();
-    if std::io::Write::write_all(&mut stream, request).is_err() || stream.read_to_string(&mut reply).is_err() {
-        return false;
-    }
-    reply.contains("\"done\":true")
 }
 
 fn chromium_cmd(chrome: &Path, profile: &Path) -> Command {

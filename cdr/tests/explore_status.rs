@@ -2,8 +2,10 @@
 //! panel shows) gives the state count and every property's verdict, not one state and
 //! "Searching". Plain HTTP against the served Explorer; no browser needed.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -15,17 +17,6 @@ impl Drop for Reaped {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
-}
-
-fn status(port: u16) -> Option<serde_json::Value> {
-    let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
-    stream
-        .write_all(b"GET /.status HTTP/1.1\r\nHost: explorer\r\nConnection: close\r\n\r\n")
-        .ok()?;
-    let mut reply = String::new();
-    stream.read_to_string(&mut reply).ok()?;
-    let body = reply.split_once("\r\n\r\n")?.1;
-    serde_json::from_str(body).ok()
 }
 
 #[test]
@@ -57,7 +48,7 @@ fn explorer_opened_on_a_finding_shows_its_search_done_and_the_violated_propertie
             start.elapsed() < Duration::from_secs(60),
             "Explorer's search did not finish"
         );
-        if let Some(s) = status(port).filter(|s| s["done"] == true) {
+        if let Some(s) = common::explorer_status(port).filter(|s| s["done"] == true) {
             break s;
         }
         std::thread::sleep(Duration::from_millis(100));

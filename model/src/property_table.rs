@@ -1,6 +1,19 @@
 //! The table both models declare their properties with: one row per property, giving its
 //! key, expectation, name and predicate.
 
+/// The stateright property of expectation `e` named `name` with predicate `f`.
+pub fn property<M: stateright::Model>(
+    e: stateright::Expectation,
+    name: &'static str,
+    f: fn(&M, &M::State) -> bool,
+) -> stateright::Property<M> {
+    match e {
+        stateright::Expectation::Always => stateright::Property::always(name, f),
+        stateright::Expectation::Eventually => stateright::Property::eventually(name, f),
+        stateright::Expectation::Sometimes => stateright::Property::sometimes(name, f),
+    }
+}
+
 /// Declares a property key enum from one table, so a property's name, expectation and
 /// predicate are written once: `properties! { #[doc] pub enum Key for Model, State; table }`,
 /// each row `Id: Always|Eventually|Sometimes, "name", predicate;`. Both models use it: the
@@ -58,30 +71,18 @@ macro_rules! properties {
             where
                 W: ::stateright::Model<State = $state> + AsRef<$model>,
             {
-                fn with<W: ::stateright::Model>(
-                    e: ::stateright::Expectation,
-                    name: &'static str,
-                    f: fn(&W, &W::State) -> bool,
-                ) -> ::stateright::Property<W> {
-                    match e {
-                        ::stateright::Expectation::Always => ::stateright::Property::always(name, f),
-                        ::stateright::Expectation::Eventually => ::stateright::Property::eventually(name, f),
-                        ::stateright::Expectation::Sometimes => ::stateright::Property::sometimes(name, f),
-                    }
-                }
                 match self {
-                    $($key::$id => with(self.expectation(), $name, |w: &W, s: &$state| $pred(w.as_ref(), s)),)*
+                    $($key::$id => $crate::property_table::property(
+                        self.expectation(),
+                        $name,
+                        |w: &W, s: &$state| $pred(w.as_ref(), s),
+                    ),)*
                 }
             }
 
             /// The stateright property.
             pub fn property(self) -> ::stateright::Property<$model> {
-                let (name, f) = (self.name(), self.predicate());
-                match self.expectation() {
-                    ::stateright::Expectation::Always => ::stateright::Property::always(name, f),
-                    ::stateright::Expectation::Eventually => ::stateright::Property::eventually(name, f),
-                    ::stateright::Expectation::Sometimes => ::stateright::Property::sometimes(name, f),
-                }
+                $crate::property_table::property(self.expectation(), self.name(), self.predicate())
             }
         }
 
