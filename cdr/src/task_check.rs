@@ -4,7 +4,7 @@
 
 use crate::junit;
 use recovery_model::task_level::bug_zoo::{TASK_VARIANTS, TaskVariantInfo};
-use recovery_model::task_level::presets::{TASK_PRESETS, find_task_preset};
+use recovery_model::task_level::presets::{TASK_PRESETS, TaskPreset, find_task_preset};
 use recovery_model::task_level::properties::TaskPropertyId;
 use recovery_model::task_level::{TaskModel, TaskVariant};
 use recovery_model::tooling::check::{CheckReport, Status};
@@ -43,11 +43,8 @@ fn usage_error(msg: String) -> ExitCode {
     ExitCode::from(2)
 }
 
-/// The model `check --preset P --variant V` runs, or a usage error.
-pub fn load(
-    preset: Option<&str>,
-    variant: &str,
-) -> Result<(TaskModel, &'static str, &'static [TaskPropertyId]), String> {
+/// The model `check --preset P --variant V` runs and its preset, or a usage error.
+pub fn load(preset: Option<&str>, variant: &str) -> Result<(TaskModel, &'static TaskPreset), String> {
     let variant = TaskVariant::from_name(variant).ok_or_else(|| {
         let known: Vec<&str> = TASK_VARIANTS.iter().map(|v| v.name).collect();
         format!(
@@ -72,7 +69,7 @@ pub fn load(
     for s in &shapes {
         s.validate().map_err(|e| format!("{name}: {e}"))?;
     }
-    Ok((TaskModel::new(shapes, variant), p.name, p.unreachable))
+    Ok((TaskModel::new(shapes, variant), p))
 }
 
 /// `cdr check` of a task-level preset or variant.
@@ -80,16 +77,17 @@ pub fn run(args: TaskCheckArgs) -> ExitCode {
     if let Some(option) = args.channel_only_option {
         return usage_error(format!("{option} is not available for the task-level model"));
     }
-    let (model, preset, unreachable) = match load(args.preset, args.variant) {
+    let (model, p) = match load(args.preset, args.variant) {
         Ok(m) => m,
         Err(e) => return usage_error(e),
     };
+    let preset = p.name;
     if let Some(path) = args.junit
         && let Err(e) = junit::check_writable(path)
     {
         return usage_error(e);
     }
-    let report = check(&model, preset, unreachable, args.threads, args.acyclic);
+    let report = check(&model, preset, p.unreachable, p.violated, args.threads, args.acyclic);
     if let Some(path) = args.junit
         && let Err(e) = junit::write(path, vec![junit::check_suite(&report)])
     {
@@ -158,7 +156,7 @@ pub fn presets_json() -> Vec<serde_json::Value> {
         .map(|p| {
             serde_json::json!({
                 "name": p.name, "summary": p.summary, "model": "task-level",
-                "shapes": (p.shapes)(), "unreachable": p.unreachable,
+                "shapes": (p.shapes)(), "unreachable": p.unreachable, "violated": p.violated,
             })
         })
         .collect()
@@ -167,8 +165,8 @@ pub fn presets_json() -> Vec<serde_json::Value> {
 /// `cdr variants --check`: one task-level variant checked on its preset (exhaustive, without
 /// the acyclicity pass); its property's status and the report.
 pub fn check_variant(info: &TaskVariantInfo, threads: usize) -> (Status, CheckReport) {
-    let (model, preset, unreachable) = load(Some(info.preset), info.name).expect("the table's presets exist");
-    let report = check(&model, preset, unreachable, threads, false);
+    let (model, p) = load(Some(info.preset), info.name).expect("the table's presets exist");
+    let report = check(&model, p.name, p.unreachable, p.violated, threads, false);
     let status = report
         .properties
         .iter()

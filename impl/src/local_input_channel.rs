@@ -286,8 +286,12 @@ impl LocalInputChannel {
     ) -> Result<Option<BufferAndAvailability>> {
         if self.shared.has_pending_priority_event.load(Ordering::SeqCst) {
             let view = view.ok_or_else(|| ChannelError::illegal_state("No subpartition view available"))?;
-            if !view.peek_next_data_type().has_priority() {
-                return Err(ChannelError::illegal_state("Expected priority event"));
+            let head = view.peek_next_data_type();
+            if !head.has_priority() {
+                // 2.3.0's `getNextRecoveredBuffer`: the same check and message as the pull.
+                return Err(ChannelError::illegal_state(&format!(
+                    "Expected priority event, but got {head:?}"
+                )));
             }
             let next = view
                 .poll_buffer()

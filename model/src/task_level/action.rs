@@ -17,6 +17,9 @@ pub enum TaskThread {
     /// The TaskManager's side of cancellation: `Task.cancelExecution` (the JobManager cancels
     /// the task) and the `TaskCanceler` thread that runs `invokable.cancel()`.
     Canceler,
+    /// The checkpoint coordinator's side: a checkpoint reaches the task (the RPC to a source, the
+    /// first barrier to a task with inputs).
+    Coordinator,
 }
 
 impl std::fmt::Display for TaskThread {
@@ -26,6 +29,7 @@ impl std::fmt::Display for TaskThread {
             TaskThread::Io => "io",
             TaskThread::Completion => "completion",
             TaskThread::Canceler => "canceler",
+            TaskThread::Coordinator => "coordinator",
         })
     }
 }
@@ -43,6 +47,12 @@ pub enum TaskAction {
     /// IO: `finishReadRecoveredState()` of one gate. After the last gate, flag on, the chain's
     /// `thenRunAsync(requestPartitions(true), mainMailboxExecutor)` queues its mail.
     FinishReadRecoveredState {
+        /// The gate.
+        gate: u8,
+    },
+    /// IO (flag on): `FetchedChannelStateDrainer.drain` of one gate: its fetched state into its
+    /// channels, then the end-of-state sentinel.
+    DrainGate {
         /// The gate.
         gate: u8,
     },
@@ -69,8 +79,14 @@ pub enum TaskAction {
     /// Completion (variant convert-all-gates-together): every gate's future completes; the
     /// mails for all gates are queued together.
     OnAllGatesStateConsumed,
-    /// Completion: the recovery future completes.
+    /// Completion: the recovery future completes. Flag on, `completeAll` of the gates'
+    /// state-consumed futures completed and its `thenRun` queued the NO_OP mail first.
     CompleteRecovery,
+    /// Completion (flag on, the restore loop ending at the drain's end): `completeAll` of the
+    /// gates' state-consumed futures completed; its `thenRun` queues the NO_OP mail.
+    CompleteAllStateConsumed,
+    /// Coordinator: a checkpoint reaches the RUNNING task; its mail is queued.
+    TriggerCheckpoint,
     /// Completion: `whenComplete(-> mailboxProcessor.suspend())` runs.
     RunSuspendCallback,
     /// Completion: defer-finish's `thenRun(suspension::resume)` runs.
@@ -115,6 +131,7 @@ impl TaskAction {
         match self {
             ReadInputData { .. }
             | FinishReadRecoveredState { .. }
+            | DrainGate { .. }
             | ReadInputDataThrows { .. }
             | FinishReadRecoveredStateThrows { .. } => TaskThread::Io,
             ProcessMail { .. }
@@ -123,9 +140,11 @@ impl TaskAction {
             | RequestPartitionsThrows { .. }
             | ReleaseResources => TaskThread::Mailbox,
             CancelExecution | CancelInvokable => TaskThread::Canceler,
+            TriggerCheckpoint => TaskThread::Coordinator,
             OnGateStateConsumed { .. }
             | OnAllGatesStateConsumed
             | CompleteRecovery
+            | CompleteAllStateConsumed
             | RunSuspendCallback
             | RunResumeCallback
             | OnInputAvailable => TaskThread::Completion,

@@ -79,6 +79,13 @@ pub const TASK_VARIANTS: &[TaskVariantInfo] = &[
         property: TaskPropertyId::NothingLeaks,
         preset: "task",
     },
+    TaskVariantInfo {
+        variant: TaskVariant::NoOpAtDrainEnd,
+        name: "no-op-at-drain-end",
+        bug: "#28554: NO_OP installed and the restore loop ended when the drain ends, while channels are still in recovery",
+        property: TaskPropertyId::CheckpointFindsRecoveryBarriers,
+        preset: "task",
+    },
 ];
 
 impl TaskVariant {

@@ -31,6 +31,53 @@ pub enum Selection {
     FirstUntilEnd,
 }
 
+/// The checkpoints the job takes, by the barrier handler `InputProcessorUtil.createBarrierHandler`
+/// builds for them (EXACTLY_ONCE).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Checkpoints {
+    /// No checkpoint reaches the task.
+    #[default]
+    None,
+    /// `execution.checkpointing.unaligned.enabled`: `SingleCheckpointBarrierHandler.alternating`,
+    /// whose `ChannelState` asks the task's recovery trigger at checkpoint start
+    /// (`onCheckpointStartedForAllInputs`).
+    Unaligned,
+    /// Aligned only: `SingleCheckpointBarrierHandler.aligned`, whose `ChannelState` is built with
+    /// the one-argument constructor: its recovery trigger is always NO_OP.
+    AlignedOnly,
+}
+
+/// `CheckpointingOptions.isCheckpointingDuringRecoveryEnabled`, the one gate every call site
+/// of the feature asks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CdrGate {
+    /// As the series merged it (and 2.3.0 has it): `recover-output-on-downstream` and the
+    /// flag; unaligned checkpoints need not be on.
+    #[default]
+    AsMerged,
+    /// As FLINK-40518 (apache/flink#29055) made it: unaligned checkpoints must be on too, else
+    /// the task recovers as with the flag off.
+    RequiresUnaligned,
+}
+
+/// Which stage of the flag-on chain the restore loop's recovery future is: the task turns
+/// RUNNING, and so can be checkpointed, only once the restore loop has returned.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RestoreLoopEnds {
+    /// After `completeAll` of the gates' state-consumed futures (the chain read at the
+    /// #28660 stage, and the final form the series planned): the task consumes its recovered
+    /// state while INITIALIZING.
+    #[default]
+    StateConsumed,
+    /// When the drain ends: the task turns RUNNING while its channels still hand out
+    /// recovered buffers, and `completeAll` only installs NO_OP (the form that lets
+    /// checkpoints meet channels in recovery, which #28660 and #29055 describe).
+    DrainEnd,
+}
+
 /// One task: its gates, its operator's input selection and the flag.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct TaskShape {
@@ -46,6 +93,15 @@ pub struct TaskShape {
     /// (once, at any step).
     #[serde(default)]
     pub failures: bool,
+    /// The checkpoints the job takes; one may reach the task once it is RUNNING.
+    #[serde(default)]
+    pub checkpoints: Checkpoints,
+    /// How the flag is gated.
+    #[serde(default)]
+    pub cdr_gate: CdrGate,
+    /// Flag on: when the restore loop's recovery future completes.
+    #[serde(default)]
+    pub restore_loop_ends: RestoreLoopEnds,
 }
 
 impl TaskShape {
@@ -74,7 +130,33 @@ impl TaskShape {
             _ => "",
         };
         let failures = if self.failures { ", failures" } else { "" };
-        format!("flag {flag}, gates [{}]{selection}{failures}", gates.join(" | "))
+        let checkpoints = match self.checkpoints {
+            Checkpoints::None => "",
+            Checkpoints::Unaligned => ", unaligned checkpoints",
+            Checkpoints::AlignedOnly => ", aligned checkpoints",
+        };
+        let gate = match self.cdr_gate {
+            CdrGate::AsMerged => "",
+            CdrGate::RequiresUnaligned => " (gated on unaligned)",
+        };
+        let ends = match (self.checkpointing_during_recovery, self.restore_loop_ends) {
+            (true, RestoreLoopEnds::DrainEnd) => ", restore loop ends at drain end",
+            _ => "",
+        };
+        format!(
+            "flag {flag}{gate}, gates [{}]{selection}{failures}{checkpoints}{ends}",
+            gates.join(" | ")
+        )
+    }
+
+    /// `CheckpointingOptions.isCheckpointingDuringRecoveryEnabled`: whether the task recovers
+    /// on the flag-on chain.
+    pub fn is_checkpointing_during_recovery_enabled(&self) -> bool {
+        self.checkpointing_during_recovery
+            && match self.cdr_gate {
+                CdrGate::AsMerged => true,
+                CdrGate::RequiresUnaligned => self.checkpoints == Checkpoints::Unaligned,
+            }
     }
 
     /// Whether the task runs a `StreamMultipleInputProcessor`.

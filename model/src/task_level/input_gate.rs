@@ -33,17 +33,18 @@ impl std::fmt::Display for Element {
 /// What channel `c` of gate `g` hands out next, if anything.
 ///
 /// Flag off, the operator polls the `RecoveredInputChannel`s while the IO thread fills them
-/// (Flink's path before FLINK-38544). Flag on, it consumes recovered state only after
-/// filtering completed: nothing until `requestPartitions(true)` pushed it into the physical
-/// channel. Live data shows once the partition is requested and the channel left recovery.
+/// (Flink's path before FLINK-38544). Flag on, it consumes recovered state only after the
+/// fetch completed: nothing until the drain pushed it into the physical channel, created in
+/// recovery by `requestPartitions(true)`. Live data shows once the partition is requested and
+/// the channel left recovery.
 pub fn next_element(shape: &TaskShape, gate: &Gate, c: u8) -> Option<Element> {
     let ch = &gate.channels[c as usize];
-    let flag_off = !shape.checkpointing_during_recovery;
+    let flag_off = !shape.is_checkpointing_during_recovery_enabled();
     if ch.recovered > 0 {
-        return ((flag_off && gate.read) || gate.partitions_requested).then_some(Element::Recovered);
+        return ((flag_off && gate.read) || gate.drained).then_some(Element::Recovered);
     }
     if !ch.state_consumed {
-        return ((flag_off && gate.finished_read) || gate.partitions_requested).then_some(Element::EndOfState);
+        return ((flag_off && gate.finished_read) || gate.drained).then_some(Element::EndOfState);
     }
     if !gate.partitions_requested || ch.end_of_partition {
         return None;
@@ -87,15 +88,13 @@ pub fn poll_next(shape: &TaskShape, s: &mut TaskState, g: u8, c: u8) -> (Element
 
 /// `SingleInputGate.requestPartitions(needsRecovery)`: converts the recovered channels and
 /// requests the partitions. Flag off (`toInputChannel(false)`), every recovered buffer must
-/// have been consumed; flag on, `toInputChannel(true)` pushes them (and the sentinel) into
-/// the physical channel, which `next_element` shows as the same queue.
+/// have been consumed; flag on, `toInputChannel(true)` creates the physical channels in
+/// recovery, for the drain to push into.
 pub fn request_partitions(shape: &TaskShape, s: &mut TaskState, g: u8) {
     let gate = &mut s.gates[g as usize];
     debug_assert!(
-        shape.checkpointing_during_recovery || gate.state_consumed(),
+        shape.is_checkpointing_during_recovery_enabled() || gate.state_consumed(),
         "toInputChannel(false) of a channel with unconsumed recovered state"
     );
     gate.partitions_requested = true;
-    // Flag on, the conversion drains the spilled state into the physical channels.
-    gate.spilled = false;
 }

@@ -90,11 +90,13 @@ impl TaskModel {
     fn io_actions(&self, s: &TaskState, out: &mut Vec<TaskAction>) {
         let shape = self.shape(s);
         let gates = shape.gates.len() as u8;
-        if s.io_pc >= stream_task::io_program_len(shape) {
+        if !stream_task::io_may_run(shape, s) {
             return;
         }
         let fail = self.may_fail(s);
-        if s.io_pc < gates {
+        if s.io_pc >= 2 * gates {
+            out.push(TaskAction::DrainGate { gate: s.io_pc - 2 * gates });
+        } else if s.io_pc < gates {
             let gate = s.io_pc;
             out.push(TaskAction::ReadInputData { gate });
             if fail {
@@ -119,9 +121,15 @@ impl TaskModel {
         }
     }
 
+    fn coordinator_actions(&self, s: &TaskState, out: &mut Vec<TaskAction>) {
+        if stream_task::can_trigger_checkpoint(self.shape(s), s) {
+            out.push(TaskAction::TriggerCheckpoint);
+        }
+    }
+
     fn completion_actions(&self, s: &TaskState, out: &mut Vec<TaskAction>) {
         let shape = self.shape(s);
-        if !shape.checkpointing_during_recovery {
+        if !shape.is_checkpointing_during_recovery_enabled() {
             if self.variant == TaskVariant::ConvertAllGatesTogether {
                 if !s.gates.is_empty() && s.all_state_consumed() && !s.gates[0].consumed_callback_run {
                     out.push(TaskAction::OnAllGatesStateConsumed);
@@ -136,6 +144,9 @@ impl TaskModel {
         }
         if stream_task::can_complete_recovery(shape, s) {
             out.push(TaskAction::CompleteRecovery);
+        }
+        if stream_task::can_complete_all_state_consumed(shape, s) {
+            out.push(TaskAction::CompleteAllStateConsumed);
         }
         if s.suspend_callback == Callback::Pending {
             out.push(TaskAction::RunSuspendCallback);
@@ -166,6 +177,7 @@ impl TaskModel {
         self.io_actions(s, out);
         self.completion_actions(s, out);
         self.canceler_actions(s, out);
+        self.coordinator_actions(s, out);
     }
 
     /// The state `a` leads to from `s`.
@@ -191,7 +203,10 @@ impl TaskModel {
             }
             TaskAction::OnGateStateConsumed { gate } => stream_task::on_gate_state_consumed(&mut n, gate),
             TaskAction::OnAllGatesStateConsumed => stream_task::on_all_gates_state_consumed(&mut n),
-            TaskAction::CompleteRecovery => stream_task::complete_recovery(&mut n),
+            TaskAction::DrainGate { gate } => stream_task::drain(shape, v, &mut n, gate),
+            TaskAction::CompleteRecovery => stream_task::complete_recovery_step(shape, &mut n),
+            TaskAction::CompleteAllStateConsumed => stream_task::complete_all_state_consumed(&mut n),
+            TaskAction::TriggerCheckpoint => stream_task::trigger_checkpoint(&mut n),
             TaskAction::RunSuspendCallback => stream_task::run_suspend_callback(&mut n),
             TaskAction::RunResumeCallback => stream_task::run_resume_callback(&mut n),
             TaskAction::OnInputAvailable => stream_task::on_input_available(&mut n),

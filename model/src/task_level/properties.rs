@@ -2,7 +2,7 @@
 //! that breaks it; the `sometimes` properties show that the situations they guard happen.
 
 use super::model::TaskModel;
-use super::state::{Cause, ExecutionState, Phase, TaskState};
+use super::state::{Cause, Checkpoint, ExecutionState, Phase, TaskState};
 
 crate::property_table::properties! {
     /// A property of the task-level model. Code refers to properties by this key; the name
@@ -17,6 +17,8 @@ crate::property_table::properties! {
         a_failed_recovery_never_enters_the_main_loop;
     TheFailureIsReported: Always, "the task ends as its first failure says", the_task_ends_as_its_first_failure_says;
     NothingLeaks: Always, "nothing leaks once the task has ended", nothing_leaks_once_the_task_has_ended;
+    CheckpointFindsRecoveryBarriers: Always, "a checkpoint never meets a channel in recovery without its recovery barrier",
+        a_checkpoint_never_meets_a_channel_in_recovery_without_its_recovery_barrier;
     // --- liveness ---
     RecoveryCompletesAndTaskFinishes: Eventually, "the task ends, and finishes after recovery unless failed or canceled",
         the_task_ends_and_finishes_after_recovery_unless_failed_or_canceled;
@@ -32,6 +34,9 @@ crate::property_table::properties! {
         the_task_is_failed_externally_while_restoring;
     SpillReleasedByCleanup: Sometimes, "an abort between fetch and drain releases the spilled state",
         an_abort_between_fetch_and_drain_releases_the_spilled_state;
+    CheckpointTaken: Sometimes, "a checkpoint is taken", a_checkpoint_is_taken;
+    CheckpointInsertsRecoveryBarriers: Sometimes, "a checkpoint puts a recovery barrier into a channel in recovery",
+        a_checkpoint_puts_a_recovery_barrier_into_a_channel_in_recovery;
 }
 
 /// `restoreInternal`'s `checkState(allGatesRecoveredFuture.isDone(), "Mailbox loop interrupted
@@ -84,7 +89,7 @@ pub fn nothing_leaks_once_the_task_has_ended(m: &TaskModel, s: &TaskState) -> bo
     !(s.released && io_stopped)
         || s.gates
             .iter()
-            .all(|g| !g.spilled && g.buffers_held(shape.checkpointing_during_recovery) == 0)
+            .all(|g| !g.spilled && g.buffers_held(shape.is_checkpointing_during_recovery_enabled()) == 0)
 }
 
 /// L1 at the task level: the task ends (its resources released, its state terminal); with
@@ -98,6 +103,28 @@ pub fn the_task_ends_and_finishes_after_recovery_unless_failed_or_canceled(_: &T
     s.injected.is_some() || s.cancel_requested || (s.recovered && s.phase == Phase::Finished && s.all_inputs_finished())
 }
 
+/// A checkpoint that starts while a channel is still in recovery finds the
+/// `RecoveryCheckpointBarrier` the trigger put there: unaligned, `checkpointStarted` would
+/// otherwise decline it (the #28554 review); aligned, the checkpoint would neither be taken nor
+/// declined (FLINK-40518).
+pub fn a_checkpoint_never_meets_a_channel_in_recovery_without_its_recovery_barrier(
+    _: &TaskModel,
+    s: &TaskState,
+) -> bool {
+    s.checkpoint != Checkpoint::NoRecoveryBarrier
+}
+
+/// A checkpoint reaches the task and is taken.
+pub fn a_checkpoint_is_taken(_: &TaskModel, s: &TaskState) -> bool {
+    matches!(s.checkpoint, Checkpoint::Taken | Checkpoint::TakenWithRecoveryBarriers)
+}
+
+/// A checkpoint is taken while a channel is in recovery: the drainer, as the trigger, put its
+/// barrier there. Only where the task turns RUNNING before its recovered state is consumed.
+pub fn a_checkpoint_puts_a_recovery_barrier_into_a_channel_in_recovery(_: &TaskModel, s: &TaskState) -> bool {
+    s.checkpoint == Checkpoint::TakenWithRecoveryBarriers
+}
+
 /// The defer-finish path runs end to end: END_OF_INPUT came during recovery, was deferred, and
 /// the task still finished.
 pub fn end_of_input_deferred_until_recovery_completes(_: &TaskModel, s: &TaskState) -> bool {
@@ -107,7 +134,7 @@ pub fn end_of_input_deferred_until_recovery_completes(_: &TaskModel, s: &TaskSta
 /// Flag off, per-gate conversion lets a gate's partitions go live while another gate's
 /// recovered state is still unconsumed: what B7's all-together conversion forbids.
 pub fn a_gate_goes_live_before_anothers_recovered_state_is_consumed(m: &TaskModel, s: &TaskState) -> bool {
-    !m.shape(s).checkpointing_during_recovery
+    !m.shape(s).is_checkpointing_during_recovery_enabled()
         && s.gates.iter().any(|g| g.partitions_requested)
         && s.gates.iter().any(|g| !g.state_consumed())
 }

@@ -42,7 +42,12 @@ pub struct Gate {
     /// `requestPartitions` mail.
     pub consumed_callback_run: bool,
     /// `requestPartitions` ran: the channels are converted and the partitions requested.
+    /// Flag on, they are created in recovery: they show live data only once their recovered
+    /// state was consumed.
     pub partitions_requested: bool,
+    /// Flag on: `FetchedChannelStateDrainer.drain` pushed the gate's fetched state into its
+    /// channels, each followed by the end-of-state sentinel.
+    pub drained: bool,
     /// The input processor saw this input's END_OF_INPUT.
     pub finished: bool,
     /// The channels.
@@ -50,16 +55,22 @@ pub struct Gate {
 }
 
 impl Gate {
+    /// Flag on: some channel was created in recovery and has not consumed its sentinel
+    /// (`RecoverableInputChannel`'s `inRecovery`).
+    pub fn in_recovery(&self) -> bool {
+        self.partitions_requested && !self.state_consumed()
+    }
+
     /// The gate's `getStateConsumedFuture()` (all its channels') is complete.
     pub fn state_consumed(&self) -> bool {
         self.channels.iter().all(|c| c.state_consumed)
     }
 
     /// Recovered buffers the gate's channels hold in memory: read into the
-    /// `RecoveredInputChannel`s (flag off) or pushed into the physical channels by the
-    /// conversion (flag on), and not yet consumed or recycled.
+    /// `RecoveredInputChannel`s (flag off) or pushed into the physical channels by the drain
+    /// (flag on), and not yet consumed or recycled.
     pub fn buffers_held(&self, flag: bool) -> u8 {
-        let in_memory = if flag { self.partitions_requested } else { self.read };
+        let in_memory = if flag { self.drained } else { self.read };
         if !in_memory || (self.released && !self.queued_after_release) {
             return 0;
         }
@@ -116,9 +127,77 @@ pub enum ExecutionState {
     Finished,
 }
 
+/// `StreamTask.recoveryCheckpointTrigger`: what the barrier handler's `ChannelState` asks at
+/// checkpoint start (`snapshotAndInsertBarriers`). Read and written on the mailbox thread only.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RecoveryTrigger {
+    /// `RecoveryCheckpointTrigger.NOT_READY`: declines (CHECKPOINT_DECLINED_TASK_NOT_READY).
+    NotReady,
+    /// The `FetchedChannelStateDrainer`: inserts a `RecoveryCheckpointBarrier` into every
+    /// channel still in recovery and hands over the undrained slice.
+    Drainer,
+    /// `RecoveryCheckpointTrigger.NO_OP`.
+    NoOp,
+}
+
+impl std::fmt::Display for RecoveryTrigger {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            RecoveryTrigger::NotReady => "NOT_READY",
+            RecoveryTrigger::Drainer => "the drainer",
+            RecoveryTrigger::NoOp => "NO_OP",
+        })
+    }
+}
+
+/// Flag on: the stage `recoverChannelsWithCheckpointing`'s chain waits on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+pub enum Chain {
+    /// The NOT_READY mail (`setRecoveryCheckpointTrigger`) is queued.
+    NotReady,
+    /// The fetch runs on the IO executor (flag off: the read).
+    Fetch,
+    /// The `requestPartitions(true)` mail is queued.
+    RequestPartitions,
+    /// The drainer's install mail is queued.
+    InstallDrainer,
+    /// The drain runs on the IO executor.
+    Drain,
+    /// `completeAll` of the gates' state-consumed futures.
+    StateConsumed,
+    /// `completeAll` completed and queued the NO_OP mail.
+    Done,
+}
+
+/// The one checkpoint that may reach the task, and what became of it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+pub enum Checkpoint {
+    /// None reached the task.
+    None,
+    /// Its mail is queued (`triggerCheckpointAsync`, or the first barrier's `processInput`).
+    Queued,
+    /// Taken, no channel in recovery.
+    Taken,
+    /// Taken: the drainer put a `RecoveryCheckpointBarrier` into every channel in recovery,
+    /// and `checkpointStarted` persisted what is before it.
+    TakenWithRecoveryBarriers,
+    /// NOT_READY declined it.
+    Declined,
+    /// A channel in recovery has no `RecoveryCheckpointBarrier`: unaligned, its
+    /// `checkpointStarted` declines the checkpoint; aligned, it neither is taken nor declined
+    /// until it expires (FLINK-40518).
+    NoRecoveryBarrier,
+}
+
 /// A mail in the task's mailbox.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Mail {
+    /// Flag on: `setRecoveryCheckpointTrigger(trigger)`.
+    SetRecoveryTrigger(RecoveryTrigger),
+    /// The checkpoint: the barrier handler starts it (`onCheckpointStartedForAllInputs`), and
+    /// `performCheckpoint` takes the snapshot.
+    Checkpoint,
     /// Flag off: `inputGate.requestPartitions()` of one gate.
     RequestPartitions(u8),
     /// Flag on: the chain's `thenRunAsync` stage, `requestPartitions(true)` of every gate.
@@ -206,8 +285,12 @@ pub struct TaskState {
     pub last_read_input_index: u8,
 
     // --- recovery future (`recoveryCompletionFuture`, `allGatesRecoveredFuture`) ---
-    /// Flag on: the chain reached its `thenCompose(allOf(stateConsumed))` stage.
-    pub chain_composed: bool,
+    /// Flag on: the chain's stage.
+    pub chain: Chain,
+    /// `StreamTask.recoveryCheckpointTrigger`.
+    pub trigger: RecoveryTrigger,
+    /// The checkpoint.
+    pub checkpoint: Checkpoint,
     /// The recovery future is complete (normally or not).
     pub recovered: bool,
     /// The recovery future completed exceptionally, with this cause.

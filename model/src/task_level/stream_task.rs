@@ -2,22 +2,26 @@
 //! short-circuit), `restoreInternal`'s check after the restore loop, `processInput`'s handling
 //! of the input status (with the defer-finish rule), and the callbacks on the recovery future.
 
-use super::config::TaskShape;
+use super::config::{Checkpoints, RestoreLoopEnds, TaskShape};
 use super::input_gate;
 use super::mailbox_processor as mailbox;
-use super::state::{Callback, Cause, DefaultAction, ExecutionState, Gate, Mail, Phase, Suspension, TaskState};
+use super::state::{
+    Callback, Cause, Chain, Checkpoint, DefaultAction, ExecutionState, Gate, Mail, Phase, RecoveryTrigger, Suspension,
+    TaskState,
+};
 use super::stream_input_processor::{self as processor, InputStatus};
 use super::task;
 use super::variant::TaskVariant;
 
 /// The state right after `restoreStateAndGates` returned, before the restore loop runs.
 ///
-/// Both paths submit `readInputChannelState` to the IO executor and register
-/// `whenComplete(-> mailboxProcessor.suspend())` on the result. Flag off, each gate's
-/// `getStateConsumedFuture().thenRun(requestPartitions mail)` is registered; flag on, the chain
-/// `runAsync(read) -> thenRunAsync(requestPartitions(true), mailbox) -> thenCompose(allOf)`.
-/// A task without input gates completes at once: the future is done and its suspend callback
-/// has already queued its mail.
+/// Both paths register `whenComplete(-> mailboxProcessor.suspend())` on their result. Flag off
+/// (`recoverChannelsWithoutCheckpointing`): the trigger is NO_OP, `readInputChannelState` goes
+/// to the IO executor, and each gate's `getStateConsumedFuture().thenRun(requestPartitions
+/// mail)` is registered. Flag on (`recoverChannelsWithCheckpointing`), the chain starts with
+/// the NOT_READY mail; its stages follow one another (see [`Chain`]). A task without input
+/// gates completes at once, its trigger NO_OP: the future is done and its suspend callback has
+/// already queued its mail.
 pub fn restore_state_and_gates(shape_index: u8, shape: &TaskShape) -> TaskState {
     let gates = shape
         .gates
@@ -30,6 +34,7 @@ pub fn restore_state_and_gates(shape_index: u8, shape: &TaskShape) -> TaskState 
             queued_after_release: false,
             consumed_callback_run: false,
             partitions_requested: false,
+            drained: false,
             finished: false,
             channels: g
                 .channels
@@ -51,7 +56,9 @@ pub fn restore_state_and_gates(shape_index: u8, shape: &TaskShape) -> TaskState 
         mailbox: Vec::new(),
         default_action: DefaultAction::Running,
         last_read_input_index: 1,
-        chain_composed: false,
+        chain: Chain::Fetch,
+        trigger: RecoveryTrigger::NoOp,
+        checkpoint: Checkpoint::None,
         recovered: false,
         recovery_failure: None,
         suspend_callback: Callback::Registered,
@@ -70,17 +77,51 @@ pub fn restore_state_and_gates(shape_index: u8, shape: &TaskShape) -> TaskState 
     if shape.gates.is_empty() {
         // `allOf()` of nothing, or the flag-on short-circuit: complete before the loop runs,
         // so the callback runs synchronously on the mailbox thread.
+        s.chain = Chain::Done;
         s.recovered = true;
         s.suspend_callback = Callback::Done;
         mailbox::suspend(&mut s);
+    } else if shape.is_checkpointing_during_recovery_enabled() {
+        s.chain = Chain::NotReady;
+        s.trigger = RecoveryTrigger::NotReady;
+        mailbox::execute(&mut s, Mail::SetRecoveryTrigger(RecoveryTrigger::NotReady));
     }
     s
 }
 
-/// The IO executor's `readInputChannelState`: `readInputData` for every gate, then
-/// `finishReadRecoveredState()` for every gate.
+/// A stage of the flag-on chain that hands its work to the mailbox: a closed mailbox rejects
+/// the mail (`RejectedExecutionException`), which fails the stage and so the recovery future.
+fn chain_mail(s: &mut TaskState, chain: Chain, mail: Mail) {
+    s.chain = chain;
+    if s.mailbox_closed {
+        complete_recovery_exceptionally(s, Cause::MailboxClosed);
+    } else {
+        mailbox::execute(s, mail);
+    }
+}
+
+/// Whether the IO executor has a step it may run now: flag off the read from the start; flag
+/// on the fetch once the NOT_READY mail ran, and the drain once the drainer is installed.
+pub fn io_may_run(shape: &TaskShape, s: &TaskState) -> bool {
+    let fetch = 2 * shape.gates.len() as u8;
+    if s.io_pc >= io_program_len(shape) {
+        return false;
+    }
+    !shape.is_checkpointing_during_recovery_enabled()
+        || (s.io_pc < fetch && s.chain == Chain::Fetch)
+        || (s.io_pc >= fetch && s.chain == Chain::Drain)
+}
+
+/// The IO executor's program: `readInputData` for every gate, then
+/// `finishReadRecoveredState()` for every gate (flag off, `readInputChannelState`; flag on, the
+/// fetch \[INFER\]: the stages read show both calls); flag on, then the drain of every gate.
 pub fn io_program_len(shape: &TaskShape) -> u8 {
-    2 * shape.gates.len() as u8
+    let gates = shape.gates.len() as u8;
+    if shape.is_checkpointing_during_recovery_enabled() {
+        3 * gates
+    } else {
+        2 * gates
+    }
 }
 
 /// `SequentialChannelStateReader.readInputData`, one gate. Flag on, the reader fetches the
@@ -92,14 +133,14 @@ pub fn io_program_len(shape: &TaskShape) -> u8 {
 pub fn read_input_data(shape: &TaskShape, variant: TaskVariant, s: &mut TaskState, g: u8) {
     let gate = &s.gates[g as usize];
     let has_buffers = gate.channels.iter().any(|c| c.recovered > 0);
-    let queued_anyway = !shape.checkpointing_during_recovery && variant == TaskVariant::PushIntoReleasedChannelQueued;
+    let queued_anyway = !shape.is_checkpointing_during_recovery_enabled() && variant == TaskVariant::PushIntoReleasedChannelQueued;
     if gate.released && has_buffers && !queued_anyway {
         return read_failed(shape, variant, s, Cause::CancelTask);
     }
     let gate = &mut s.gates[g as usize];
     gate.read = true;
     gate.queued_after_release = gate.released;
-    gate.spilled = shape.checkpointing_during_recovery && has_buffers;
+    gate.spilled = shape.is_checkpointing_during_recovery_enabled() && has_buffers;
     s.io_pc += 1;
 }
 
@@ -109,7 +150,7 @@ pub fn read_input_data(shape: &TaskShape, variant: TaskVariant, s: &mut TaskStat
 /// future fails with `cause`, on this thread.
 pub fn read_failed(shape: &TaskShape, variant: TaskVariant, s: &mut TaskState, cause: Cause) {
     s.io_pc = io_program_len(shape);
-    if shape.checkpointing_during_recovery {
+    if shape.is_checkpointing_during_recovery_enabled() {
         complete_recovery_exceptionally(s, cause);
     } else if variant != TaskVariant::ReadFailureNotHandled {
         handle_async_exception(s, cause);
@@ -130,19 +171,62 @@ pub fn handle_async_exception(s: &mut TaskState, cause: Cause) {
     }
 }
 
-/// `finishReadRecoveredState()` of one gate. Flag on, the last one completes the chain's
-/// `runAsync` stage on this thread, and `thenRunAsync` hands the conversion to the mailbox.
+/// `finishReadRecoveredState()` of one gate. Flag on, the last one completes the fetch stage
+/// on this thread, and the chain hands the conversion to the mailbox.
 pub fn finish_read_recovered_state(shape: &TaskShape, s: &mut TaskState, g: u8) {
     s.gates[g as usize].finished_read = true;
     s.io_pc += 1;
-    if shape.checkpointing_during_recovery && s.io_pc == io_program_len(shape) {
-        if s.mailbox_closed {
-            // `thenRunAsync` on a closed mailbox: RejectedExecutionException fails the stage.
-            complete_recovery_exceptionally(s, Cause::MailboxClosed);
-        } else {
-            mailbox::execute(s, Mail::RequestPartitionsWithRecovery);
-        }
+    if shape.is_checkpointing_during_recovery_enabled() && s.io_pc == 2 * shape.gates.len() as u8 {
+        chain_mail(s, Chain::RequestPartitions, Mail::RequestPartitionsWithRecovery);
     }
+}
+
+/// `FetchedChannelStateDrainer.drain`, one gate: its fetched state pushed into its channels,
+/// each followed by the end-of-state sentinel. A gate released by the task's cleanup fails the
+/// drainer's buffer request (`CancelTaskException`): `drain(d)` hands it to
+/// `handleAsyncException`, and its try-with-resources closes the drainer, releasing what is
+/// left. After the last gate: [`RestoreLoopEnds`] says which stage completes.
+pub fn drain(shape: &TaskShape, variant: TaskVariant, s: &mut TaskState, g: u8) {
+    if s.gates[g as usize].released {
+        s.io_pc = io_program_len(shape);
+        for gate in &mut s.gates {
+            gate.spilled = false;
+        }
+        return handle_async_exception(s, Cause::CancelTask);
+    }
+    let gate = &mut s.gates[g as usize];
+    gate.drained = true;
+    gate.spilled = false;
+    s.io_pc += 1;
+    if s.io_pc < io_program_len(shape) {
+        return;
+    }
+    s.chain = Chain::StateConsumed;
+    if variant == TaskVariant::NoOpAtDrainEnd {
+        // #28554: `thenRun(setRecoveryCheckpointTrigger(NO_OP))` right after the drain, and
+        // that stage is the recovery future.
+        s.chain = Chain::Done;
+        mailbox::execute(s, Mail::SetRecoveryTrigger(RecoveryTrigger::NoOp));
+        complete_recovery(s);
+    } else if shape.restore_loop_ends == RestoreLoopEnds::DrainEnd {
+        complete_recovery(s);
+    }
+}
+
+/// Flag on, `completeAll` of the gates' state-consumed futures completed where the recovery
+/// future completed at the drain's end: `thenRun` queues the NO_OP mail (a closed mailbox
+/// rejects it; nothing waits on that stage any more).
+pub fn complete_all_state_consumed(s: &mut TaskState) {
+    s.chain = Chain::Done;
+    mailbox::execute(s, Mail::SetRecoveryTrigger(RecoveryTrigger::NoOp));
+}
+
+/// Whether [`complete_all_state_consumed`] is due.
+pub fn can_complete_all_state_consumed(shape: &TaskShape, s: &TaskState) -> bool {
+    s.chain == Chain::StateConsumed
+        && shape.restore_loop_ends == RestoreLoopEnds::DrainEnd
+        && s.recovered
+        && s.all_state_consumed()
 }
 
 /// `StreamTask.processInput` after the input processor returned `status`.
@@ -182,9 +266,19 @@ pub fn process_mail(shape: &TaskShape, variant: TaskVariant, s: &mut TaskState) 
             for g in 0..s.gates.len() as u8 {
                 input_gate::request_partitions(shape, s, g);
             }
-            // The chain's `thenCompose` takes the gates' futures now, after conversion.
-            s.chain_composed = true;
+            // `buildDrainer` over the converted channels, then its install mail.
+            chain_mail(s, Chain::InstallDrainer, Mail::SetRecoveryTrigger(RecoveryTrigger::Drainer));
         }
+        Mail::SetRecoveryTrigger(trigger) => {
+            s.trigger = trigger;
+            // The mail's future completes; the chain's next stage goes to the IO executor.
+            s.chain = match (trigger, s.chain) {
+                (RecoveryTrigger::NotReady, Chain::NotReady) => Chain::Fetch,
+                (RecoveryTrigger::Drainer, Chain::InstallDrainer) => Chain::Drain,
+                (_, chain) => chain,
+            };
+        }
+        Mail::Checkpoint => perform_checkpoint(shape, s),
         Mail::Suspend => loop_returns(variant, s),
         Mail::Resume(why) => mailbox::resume(s, why),
     }
@@ -228,16 +322,69 @@ fn loop_returns(variant: TaskVariant, s: &mut TaskState) {
 }
 
 /// Whether the recovery future can complete: flag off, `allOf` of every gate's
-/// state-consumed future; flag on, the chain's `thenCompose(allOf(...))` stage, taken after
-/// the conversion.
+/// state-consumed future; flag on, where the restore loop waits for it, the chain's
+/// `completeAll` stage, taken after the drain.
 pub fn can_complete_recovery(shape: &TaskShape, s: &TaskState) -> bool {
-    !s.recovered && s.all_state_consumed() && (!shape.checkpointing_during_recovery || s.chain_composed)
+    !s.recovered
+        && s.all_state_consumed()
+        && (!shape.is_checkpointing_during_recovery_enabled()
+            || (s.chain == Chain::StateConsumed && shape.restore_loop_ends == RestoreLoopEnds::StateConsumed))
 }
 
-/// The recovery future completes; its callbacks become due.
+/// The recovery future completes; its callbacks become due. Flag on, it is `completeAll`'s
+/// `thenRun`, which first queues the NO_OP mail (not awaited: a closed mailbox's rejection
+/// fails the future).
+pub fn complete_recovery_step(shape: &TaskShape, s: &mut TaskState) {
+    if shape.is_checkpointing_during_recovery_enabled() {
+        s.chain = Chain::Done;
+        if s.mailbox_closed {
+            return complete_recovery_exceptionally(s, Cause::MailboxClosed);
+        }
+        mailbox::execute(s, Mail::SetRecoveryTrigger(RecoveryTrigger::NoOp));
+    }
+    complete_recovery(s);
+}
+
+/// The recovery future completes normally.
 pub fn complete_recovery(s: &mut TaskState) {
     s.recovered = true;
     callbacks_due(s);
+}
+
+/// A checkpoint reaches the task. The coordinator plans one only when every task is RUNNING
+/// (`DefaultCheckpointPlanCalculator.checkTasksStarted`), and `Task.triggerCheckpointBarrier`
+/// declines a task that is not: so only once the restore loop has returned
+/// (`Task.restoreAndInvoke` switches INITIALIZING to RUNNING after `restore()`).
+pub fn can_trigger_checkpoint(shape: &TaskShape, s: &TaskState) -> bool {
+    shape.checkpoints != Checkpoints::None
+        && s.checkpoint == Checkpoint::None
+        && s.phase == Phase::MainLoop
+        && s.execution_state == ExecutionState::Running
+        && !s.canceled
+}
+
+/// The checkpoint's mail is queued.
+pub fn trigger_checkpoint(s: &mut TaskState) {
+    s.checkpoint = Checkpoint::Queued;
+    mailbox::execute(s, Mail::Checkpoint);
+}
+
+/// The barrier handler starts the checkpoint. Unaligned (`alternating`), `ChannelState`'s
+/// `onCheckpointStartedForAllInputs` asks the task's trigger, then every input's
+/// `checkpointStarted`, where a channel in recovery needs its `RecoveryCheckpointBarrier`.
+/// Aligned, `ChannelState`'s trigger is NO_OP whatever the task's is.
+fn perform_checkpoint(shape: &TaskShape, s: &mut TaskState) {
+    let in_recovery = s.gates.iter().any(Gate::in_recovery);
+    let trigger = match shape.checkpoints {
+        Checkpoints::AlignedOnly => RecoveryTrigger::NoOp,
+        _ => s.trigger,
+    };
+    s.checkpoint = match trigger {
+        RecoveryTrigger::NotReady => Checkpoint::Declined,
+        RecoveryTrigger::Drainer if in_recovery => Checkpoint::TakenWithRecoveryBarriers,
+        RecoveryTrigger::NoOp if in_recovery => Checkpoint::NoRecoveryBarrier,
+        _ => Checkpoint::Taken,
+    };
 }
 
 /// The recovery future completes exceptionally with `cause` (flag on: a stage of the chain

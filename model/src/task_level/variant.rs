@@ -33,4 +33,7 @@ pub enum TaskVariant {
     /// A buffer pushed into a released `RecoveredInputChannel` is queued there, after
     /// `releaseAllResources` recycled the others.
     PushIntoReleasedChannelQueued,
+    /// Flag on, NO_OP is installed, and the recovery future completes, when the drain ends,
+    /// before the channels consumed their sentinels (apache/flink#28554 as reviewed).
+    NoOpAtDrainEnd,
 }

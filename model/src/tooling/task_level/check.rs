@@ -17,6 +17,7 @@ pub fn check(
     model: &TaskModel,
     preset: &str,
     unreachable: &[TaskPropertyId],
+    violated: &[TaskPropertyId],
     threads: usize,
     acyclic: bool,
 ) -> CheckReport {
@@ -43,7 +44,7 @@ pub fn check(
             status,
             trace: actions.map(|p| format::path_lines(model, &p)),
             unreachable_by_design: unreachable.contains(&p),
-            violated_by_design: false,
+            violated_by_design: violated.contains(&p),
             actions: None,
         });
     }

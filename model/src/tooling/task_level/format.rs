@@ -19,6 +19,8 @@ fn mail(m: &Mail) -> String {
     match m {
         Mail::RequestPartitions(g) => format!("requestPartitions(gate {g})"),
         Mail::RequestPartitionsWithRecovery => "requestPartitions(true) of every gate".into(),
+        Mail::SetRecoveryTrigger(t) => format!("setRecoveryCheckpointTrigger({t})"),
+        Mail::Checkpoint => "checkpoint".into(),
         Mail::Suspend => "suspend".into(),
         Mail::Resume(why) => format!("resume default action ({why:?})"),
     }
@@ -29,6 +31,7 @@ pub fn action(_: &TaskModel, a: &TaskAction) -> String {
     let call = match a {
         TaskAction::ReadInputData { gate } => format!("readInputData(gate {gate})"),
         TaskAction::FinishReadRecoveredState { gate } => format!("finishReadRecoveredState(gate {gate})"),
+        TaskAction::DrainGate { gate } => format!("FetchedChannelStateDrainer.drain(gate {gate})"),
         TaskAction::ProcessMail { mail: m } => format!("mail: {}", mail(m)),
         TaskAction::ProcessInput { gate, channel } => format!("processInput: gate {gate} channel {channel}"),
         TaskAction::ProcessInputNothingToRead => "processInput: nothing to read".into(),
@@ -37,6 +40,8 @@ pub fn action(_: &TaskModel, a: &TaskAction) -> String {
         }
         TaskAction::OnAllGatesStateConsumed => "allOf(stateConsumedFutures).thenRun(requestPartitions mails)".into(),
         TaskAction::CompleteRecovery => "recovery future completes".into(),
+        TaskAction::CompleteAllStateConsumed => "completeAll(stateConsumedFutures).thenRun(NO_OP mail)".into(),
+        TaskAction::TriggerCheckpoint => "a checkpoint reaches the RUNNING task".into(),
         TaskAction::RunSuspendCallback => "whenComplete(mailboxProcessor.suspend())".into(),
         TaskAction::RunResumeCallback => "thenRun(suspendedDefaultAction.resume())".into(),
         TaskAction::OnInputAvailable => "input availability future completes: resume".into(),
@@ -72,17 +77,23 @@ pub fn state(_m: &TaskModel, s: &TaskState) -> String {
     );
     let _ = writeln!(
         out,
+        "chain at {:?}, recovery trigger {}, checkpoint {:?}",
+        s.chain, s.trigger, s.checkpoint
+    );
+    let _ = writeln!(
+        out,
         "task {:?}, StreamTask canceled {}, mailbox closed {}, resources released {}",
         s.execution_state, s.canceled, s.mailbox_closed, s.released
     );
     for (g, gate) in s.gates.iter().enumerate() {
         let _ = writeln!(
             out,
-            "gate {g}: read={} spilled={} finishedRead={} partitionsRequested={} stateConsumed={} endOfInput={} released={}",
+            "gate {g}: read={} spilled={} finishedRead={} partitionsRequested={} drained={} stateConsumed={} endOfInput={} released={}",
             gate.read,
             gate.spilled,
             gate.finished_read,
             gate.partitions_requested,
+            gate.drained,
             gate.state_consumed(),
             gate.finished,
             gate.released
