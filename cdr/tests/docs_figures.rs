@@ -640,12 +640,15 @@ fn the_traceability_tables_cover_every_action_and_their_counts_are_current() {
     let all = [
         TaskAction::ReadInputData { gate: 0 },
         TaskAction::FinishReadRecoveredState { gate: 0 },
+        TaskAction::DrainGate { gate: 0 },
         TaskAction::ProcessMail { mail: Mail::Suspend },
         TaskAction::ProcessInput { gate: 0, channel: 0 },
         TaskAction::ProcessInputNothingToRead,
         TaskAction::OnGateStateConsumed { gate: 0 },
         TaskAction::OnAllGatesStateConsumed,
         TaskAction::CompleteRecovery,
+        TaskAction::CompleteAllStateConsumed,
+        TaskAction::TriggerCheckpoint,
         TaskAction::RunSuspendCallback,
         TaskAction::RunResumeCallback,
         TaskAction::OnInputAvailable,
@@ -661,12 +664,15 @@ fn the_traceability_tables_cover_every_action_and_their_counts_are_current() {
         match a {
             ReadInputData { .. }
             | FinishReadRecoveredState { .. }
+            | DrainGate { .. }
             | ProcessMail { .. }
             | ProcessInput { .. }
             | ProcessInputNothingToRead
             | OnGateStateConsumed { .. }
             | OnAllGatesStateConsumed
             | CompleteRecovery
+            | CompleteAllStateConsumed
+            | TriggerCheckpoint
             | RunSuspendCallback
             | RunResumeCallback
             | OnInputAvailable

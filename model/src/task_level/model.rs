@@ -95,7 +95,9 @@ impl TaskModel {
         }
         let fail = self.may_fail(s);
         if s.io_pc >= 2 * gates {
-            out.push(TaskAction::DrainGate { gate: s.io_pc - 2 * gates });
+            out.push(TaskAction::DrainGate {
+                gate: s.io_pc - 2 * gates,
+            });
         } else if s.io_pc < gates {
             let gate = s.io_pc;
             out.push(TaskAction::ReadInputData { gate });

@@ -133,7 +133,8 @@ pub fn io_program_len(shape: &TaskShape) -> u8 {
 pub fn read_input_data(shape: &TaskShape, variant: TaskVariant, s: &mut TaskState, g: u8) {
     let gate = &s.gates[g as usize];
     let has_buffers = gate.channels.iter().any(|c| c.recovered > 0);
-    let queued_anyway = !shape.is_checkpointing_during_recovery_enabled() && variant == TaskVariant::PushIntoReleasedChannelQueued;
+    let queued_anyway =
+        !shape.is_checkpointing_during_recovery_enabled() && variant == TaskVariant::PushIntoReleasedChannelQueued;
     if gate.released && has_buffers && !queued_anyway {
         return read_failed(shape, variant, s, Cause::CancelTask);
     }
@@ -267,7 +268,11 @@ pub fn process_mail(shape: &TaskShape, variant: TaskVariant, s: &mut TaskState) 
                 input_gate::request_partitions(shape, s, g);
             }
             // `buildDrainer` over the converted channels, then its install mail.
-            chain_mail(s, Chain::InstallDrainer, Mail::SetRecoveryTrigger(RecoveryTrigger::Drainer));
+            chain_mail(
+                s,
+                Chain::InstallDrainer,
+                Mail::SetRecoveryTrigger(RecoveryTrigger::Drainer),
+            );
         }
         Mail::SetRecoveryTrigger(trigger) => {
             s.trigger = trigger;

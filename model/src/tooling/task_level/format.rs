@@ -52,7 +52,7 @@ pub fn action(_: &TaskModel, a: &TaskAction) -> String {
         TaskAction::CancelInvokable => "TaskCanceler: StreamTask.cancel()".into(),
         TaskAction::ReleaseResources => "Task: cleanUp, final state, releaseResources".into(),
     };
-    format!("{:<10} {call}", a.thread())
+    format!("{:<11} {call}", a.thread())
 }
 
 /// The state as a Flink engineer would look at it in a debugger.
