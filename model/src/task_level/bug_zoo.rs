@@ -86,6 +86,13 @@ pub const TASK_VARIANTS: &[TaskVariantInfo] = &[
         property: TaskPropertyId::CheckpointFindsRecoveryBarriers,
         preset: "task",
     },
+    TaskVariantInfo {
+        variant: TaskVariant::DrainerInstalledBeforeRequestPartitions,
+        name: "drainer-installed-before-request-partitions",
+        bug: "the drainer installed as the trigger before requestPartitions: it knows no channel to put its barrier into",
+        property: TaskPropertyId::CheckpointFindsRecoveryBarriers,
+        preset: "task-running-early",
+    },
 ];
 
 impl TaskVariant {

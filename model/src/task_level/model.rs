@@ -189,7 +189,7 @@ impl TaskModel {
         match a {
             TaskAction::ReadInputData { gate } => stream_task::read_input_data(shape, v, &mut n, gate),
             TaskAction::FinishReadRecoveredState { gate } => {
-                stream_task::finish_read_recovered_state(shape, &mut n, gate)
+                stream_task::finish_read_recovered_state(shape, v, &mut n, gate)
             }
             TaskAction::ProcessMail { mail } => {
                 debug_assert_eq!(n.mailbox.first(), Some(&mail));

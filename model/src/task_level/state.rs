@@ -289,6 +289,9 @@ pub struct TaskState {
     pub chain: Chain,
     /// `StreamTask.recoveryCheckpointTrigger`.
     pub trigger: RecoveryTrigger,
+    /// `buildDrainer` took the channels `requestPartitions(true)` created: the drainer knows
+    /// where to insert its barriers.
+    pub drainer_has_channels: bool,
     /// The checkpoint.
     pub checkpoint: Checkpoint,
     /// The recovery future is complete (normally or not).

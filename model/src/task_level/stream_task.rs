@@ -58,6 +58,7 @@ pub fn restore_state_and_gates(shape_index: u8, shape: &TaskShape) -> TaskState 
         last_read_input_index: 1,
         chain: Chain::Fetch,
         trigger: RecoveryTrigger::NoOp,
+        drainer_has_channels: false,
         checkpoint: Checkpoint::None,
         recovered: false,
         recovery_failure: None,
@@ -174,11 +175,19 @@ pub fn handle_async_exception(s: &mut TaskState, cause: Cause) {
 
 /// `finishReadRecoveredState()` of one gate. Flag on, the last one completes the fetch stage
 /// on this thread, and the chain hands the conversion to the mailbox.
-pub fn finish_read_recovered_state(shape: &TaskShape, s: &mut TaskState, g: u8) {
+pub fn finish_read_recovered_state(shape: &TaskShape, variant: TaskVariant, s: &mut TaskState, g: u8) {
     s.gates[g as usize].finished_read = true;
     s.io_pc += 1;
     if shape.is_checkpointing_during_recovery_enabled() && s.io_pc == 2 * shape.gates.len() as u8 {
-        chain_mail(s, Chain::RequestPartitions, Mail::RequestPartitionsWithRecovery);
+        if variant == TaskVariant::DrainerInstalledBeforeRequestPartitions {
+            chain_mail(
+                s,
+                Chain::InstallDrainer,
+                Mail::SetRecoveryTrigger(RecoveryTrigger::Drainer),
+            );
+        } else {
+            chain_mail(s, Chain::RequestPartitions, Mail::RequestPartitionsWithRecovery);
+        }
     }
 }
 
@@ -267,19 +276,30 @@ pub fn process_mail(shape: &TaskShape, variant: TaskVariant, s: &mut TaskState) 
             for g in 0..s.gates.len() as u8 {
                 input_gate::request_partitions(shape, s, g);
             }
-            // `buildDrainer` over the converted channels, then its install mail.
-            chain_mail(
-                s,
-                Chain::InstallDrainer,
-                Mail::SetRecoveryTrigger(RecoveryTrigger::Drainer),
-            );
+            if s.trigger == RecoveryTrigger::Drainer {
+                // The variant's drainer, installed already: the drain follows.
+                s.chain = Chain::Drain;
+            } else {
+                // `buildDrainer` over the converted channels, then its install mail.
+                s.drainer_has_channels = true;
+                chain_mail(
+                    s,
+                    Chain::InstallDrainer,
+                    Mail::SetRecoveryTrigger(RecoveryTrigger::Drainer),
+                );
+            }
         }
         Mail::SetRecoveryTrigger(trigger) => {
             s.trigger = trigger;
             // The mail's future completes; the chain's next stage goes to the IO executor.
             s.chain = match (trigger, s.chain) {
                 (RecoveryTrigger::NotReady, Chain::NotReady) => Chain::Fetch,
-                (RecoveryTrigger::Drainer, Chain::InstallDrainer) => Chain::Drain,
+                (RecoveryTrigger::Drainer, Chain::InstallDrainer) if s.drainer_has_channels => Chain::Drain,
+                (RecoveryTrigger::Drainer, Chain::InstallDrainer) => {
+                    // The variant: the conversion's mail comes after the install.
+                    mailbox::execute(s, Mail::RequestPartitionsWithRecovery);
+                    Chain::RequestPartitions
+                }
                 (_, chain) => chain,
             };
         }
@@ -386,7 +406,8 @@ fn perform_checkpoint(shape: &TaskShape, s: &mut TaskState) {
     };
     s.checkpoint = match trigger {
         RecoveryTrigger::NotReady => Checkpoint::Declined,
-        RecoveryTrigger::Drainer if in_recovery => Checkpoint::TakenWithRecoveryBarriers,
+        RecoveryTrigger::Drainer if in_recovery && s.drainer_has_channels => Checkpoint::TakenWithRecoveryBarriers,
+        RecoveryTrigger::Drainer if in_recovery => Checkpoint::NoRecoveryBarrier,
         RecoveryTrigger::NoOp if in_recovery => Checkpoint::NoRecoveryBarrier,
         _ => Checkpoint::Taken,
     };

@@ -36,4 +36,7 @@ pub enum TaskVariant {
     /// Flag on, NO_OP is installed, and the recovery future completes, when the drain ends,
     /// before the channels consumed their sentinels (apache/flink#28554 as reviewed).
     NoOpAtDrainEnd,
+    /// Flag on, the drainer is built and installed as the trigger before `requestPartitions`
+    /// created the channels it should insert its barriers into.
+    DrainerInstalledBeforeRequestPartitions,
 }
