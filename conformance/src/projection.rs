@@ -879,7 +879,9 @@ pub fn impl_pending(c: u8, ids: IdMap, point: PausePoint) -> Pending {
         PausePoint::OnRecoveredStateBuffer => Pending::Elsewhere {
             what: format!("the drainer filling its buffer for channel {c}"),
         },
-        PausePoint::ReadInputData { gate } | PausePoint::FinishReadRecoveredState { gate } => Pending::Elsewhere {
+        PausePoint::ReadInputData { gate }
+        | PausePoint::FinishReadRecoveredState { gate }
+        | PausePoint::Drain { gate } => Pending::Elsewhere {
             what: format!("channel-IO thread at gate {gate}"),
         },
         PausePoint::ReturnFloating { buffer } => match ids.buf(buffer) {

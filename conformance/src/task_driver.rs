@@ -1,16 +1,19 @@
 //! The task level under conformance: `impl/`'s `StreamTask`, `MailboxProcessor` and input
 //! processors driven step by step through the task-level model's traces.
 //!
-//! The unit under test is the task: its recovery chain, its mailbox loop and its input
-//! processor. Its environment is scripted from the model, as Flink's own task tests use mock
-//! gates: each [`ScriptedInputGate`] holds the model's abstraction of a gate (recovered buffers,
-//! the end-of-state marker, live records, `EndOfPartition` per channel) and hands out the channel
-//! the trace names, because which channel's data arrives first is the environment's choice. The
-//! task's own choices (which input it reads, when it requests partitions, what it returns) are
-//! compared with the model's at every step.
+//! The unit under test is the task: its recovery chain, its recovery checkpoint trigger, the
+//! start of a checkpoint, its mailbox loop and its input processor. Its environment is scripted
+//! from the model, as Flink's own task tests use mock gates: each [`ScriptedInputGate`] holds the
+//! model's abstraction of a gate (recovered buffers, the end-of-state marker, live records,
+//! `EndOfPartition` per channel; flag on, whether the drain pushed the fetched state into its
+//! channels) and hands out the channel the trace names, because which channel's data arrives
+//! first is the environment's choice. The task's own choices (which input it reads, when it
+//! requests partitions, which trigger a checkpoint meets, what it returns) are compared with the
+//! model's at every step.
 //!
 //! Threads are real: the mailbox thread is a worker that owns the task; the channel-IO executor
-//! is impl/'s [`SingleThreadExecutor`], held at each of its steps by a pause point; a dependent
+//! is impl/'s [`SingleThreadExecutor`], held at each of its steps by a pause point, its runnables
+//! counted so that the driver knows when it has none left (`IoThread::settle`); a dependent
 //! action that becomes due on any of them is held back (the dependent-action hook) and run when
 //! the trace takes the model's matching completion step.
 //!
@@ -21,26 +24,33 @@
 //! both sides name a cause alike ([`cause_text`]).
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::Duration;
 
+use recovery_impl::checkpointable_input::CheckpointableInput;
 use recovery_impl::completable_future::{CompletableFuture, DependentAction, set_thread_dependent_hook};
 use recovery_impl::error::Result as ImplResult;
 use recovery_impl::executor::{Executor, Runnable, SingleThreadExecutor};
 use recovery_impl::input_gate::{IndexedInputGate, InputElement, InputElementKind, SequentialChannelStateReader};
 use recovery_impl::pause_point::{PausePoint, set_thread_hook};
 use recovery_impl::stream_input_processor::{DataInputStatus, InputSelection};
-use recovery_impl::stream_task::{DiscardingOutput, StreamTask, StreamTaskConfig, TaskPhase};
+use recovery_impl::stream_task::{
+    CdrGate as ImplCdrGate, ChannelStateDrain, CheckpointOutcome, CheckpointingConfig, Checkpoints as ImplCheckpoints,
+    DiscardingOutput, RecoveryStage, RestoreLoopEnds as ImplRestoreLoopEnds, StreamTask, StreamTaskConfig, TaskPhase,
+};
 use recovery_impl::task::{ExecutionState, Task};
-use recovery_impl::{ChannelError, InputChannelInfo};
-use recovery_model::task_level::config::{Selection, TaskShape};
+use recovery_impl::{ChannelError, CheckpointId, DeclineReason, InputChannelInfo};
+use recovery_model::task_level::config::{CdrGate, Checkpoints, RestoreLoopEnds, Selection, TaskShape};
 use recovery_model::task_level::input_gate::{self, Element};
 use recovery_model::task_level::state::{
-    Cause, DefaultAction, ExecutionState as ModelExecutionState, Gate, Mail, Phase, TaskState,
+    Cause, Chain, Checkpoint, DefaultAction, ExecutionState as ModelExecutionState, Gate, Mail, Phase, RecoveryTrigger,
+    TaskState,
 };
 use recovery_model::task_level::stream_input_processor::{self as processor, InputStatus};
+use recovery_model::task_level::stream_task::io_may_run;
 use recovery_model::task_level::{TaskAction, TaskModel};
 use serde::{Deserialize, Serialize};
 use stateright::Model;
@@ -76,6 +86,8 @@ pub struct GateView {
     pub partitions_requested: bool,
     /// Flag on: the fetched (spilled) state not yet drained or released.
     pub spilled: bool,
+    /// Flag on: the drain pushed the fetched state into the gate's channels.
+    pub drained: bool,
     /// `releaseResources` closed the gate.
     pub released: bool,
     /// Per channel: recovered buffers left, state consumed, live records left, EndOfPartition read.
@@ -89,6 +101,7 @@ impl GateView {
             finished_read: gate.finished_read,
             partitions_requested: gate.partitions_requested,
             spilled: gate.spilled,
+            drained: gate.drained,
             released: gate.released,
             channels: gate
                 .channels
@@ -136,6 +149,12 @@ pub struct TaskSnapshot {
     pub mailbox_closed: bool,
     /// `Task.releaseResources` ran.
     pub released: bool,
+    /// `StreamTask.recoveryCheckpointTrigger`, by Flink's name.
+    pub recovery_checkpoint_trigger: String,
+    /// Flag on: the recovery chain's stage.
+    pub chain: Option<RecoveryStage>,
+    /// The checkpoint that reached the task, and what became of it.
+    pub checkpoint: Option<CheckpointOutcome>,
 }
 
 /// An exception in the model's terms ([`Cause`]'s text): the failures the driver injects carry
@@ -165,9 +184,43 @@ pub fn mail_description(mail: &Mail) -> String {
     match mail {
         Mail::RequestPartitions(g) => format!("requestPartitions of gate {g}"),
         Mail::RequestPartitionsWithRecovery => "requestPartitions(true) of every gate".into(),
+        Mail::SetRecoveryTrigger(t) => format!("setRecoveryCheckpointTrigger({})", trigger_name(*t)),
+        Mail::Checkpoint => "checkpoint".into(),
         Mail::Suspend => "poison mail".into(),
         Mail::Resume(_) => "resume default action".into(),
     }
+}
+
+/// A model recovery trigger by Flink's name, as impl/ shows it.
+pub fn trigger_name(trigger: RecoveryTrigger) -> &'static str {
+    match trigger {
+        RecoveryTrigger::NotReady => "NOT_READY",
+        RecoveryTrigger::Drainer => "drainer",
+        RecoveryTrigger::NoOp => "NO_OP",
+    }
+}
+
+fn chain_stage(chain: Chain) -> RecoveryStage {
+    match chain {
+        Chain::NotReady => RecoveryStage::NotReady,
+        Chain::Fetch => RecoveryStage::Fetch,
+        Chain::RequestPartitions => RecoveryStage::RequestPartitions,
+        Chain::InstallDrainer => RecoveryStage::InstallDrainer,
+        Chain::Drain => RecoveryStage::Drain,
+        Chain::StateConsumed => RecoveryStage::StateConsumed,
+        Chain::Done => RecoveryStage::Done,
+    }
+}
+
+fn checkpoint_outcome(checkpoint: Checkpoint) -> Option<CheckpointOutcome> {
+    Some(match checkpoint {
+        Checkpoint::None => return None,
+        Checkpoint::Queued => CheckpointOutcome::Queued,
+        Checkpoint::Taken => CheckpointOutcome::Taken,
+        Checkpoint::TakenWithRecoveryBarriers => CheckpointOutcome::TakenWithRecoveryBarriers,
+        Checkpoint::Declined => CheckpointOutcome::Declined,
+        Checkpoint::NoRecoveryBarrier => CheckpointOutcome::NoRecoveryBarrier,
+    })
 }
 
 /// The dependent action impl/ holds back for a model completion step.
@@ -175,6 +228,7 @@ pub fn completion_description(action: &TaskAction) -> Option<String> {
     Some(match action {
         TaskAction::OnGateStateConsumed { gate } => format!("thenRun(requestPartitions mail of gate {gate})"),
         TaskAction::CompleteRecovery => "complete the recovery future".into(),
+        TaskAction::CompleteAllStateConsumed => "completeAll(stateConsumedFutures).thenRun(NO_OP mail)".into(),
         TaskAction::RunSuspendCallback => "whenComplete(suspend the mailbox loop)".into(),
         TaskAction::RunResumeCallback => "thenRun(resume the default action)".into(),
         TaskAction::OnInputAvailable => "ResumeWrapper: resume default action".into(),
@@ -182,14 +236,32 @@ pub fn completion_description(action: &TaskAction) -> Option<String> {
     })
 }
 
-fn io_step(shape: &TaskShape, io_pc: u8) -> String {
+/// Where the channel-IO thread is: the step it takes next, or `idle` when it has none it may
+/// take now (done, or flag on waiting for the chain to hand it the fetch or the drain).
+fn io_step(shape: &TaskShape, s: &TaskState) -> String {
     let gates = shape.gates.len() as u8;
-    if io_pc < gates {
-        format!("readInputData(gate {io_pc})")
-    } else if io_pc < 2 * gates {
-        format!("finishReadRecoveredState(gate {})", io_pc - gates)
+    if !io_may_run(shape, s) {
+        "idle".into()
+    } else if s.io_pc < gates {
+        io_point(PausePoint::ReadInputData { gate: s.io_pc as u32 })
+    } else if s.io_pc < 2 * gates {
+        io_point(PausePoint::FinishReadRecoveredState {
+            gate: (s.io_pc - gates) as u32,
+        })
     } else {
-        "done".into()
+        io_point(PausePoint::Drain {
+            gate: (s.io_pc - 2 * gates) as u32,
+        })
+    }
+}
+
+/// The channel-IO thread's step at `point`.
+fn io_point(point: PausePoint) -> String {
+    match point {
+        PausePoint::ReadInputData { gate } => format!("readInputData(gate {gate})"),
+        PausePoint::FinishReadRecoveredState { gate } => format!("finishReadRecoveredState(gate {gate})"),
+        PausePoint::Drain { gate } => format!("drain(gate {gate})"),
+        other => format!("{other:?}"),
     }
 }
 
@@ -266,7 +338,7 @@ pub fn model_snapshot(model: &TaskModel, s: &TaskState) -> TaskSnapshot {
         default_action_available: s.default_action == DefaultAction::Running,
         recovered: s.recovered,
         pending,
-        io: io_step(model.shape(s), s.io_pc),
+        io: io_step(model.shape(s), s),
         gates: s.gates.iter().map(GateView::of).collect(),
         deferred_end_of_input: s.deferred_end_of_input,
         busy_retried: s.busy_spin,
@@ -281,6 +353,12 @@ pub fn model_snapshot(model: &TaskModel, s: &TaskState) -> TaskSnapshot {
         canceler_pending: s.cancel_invokable_pending,
         mailbox_closed: s.mailbox_closed,
         released: s.released,
+        recovery_checkpoint_trigger: trigger_name(s.trigger).into(),
+        chain: model
+            .shape(s)
+            .is_checkpointing_during_recovery_enabled()
+            .then(|| chain_stage(s.chain)),
+        checkpoint: checkpoint_outcome(s.checkpoint),
     }
 }
 
@@ -293,6 +371,8 @@ enum Throw {
     ReadInputData,
     FinishReadRecoveredState,
     RequestPartitions,
+    /// Never armed: the model's drain throws only on a released gate.
+    Drain,
 }
 
 struct ScriptedState {
@@ -304,6 +384,9 @@ struct ScriptedState {
     pick: Option<u8>,
     /// The availability future handed out while the gate had nothing.
     waiting: Option<CompletableFuture>,
+    /// The checkpoint whose `RecoveryCheckpointBarrier` the trigger put into the gate's channels
+    /// in recovery.
+    recovery_barrier: Option<CheckpointId>,
 }
 
 /// A gate whose channels are the model's abstraction, for the task under test.
@@ -326,6 +409,7 @@ impl ScriptedInputGate {
                 armed: None,
                 pick: None,
                 waiting: None,
+                recovery_barrier: None,
             }),
         })
     }
@@ -377,7 +461,7 @@ impl ScriptedInputGate {
     /// released gate's channels throw `CancelTaskException` at the first buffer requested for
     /// them (`requestBufferBlocking`), and a read without buffers requests none.
     fn read_input_data(&self) -> ImplResult<()> {
-        let flag = self.shape.checkpointing_during_recovery;
+        let flag = self.shape.is_checkpointing_during_recovery_enabled();
         self.update(Throw::ReadInputData, |g| {
             let has_buffers = g.channels.iter().any(|c| c.recovered > 0);
             if g.released && has_buffers {
@@ -389,6 +473,50 @@ impl ScriptedInputGate {
             g.spilled = flag && has_buffers;
             Ok(())
         })
+    }
+
+    /// The gate's part of the drain: its fetched state pushed into its channels, each followed
+    /// by the sentinel, so that they hand it out; the spill is consumed. A released gate's
+    /// channels throw `CancelTaskException` at the drainer's first buffer request.
+    fn drain(&self) -> ImplResult<()> {
+        self.update(Throw::Drain, |g| {
+            if g.released {
+                return Err(ChannelError::Released(
+                    "Input channel has already been released.".into(),
+                ));
+            }
+            g.drained = true;
+            g.spilled = false;
+            Ok(())
+        })
+    }
+}
+
+/// The gate's checkpoint side: its channels are in recovery from `requestPartitions(true)` until
+/// each consumed its sentinel (the model's `Gate::in_recovery`).
+impl CheckpointableInput for ScriptedInputGate {
+    fn insert_recovery_checkpoint_barriers_if_in_recovery(&self, checkpoint_id: CheckpointId) -> ImplResult<bool> {
+        let mut state = self.state.lock().unwrap();
+        let in_recovery = state.gate.in_recovery();
+        if in_recovery {
+            state.recovery_barrier = Some(checkpoint_id);
+        }
+        Ok(in_recovery)
+    }
+
+    fn checkpoint_started(&self, checkpoint_id: CheckpointId) -> ImplResult<()> {
+        let state = self.state.lock().unwrap();
+        if state.gate.in_recovery() && state.recovery_barrier != Some(checkpoint_id) {
+            return Err(ChannelError::CheckpointDeclined {
+                checkpoint_id,
+                reason: DeclineReason::MissingRecoveryCheckpointBarrier,
+            });
+        }
+        Ok(())
+    }
+
+    fn checkpoint_stopped(&self, _: CheckpointId) {
+        self.state.lock().unwrap().recovery_barrier = None;
     }
 }
 
@@ -405,7 +533,7 @@ impl IndexedInputGate for ScriptedInputGate {
     }
 
     fn request_partitions(&self, needs_recovery: bool) -> ImplResult<()> {
-        let flag = self.shape.checkpointing_during_recovery;
+        let flag = self.shape.is_checkpointing_during_recovery_enabled();
         self.update(Throw::RequestPartitions, |g| {
             if g.partitions_requested {
                 return Ok(());
@@ -422,9 +550,9 @@ impl IndexedInputGate for ScriptedInputGate {
                     "toInputChannel(false) of a channel with unconsumed recovered state".into(),
                 ));
             }
+            // Flag on, `toInputChannel(true)` creates the channels in recovery; they hand out
+            // nothing until the drain pushed the fetched state into them.
             g.partitions_requested = true;
-            // Flag on, the conversion drains the spilled state into the physical channels.
-            g.spilled = false;
             Ok(())
         })
     }
@@ -496,6 +624,13 @@ impl SequentialChannelStateReader for ScriptedReader {
     }
 }
 
+/// The reader's fetched state is what the drain pushes.
+impl ChannelStateDrain for ScriptedReader {
+    fn drain(&self, gate: &dyn IndexedInputGate) -> ImplResult<()> {
+        self.0[gate.get_gate_index() as usize].drain()
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // The driver.
 
@@ -517,9 +652,12 @@ fn defer_into(deferred: &Deferred) -> Box<dyn Fn(DependentAction)> {
     Box::new(move |action| deferred.lock().unwrap().push(action))
 }
 
+/// What the mailbox thread builds the task from.
+type TaskConfigs = Box<dyn FnOnce() -> (StreamTaskConfig, CheckpointingConfig) + Send>;
+
 enum Command {
     /// The task thread's `doRun` up to `invoke`: load the invokable, `restoreStateAndGates`.
-    Reset(Task, Box<dyn FnOnce() -> StreamTaskConfig + Send>),
+    Reset(Task, TaskConfigs),
     Mail,
     DefaultAction,
     /// The end of `doRun` once `invoke` ended.
@@ -541,8 +679,154 @@ fn failure(e: &ChannelError) -> TaskObservation {
 }
 
 enum IoReport {
+    /// The channel-IO thread stopped at a pause point until it is let go.
     At(PausePoint),
-    Done,
+    /// A runnable of the channel-IO thread ended.
+    Ended,
+}
+
+/// The task's channel-IO executor under the driver: impl/'s [`SingleThreadExecutor`], each
+/// runnable followed by a report that it ended, and a count of the runnables submitted. The
+/// chain submits the fetch and the drain from a mail, so the driver learns from the count, not
+/// from a clock, whether the thread has work that will take it to its next stop.
+struct ReportingExecutor {
+    inner: Arc<SingleThreadExecutor>,
+    reports: Sender<IoReport>,
+    submitted: Arc<AtomicUsize>,
+}
+
+impl Executor for ReportingExecutor {
+    fn execute(&self, runnable: Runnable) {
+        self.submitted.fetch_add(1, Ordering::SeqCst);
+        let reports = self.reports.clone();
+        self.inner.execute(Box::new(move || {
+            runnable();
+            let _ = reports.send(IoReport::Ended);
+        }));
+    }
+}
+
+/// The channel-IO thread as the driver holds it: stopped at a pause point, or without work.
+struct IoThread {
+    executor: Arc<SingleThreadExecutor>,
+    go: Sender<()>,
+    reports: Receiver<IoReport>,
+    submitted: Arc<AtomicUsize>,
+    /// Runnables that ended.
+    ended: usize,
+    /// The pause point it is stopped at.
+    at: Option<PausePoint>,
+}
+
+impl IoThread {
+    /// The thread, its hooks installed (each pause point reported and held until let go; the
+    /// dependent actions due on it held back into `deferred`), and the executor the task gets.
+    fn spawn(deferred: &Deferred) -> Result<(Self, Arc<dyn Executor>), DriverError> {
+        let executor =
+            Arc::new(SingleThreadExecutor::spawn("channel-state-unspilling").map_err(|e| harness(e.to_string()))?);
+        let (go, go_rx) = mpsc::channel::<()>();
+        let (report_tx, reports) = mpsc::channel::<IoReport>();
+        let (at_tx, deferred) = (report_tx.clone(), Arc::clone(deferred));
+        executor.execute(Box::new(move || {
+            set_thread_dependent_hook(Some(defer_into(&deferred)));
+            set_thread_hook(Some(Box::new(move |point| {
+                let _ = at_tx.send(IoReport::At(point));
+                let _ = go_rx.recv();
+            })));
+        }));
+        let submitted = Arc::new(AtomicUsize::new(0));
+        let reporting: Arc<dyn Executor> = Arc::new(ReportingExecutor {
+            inner: Arc::clone(&executor),
+            reports: report_tx,
+            submitted: Arc::clone(&submitted),
+        });
+        let io = IoThread {
+            executor,
+            go,
+            reports,
+            submitted,
+            ended: 0,
+            at: None,
+        };
+        Ok((io, reporting))
+    }
+
+    /// Waits until the thread is stopped at a pause point or has no runnable left.
+    fn settle(&mut self) -> Result<(), DriverError> {
+        while self.at.is_none() && self.ended < self.submitted.load(Ordering::SeqCst) {
+            match self.reports.recv_timeout(WATCHDOG) {
+                Ok(IoReport::At(point)) => self.at = Some(point),
+                Ok(IoReport::Ended) => self.ended += 1,
+                Err(RecvTimeoutError::Timeout) => {
+                    return Err(harness("the channel-IO thread neither returned nor parked"));
+                }
+                Err(RecvTimeoutError::Disconnected) => return Err(harness("the channel-IO thread ended")),
+            }
+        }
+        Ok(())
+    }
+
+    /// Where it is, in the model's terms.
+    fn describe(&self) -> String {
+        self.at.map_or_else(|| "idle".into(), io_point)
+    }
+
+    /// Lets the stopped thread make its call, and waits for its next stop.
+    fn go(&mut self) -> Result<(), DriverError> {
+        self.at = None;
+        self.go.send(()).map_err(|_| harness("the channel-IO thread ended"))?;
+        self.settle()
+    }
+
+    /// Letting the stopped thread go without its hook's `go` lets the executor finish and join.
+    fn end(self) {
+        drop(self.go);
+        self.executor.shutdown();
+    }
+}
+
+/// The task's configuration for `shape` over the scripted `gates`.
+fn task_configs(shape: TaskShape, gates: &[Arc<ScriptedInputGate>], io: Arc<dyn Executor>) -> TaskConfigs {
+    let reader = Arc::new(ScriptedReader(gates.to_vec()));
+    let task_gates: Vec<Arc<dyn IndexedInputGate>> = gates
+        .iter()
+        .map(|g| Arc::clone(g) as Arc<dyn IndexedInputGate>)
+        .collect();
+    let inputs: Vec<Arc<dyn CheckpointableInput>> = gates
+        .iter()
+        .map(|g| Arc::clone(g) as Arc<dyn CheckpointableInput>)
+        .collect();
+    Box::new(move || {
+        let config = StreamTaskConfig {
+            output: Arc::new(DiscardingOutput),
+            gates: task_gates,
+            selection: match shape.selection {
+                Selection::All => InputSelection::All,
+                Selection::FirstUntilEnd => InputSelection::FirstUntilEnd,
+            },
+            checkpointing_during_recovery: shape.checkpointing_during_recovery,
+            reader: Arc::clone(&reader) as Arc<dyn SequentialChannelStateReader>,
+            channel_io_executor: io,
+        };
+        let checkpointing = CheckpointingConfig {
+            checkpoints: match shape.checkpoints {
+                Checkpoints::None => ImplCheckpoints::None,
+                Checkpoints::Unaligned => ImplCheckpoints::Unaligned,
+                Checkpoints::AlignedOnly => ImplCheckpoints::AlignedOnly,
+            },
+            cdr_gate: match shape.cdr_gate {
+                CdrGate::AsMerged => ImplCdrGate::AsMerged,
+                CdrGate::RequiresUnaligned => ImplCdrGate::RequiresUnaligned,
+            },
+            restore_loop_ends: match shape.restore_loop_ends {
+                RestoreLoopEnds::StateConsumed => ImplRestoreLoopEnds::StateConsumed,
+                RestoreLoopEnds::DrainEnd => ImplRestoreLoopEnds::DrainEnd,
+            },
+            drain: reader,
+            inputs,
+        };
+        (config, checkpointing)
+    })
 }
 
 /// impl/'s task level behind the task-level model's actions.
@@ -552,8 +836,7 @@ pub struct TaskImplDriver {
     replies: Receiver<Reply>,
     deferred: Deferred,
     gates: Vec<Arc<ScriptedInputGate>>,
-    io: Option<(Arc<SingleThreadExecutor>, Sender<()>, Receiver<IoReport>)>,
-    io_at: String,
+    io: Option<IoThread>,
     task: Option<Task>,
     cancelers: Arc<HeldCancelers>,
 }
@@ -576,7 +859,6 @@ impl TaskImplDriver {
             deferred,
             gates: Vec::new(),
             io: None,
-            io_at: "done".into(),
             task: None,
             cancelers: Arc::default(),
         }
@@ -604,28 +886,13 @@ impl TaskImplDriver {
     }
 
     fn end_io(&mut self) {
-        // Letting the paused IO thread go lets the executor finish and join.
-        if let Some((executor, go, _)) = self.io.take() {
-            drop(go);
-            executor.shutdown();
+        if let Some(io) = self.io.take() {
+            io.end();
         }
     }
 
-    fn next_io_report(&mut self) -> Result<(), DriverError> {
-        let Some((_, _, reports)) = &self.io else {
-            return Err(harness("no channel-IO thread"));
-        };
-        self.io_at = match reports.recv_timeout(WATCHDOG) {
-            Ok(IoReport::At(PausePoint::ReadInputData { gate })) => format!("readInputData(gate {gate})"),
-            Ok(IoReport::At(PausePoint::FinishReadRecoveredState { gate })) => {
-                format!("finishReadRecoveredState(gate {gate})")
-            }
-            Ok(IoReport::At(other)) => return Err(harness(format!("channel-IO thread at {other:?}"))),
-            Ok(IoReport::Done) => "done".into(),
-            Err(RecvTimeoutError::Timeout) => return Err(harness("the channel-IO thread neither returned nor parked")),
-            Err(RecvTimeoutError::Disconnected) => return Err(harness("the channel-IO thread ended")),
-        };
-        Ok(())
+    fn io(&mut self) -> Result<&mut IoThread, DriverError> {
+        self.io.as_mut().ok_or_else(|| harness("no channel-IO thread"))
     }
 
     /// Back to initial state `init` of the model.
@@ -640,102 +907,77 @@ impl TaskImplDriver {
             .enumerate()
             .map(|(g, gate)| ScriptedInputGate::new(&shape, g as u8, gate))
             .collect();
-        let executor =
-            Arc::new(SingleThreadExecutor::spawn("channel-state-unspilling").map_err(|e| harness(e.to_string()))?);
-        let (go, go_rx) = mpsc::channel::<()>();
-        let (report_tx, reports) = mpsc::channel::<IoReport>();
-        {
-            let (report_tx, deferred) = (report_tx.clone(), Arc::clone(&self.deferred));
-            executor.execute(Box::new(move || {
-                set_thread_dependent_hook(Some(defer_into(&deferred)));
-                set_thread_hook(Some(Box::new(move |point| {
-                    let _ = report_tx.send(IoReport::At(point));
-                    let _ = go_rx.recv();
-                })));
-            }));
-        }
-        let gates: Vec<Arc<dyn IndexedInputGate>> = self
-            .gates
-            .iter()
-            .map(|g| Arc::clone(g) as Arc<dyn IndexedInputGate>)
-            .collect();
-        let reader = Arc::new(ScriptedReader(self.gates.clone()));
-        let io_executor: Arc<dyn Executor> = executor.clone();
-        let config = move || StreamTaskConfig {
-            output: Arc::new(DiscardingOutput),
-            gates,
-            selection: match shape.selection {
-                Selection::All => InputSelection::All,
-                Selection::FirstUntilEnd => InputSelection::FirstUntilEnd,
-            },
-            checkpointing_during_recovery: shape.checkpointing_during_recovery,
-            reader,
-            channel_io_executor: io_executor,
-        };
+        let (io, io_executor) = IoThread::spawn(&self.deferred)?;
+        self.io = Some(io);
+        let configs = task_configs(shape, &self.gates, io_executor);
         let task = Task::new(Arc::clone(&self.cancelers) as Arc<dyn Executor>);
         self.task = Some(task.clone());
-        match self.ask(Command::Reset(task, Box::new(config)))? {
+        match self.ask(Command::Reset(task, configs))? {
             Reply::Done(Ok(_)) => {}
             Reply::Done(Err(e)) => return Err(harness(format!("restoreStateAndGates failed: {e}"))),
             Reply::Snapshot(..) => {
                 return Err(harness("the mailbox thread answered out of turn"));
             }
         }
-        executor.execute(Box::new(move || {
-            let _ = report_tx.send(IoReport::Done);
-        }));
-        self.io = Some((executor, go, reports));
-        self.next_io_report()
+        self.io()?.settle()
     }
 
-    /// Performs `action`: one line per action kind.
+    /// Performs `action`, then waits until the channel-IO thread has stopped or has no work.
     pub fn apply(&mut self, action: &TaskAction) -> Result<TaskObservation, DriverError> {
+        let observation = self.perform(action)?;
+        self.io()?.settle()?;
+        Ok(observation)
+    }
+
+    /// One line per action kind.
+    fn perform(&mut self, action: &TaskAction) -> Result<TaskObservation, DriverError> {
         use TaskAction::*;
         match *action {
             ReadInputData { gate } => self.channel_io_step(action, gate),
             ReadInputDataThrows { gate } => self.channel_io_step(action, gate),
             FinishReadRecoveredState { gate } => self.channel_io_step(action, gate),
             FinishReadRecoveredStateThrows { gate } => self.channel_io_step(action, gate),
+            DrainGate { gate } => self.channel_io_step(action, gate),
             ProcessMail { .. } => self.mailbox_step(Command::Mail),
             ProcessInput { gate, channel } => self.process_input(gate, channel),
             ProcessInputNothingToRead => self.mailbox_step(Command::DefaultAction),
             RequestPartitionsThrows { gate } => self.request_partitions_throws(gate),
             CancelExecution => self.cancel_execution(),
             CancelInvokable => self.cancel_invokable(),
+            TriggerCheckpoint => self.trigger_checkpoint(),
             ReleaseResources => self.mailbox_step(Command::ReleaseResources),
             _ => self.run_dependent_action(action),
         }
     }
 
-    /// Lets the paused channel-IO thread make its next call, `readInputData` or
-    /// `finishReadRecoveredState` of `gate`, which throws in a `...Throws` action.
+    /// Lets the paused channel-IO thread make its next call, `readInputData`,
+    /// `finishReadRecoveredState` or the drain of `gate`, which throws in a `...Throws` action.
     fn channel_io_step(&mut self, action: &TaskAction, gate: u8) -> Result<TaskObservation, DriverError> {
-        let (expected, throws) = match action {
-            TaskAction::ReadInputData { .. } => (format!("readInputData(gate {gate})"), None),
+        let g = gate as u32;
+        let (point, throws) = match action {
+            TaskAction::ReadInputData { .. } => (PausePoint::ReadInputData { gate: g }, None),
             TaskAction::ReadInputDataThrows { .. } => (
-                format!("readInputData(gate {gate})"),
+                PausePoint::ReadInputData { gate: g },
                 Some((Throw::ReadInputData, Cause::ReadInputData(gate))),
             ),
-            TaskAction::FinishReadRecoveredState { .. } => (format!("finishReadRecoveredState(gate {gate})"), None),
+            TaskAction::FinishReadRecoveredState { .. } => (PausePoint::FinishReadRecoveredState { gate: g }, None),
+            TaskAction::DrainGate { .. } => (PausePoint::Drain { gate: g }, None),
             _ => (
-                format!("finishReadRecoveredState(gate {gate})"),
+                PausePoint::FinishReadRecoveredState { gate: g },
                 Some((Throw::FinishReadRecoveredState, Cause::FinishReadRecoveredState(gate))),
             ),
         };
-        if self.io_at != expected {
+        let (at, expected) = (self.io()?.describe(), io_point(point));
+        if at != expected {
             return Ok(TaskObservation {
-                error: Some(format!("the channel-IO thread is at {}, not {expected}", self.io_at)),
+                error: Some(format!("the channel-IO thread is at {at}, not {expected}")),
                 ..TaskObservation::default()
             });
         }
         if let Some((at, cause)) = throws {
             self.scripted_gate(gate)?.arm(at, cause);
         }
-        let go = self.io.as_ref().map(|(_, go, _)| go.clone());
-        go.ok_or_else(|| harness("no channel-IO thread"))?
-            .send(())
-            .map_err(|_| harness("the channel-IO thread ended"))?;
-        self.next_io_report()?;
+        self.io()?.go()?;
         Ok(TaskObservation::default())
     }
 
@@ -774,6 +1016,16 @@ impl TaskImplDriver {
             });
         };
         canceler();
+        Ok(TaskObservation::default())
+    }
+
+    /// The checkpoint coordinator's side, from outside the mailbox thread: a checkpoint reaches
+    /// the task, which queues its mail.
+    fn trigger_checkpoint(&mut self) -> Result<TaskObservation, DriverError> {
+        let task = self.task.as_ref().ok_or_else(|| harness("no task"))?;
+        task.invokable()
+            .ok_or_else(|| harness("no invokable"))?
+            .trigger_checkpoint();
         Ok(TaskObservation::default())
     }
 
@@ -827,7 +1079,7 @@ impl TaskImplDriver {
             default_action_available: task.default_action_available,
             recovered: task.recovered,
             pending,
-            io: self.io_at.clone(),
+            io: self.io()?.describe(),
             gates: self.gates.iter().map(|g| g.view()).collect(),
             deferred_end_of_input: task.deferred_end_of_input,
             busy_retried: task.busy_retried,
@@ -842,6 +1094,9 @@ impl TaskImplDriver {
             canceler_pending: !self.cancelers.0.lock().unwrap().is_empty(),
             mailbox_closed: task.mailbox_closed,
             released: outer.released,
+            recovery_checkpoint_trigger: task.recovery_checkpoint_trigger,
+            chain: task.chain,
+            checkpoint: task.checkpoint,
         })
     }
 }
@@ -856,11 +1111,12 @@ fn mailbox_thread(commands: Receiver<Command>, replies: Sender<Reply>, deferred:
     let mut task: Option<(Task, Arc<StreamTask>)> = None;
     for command in commands {
         let reply = match command {
-            Command::Reset(outer, config) => {
+            Command::Reset(outer, configs) => {
                 // The task is built here, so this is its mailbox thread. `restoreStateAndGates`
                 // runs as in Flink: a callback on an already complete future runs at once.
                 set_thread_dependent_hook(None);
-                let t = outer.load_invokable(config());
+                let (config, checkpointing) = configs();
+                let t = outer.load_invokable_with_checkpointing(config, checkpointing);
                 let restored = t.restore_state_and_gates();
                 task = Some((outer, t));
                 set_thread_dependent_hook(Some(defer_into(&deferred)));

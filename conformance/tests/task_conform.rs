@@ -1,6 +1,7 @@
 //! Task-level conformance: impl/'s `StreamTask` follows the task-level model on every edge of
-//! the `task` preset, and the comparison has teeth: the model with a task-level bug switched on
-//! diverges from the fixed implementation, each at the point where the bug shows.
+//! the `task`, `task-running-early` and `task-aligned-during-recovery` presets, and the
+//! comparison has teeth: the model with a task-level bug switched on diverges from the fixed
+//! implementation, each at the point where the bug shows.
 
 use conformance::task_conform::{conform_task, conform_task_variant};
 use recovery_model::task_level::TaskVariant;
@@ -12,8 +13,8 @@ fn every_edge_of_the_task_preset_replays_without_divergence() {
     assert!(report.divergence.is_none(), "{:#?}", report.divergence);
     assert_eq!(report.edges_replayed, report.edges);
     assert_eq!(report.action_kinds_replayed, report.action_kinds);
-    assert!(report.action_kinds.len() >= 16, "{:?}", report.action_kinds);
-    assert_eq!(report.states, 5_411);
+    assert_eq!(report.action_kinds.len(), 18, "{:?}", report.action_kinds);
+    assert_eq!(report.states, 9_773);
     // docs/conformance.md quotes these.
     let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/conformance.md")).unwrap();
     let flat = doc.split_whitespace().collect::<Vec<_>>().join(" ");
@@ -21,6 +22,23 @@ fn every_edge_of_the_task_preset_replays_without_divergence() {
     let edges = format!("{},{}", &edges[..edges.len() - 3], &edges[edges.len() - 3..]);
     let quoted = format!("{edges} edges and {} action kinds", report.action_kinds.len());
     assert!(flat.contains(&quoted), "docs/conformance.md should say `{quoted}`");
+}
+
+/// The restore loop ending at the drain's end: checkpoints meet channels in recovery, with the
+/// drainer as the trigger (unaligned) or NO_OP (aligned, which FLINK-40518's gate turns off in
+/// `task-running-early`; which violates its property by design in
+/// `task-aligned-during-recovery`). Either way impl/ takes what the model takes.
+#[test]
+fn every_edge_of_the_presets_with_checkpoints_during_recovery_replays_without_divergence() {
+    for (preset, kinds) in [("task-running-early", 19), ("task-aligned-during-recovery", 11)] {
+        let report = conform_task(preset, None, 0).unwrap();
+        assert!(report.divergence.is_none(), "{preset}: {:#?}", report.divergence);
+        assert!(report.is_complete(), "{preset}: {report:?}");
+        assert_eq!(report.action_kinds.len(), kinds, "{preset}: {:?}", report.action_kinds);
+        for kind in ["drainGate", "triggerCheckpoint"] {
+            assert!(report.action_kinds.contains(&kind), "{preset}: {kind}");
+        }
+    }
 }
 
 #[test]
@@ -72,6 +90,18 @@ fn each_task_variant_diverges_from_the_fixed_implementation() {
         // The model queues a read into a released channel; impl's read throws
         // CancelTaskException and the gate stays unread.
         (TaskVariant::PushIntoReleasedChannelQueued, "snapshot gates: "),
+        // #28554: the model's chain ends, NO_OP queued and the recovery future complete, when
+        // the drain ends; impl's waits for completeAll of the gates' state-consumed futures.
+        (
+            TaskVariant::NoOpAtDrainEnd,
+            r#"snapshot chain: expected "done", got "state-consumed""#,
+        ),
+        // The model installs the drainer before the conversion's mail; impl's chain converts
+        // first, then builds the drainer over the converted channels.
+        (
+            TaskVariant::DrainerInstalledBeforeRequestPartitions,
+            r#"snapshot chain: expected "install-drainer", got "request-partitions""#,
+        ),
     ];
     assert_eq!(
         cases.len(),
@@ -79,7 +109,8 @@ fn each_task_variant_diverges_from_the_fixed_implementation() {
         "every task-level variant has its case"
     );
     for (variant, field) in cases {
-        let report = conform_task_variant("task", variant, None, 0).unwrap();
+        let preset = variant.info().expect("a variant").preset;
+        let report = conform_task_variant(preset, variant, None, 0).unwrap();
         let d = report
             .divergence
             .unwrap_or_else(|| panic!("{}: no divergence", variant.name()));

@@ -12,6 +12,7 @@ pub mod buffer_manager;
 pub mod buffer_pool;
 pub(crate) mod buffer_recycler;
 pub mod channel_state_persister;
+pub mod checkpointable_input;
 pub mod completable_future;
 pub mod credit_based_sequence_numbering_view_reader;
 pub mod error;

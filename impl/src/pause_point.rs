@@ -82,6 +82,12 @@ pub enum PausePoint {
         /// The gate's index.
         gate: u32,
     },
+    /// Flag on: the channel-IO thread is about to drain one gate's fetched state into its
+    /// channels (`FetchedChannelStateDrainer.drain`, one gate at a time).
+    Drain {
+        /// The gate's index.
+        gate: u32,
+    },
 }
 
 type Hook = Box<dyn Fn(PausePoint)>;

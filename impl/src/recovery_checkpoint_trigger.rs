@@ -8,10 +8,17 @@
 //! mail, before the task is RUNNING; the coordinator triggers a checkpoint only when every task
 //! is RUNNING, so in a job the phase is defensive (docs/model.md). `NO_OP` inserts nothing: every
 //! channel has left recovery, where an insertion is a no-op anyway.
+//!
+//! [`crate::stream_task::StreamTask`] holds the task's trigger (`recoveryCheckpointTrigger`, read
+//! and written on the mailbox thread only) and asks it through
+//! [`RecoveryCheckpointTrigger::insert_barriers_into_inputs`] when an unaligned checkpoint starts.
 
+use crate::checkpointable_input::CheckpointableInput;
 use crate::fetched_channel_state_drainer::FetchedChannelStateDrainer;
 use crate::recoverable_input_channel::RecoverableInputChannel;
+use crate::sync::Arc;
 use crate::{ChannelError, CheckpointId, DeclineReason, Result};
+use std::fmt;
 use std::ops::Range;
 
 /// The task's recovery checkpoint trigger, one phase at a time.
@@ -49,5 +56,40 @@ impl RecoveryCheckpointTrigger {
             }
             RecoveryCheckpointTrigger::NoOp => Ok(vec![0..0; channels.len()]),
         }
+    }
+
+    /// The same at the task level, where the trigger reaches channels through their gates
+    /// ([`CheckpointableInput`]): `NOT_READY` declines; the drainer, under its lock, inserts a
+    /// `RecoveryCheckpointBarrier` into every channel still in recovery and returns whether one
+    /// was; `NO_OP` inserts nothing.
+    pub fn insert_barriers_into_inputs(
+        &self,
+        inputs: &[Arc<dyn CheckpointableInput>],
+        checkpoint_id: CheckpointId,
+    ) -> Result<bool> {
+        match self {
+            RecoveryCheckpointTrigger::NotReady => Err(ChannelError::CheckpointDeclined {
+                checkpoint_id,
+                reason: DeclineReason::TaskNotReady,
+            }),
+            RecoveryCheckpointTrigger::Drainer(drainer) => {
+                let _lock = drainer.lock();
+                inputs.iter().try_fold(false, |any, input| {
+                    Ok(input.insert_recovery_checkpoint_barriers_if_in_recovery(checkpoint_id)? || any)
+                })
+            }
+            RecoveryCheckpointTrigger::NoOp => Ok(false),
+        }
+    }
+}
+
+/// Flink's names for the three phases.
+impl fmt::Display for RecoveryCheckpointTrigger {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            RecoveryCheckpointTrigger::NotReady => "NOT_READY",
+            RecoveryCheckpointTrigger::Drainer(_) => "drainer",
+            RecoveryCheckpointTrigger::NoOp => "NO_OP",
+        })
     }
 }

@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::{ChannelError, Result};
 use crate::executor::Executor;
 use crate::input_gate::IndexedInputGate;
-use crate::stream_task::{AsyncExceptionHandler, StreamTask, StreamTaskConfig};
+use crate::stream_task::{AsyncExceptionHandler, CheckpointingConfig, StreamTask, StreamTaskConfig};
 use crate::sync::{Arc, Mutex};
 
 /// `ExecutionState`, from the moment the task runs its invokable.
@@ -144,9 +144,18 @@ impl Task {
     /// [`StreamTask`] whose asynchronous exceptions fail this task. The task keeps the input
     /// gates, which `releaseResources` closes.
     pub fn load_invokable(&self, config: StreamTaskConfig) -> Arc<StreamTask> {
+        self.load_invokable_with_checkpointing(config, CheckpointingConfig::default())
+    }
+
+    /// [`Self::load_invokable`] of a task with `checkpointing`.
+    pub fn load_invokable_with_checkpointing(
+        &self,
+        config: StreamTaskConfig,
+        checkpointing: CheckpointingConfig,
+    ) -> Arc<StreamTask> {
         *self.shared.input_gates.lock() = config.gates.clone();
-        let handler = Arc::new(FailExternally(Arc::downgrade(&self.shared)));
-        let invokable = Arc::new(StreamTask::with_async_exception_handler(config, handler));
+        let handler: Arc<dyn AsyncExceptionHandler> = Arc::new(FailExternally(Arc::downgrade(&self.shared)));
+        let invokable = Arc::new(StreamTask::with_checkpointing(config, checkpointing, Some(handler)));
         *self.shared.invokable.lock() = Some(Arc::clone(&invokable));
         invokable
     }
