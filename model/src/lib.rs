@@ -19,6 +19,7 @@ pub mod buffer_manager;
 pub mod bug_zoo;
 pub mod config;
 pub mod expectations;
+pub mod footprint;
 pub mod local_buffer_pool;
 pub mod local_input_channel;
 pub mod model;
