@@ -38,6 +38,16 @@ fn every_edge_of_the_presets_with_checkpoints_during_recovery_replays_without_di
         for kind in ["drainGate", "triggerCheckpoint"] {
             assert!(report.action_kinds.contains(&kind), "{preset}: {kind}");
         }
+        // docs/conformance.md quotes these.
+        let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/conformance.md")).unwrap();
+        let flat = doc.split_whitespace().collect::<Vec<_>>().join(" ");
+        let edges = report.edges.to_string();
+        let edges = match edges.len() {
+            n if n > 3 => format!("{},{}", &edges[..n - 3], &edges[n - 3..]),
+            _ => edges,
+        };
+        let quoted = format!("`{preset}` ({edges} edges, {kinds} action kinds");
+        assert!(flat.contains(&quoted), "docs/conformance.md should say `{quoted}`");
     }
 }
 
