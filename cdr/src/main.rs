@@ -176,6 +176,13 @@ struct CheckArgs {
     /// may vary from run to run.
     #[arg(long, value_name = "DIR")]
     spill_dir: Option<PathBuf>,
+    /// Partial-order reduction: in each state follow only a stubborn set of the enabled
+    /// actions (built from each action's reads and writes), which gives every property the
+    /// verdict the full search gives, on fewer states. A counterexample is then one the
+    /// reduced search found, not always a shortest one. The state counts are the reduced
+    /// graph's. Channel level only.
+    #[arg(long)]
+    por: bool,
 }
 
 fn usage_error(msg: String) -> ExitCode {
@@ -270,6 +277,7 @@ fn run_check(args: CheckArgs) -> ExitCode {
             (args.mermaid.is_some(), "--mermaid"),
             (args.trace_out.is_some(), "--trace-out"),
             (!args.flink_fix.is_empty(), "--flink-fix"),
+            (args.por, "--por"),
         ]
         .into_iter()
         .find_map(|(given, name)| given.then_some(name));
@@ -302,6 +310,7 @@ fn run_check(args: CheckArgs) -> ExitCode {
         threads: default_threads(args.threads),
         acyclic: !args.no_acyclic,
         frontier: Frontier::Whole,
+        por: args.por,
     };
     if args.compact_frontier {
         options.frontier = Frontier::Encoded;

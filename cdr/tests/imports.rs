@@ -478,11 +478,13 @@ fn tangles(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<String>> {
     t.out
 }
 
-/// File -> how many other files import it, most imported first.
+/// File -> how many other files import it (its own submodules aside), most imported first.
 fn importers(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<(String, usize)> {
     let mut count: BTreeMap<&str, usize> = graph.keys().map(|k| (k.as_str(), 0)).collect();
-    for targets in graph.values() {
-        for t in targets {
+    for (from, targets) in graph {
+        // A file's own submodules (`a/b.rs` of `a.rs`) are parts of it, not its importers.
+        let part_of = |t: &str| from.starts_with(&format!("{}/", t.trim_end_matches(".rs")));
+        for t in targets.iter().filter(|t| !part_of(t)) {
             *count.entry(t.as_str()).or_default() += 1;
         }
     }

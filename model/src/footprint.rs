@@ -26,6 +26,9 @@
 //!   - `reader#c`: the Netty server's view reader (`numCreditsAvailable`, the backlog it
 //!     announced);
 //!   - `wire#c`: the `BufferResponse`s on the wire, server to client;
+//!   - `barriers#c`: how many checkpoints' barriers the upstream took, which the coordinator
+//!     reads to abort the latest; apart from the subpartition so that the coordinator does not
+//!     conflict with every write of the producer and the server;
 //! * `pool#p`: a `LocalBufferPool` (one per channel, or the gate's one with `shared_pool`);
 //! * `gate`: `inputChannelsWithData`;
 //! * each thread's registers: `task` (the task's program counter), `task-announce`, `io` (the
@@ -72,6 +75,9 @@ pub enum Component {
     Buffers(u8),
     /// Network buffers the operator holds.
     Held(u8),
+    /// How many checkpoints' barriers the upstream took (`producer.barriers`), which the
+    /// coordinator reads apart from the rest of the subpartition.
+    Barriers(u8),
     /// `unannouncedCredit` and the client's queued writes.
     Credit(u8),
     /// `AddCredit` and `ResumeConsumption` on the wire.
@@ -111,7 +117,7 @@ pub enum Component {
 }
 
 /// Per-channel component kinds, in bit order (bit `4 * kind + channel`).
-const PER_CHANNEL: [fn(u8) -> Component; 10] = [
+const PER_CHANNEL: [fn(u8) -> Component; 11] = [
     Component::Consumer,
     Component::Released,
     Component::Error,
@@ -122,6 +128,7 @@ const PER_CHANNEL: [fn(u8) -> Component; 10] = [
     Component::Subpartition,
     Component::Reader,
     Component::Wire,
+    Component::Barriers,
 ];
 /// The components that are one for the whole gate, in bit order after the pools.
 const GLOBAL: [Component; 12] = [
@@ -161,8 +168,9 @@ impl Component {
             Subpartition(c) => channel(7, c),
             Reader(c) => channel(8, c),
             Wire(c) => channel(9, c),
-            Pool(p) => 40 + p as u32,
-            global => 44 + GLOBAL.iter().position(|g| *g == global).expect("a global component") as u32,
+            Barriers(c) => channel(10, c),
+            Pool(p) => 44 + p as u32,
+            global => 48 + GLOBAL.iter().position(|g| *g == global).expect("a global component") as u32,
         };
         1 << i
     }
@@ -182,6 +190,7 @@ impl fmt::Display for Component {
             Subpartition(c) => ("subpartition", Some(c)),
             Reader(c) => ("reader", Some(c)),
             Wire(c) => ("wire", Some(c)),
+            Barriers(c) => ("barriers", Some(c)),
             Pool(p) => ("pool", Some(p)),
             Gate => ("gate", None),
             Task => ("task", None),
@@ -289,6 +298,33 @@ impl Add for Footprint {
     }
 }
 
+/// Where a footprint is taken: in one state, or in any state of the model's shape, where every
+/// condition on the state is taken to hold (the union of the footprints over all states).
+#[derive(Clone, Copy)]
+enum At<'a> {
+    /// In this state.
+    State(&'a State),
+    /// In any state with this one's channels and pools.
+    Any(&'a State),
+}
+
+impl<'a> At<'a> {
+    /// The state's channels and pools, which no step changes.
+    fn shape(self) -> &'a State {
+        match self {
+            At::State(s) | At::Any(s) => s,
+        }
+    }
+
+    /// Whether `cond` may hold: in a state, whether it does; in any state, yes.
+    fn may(self, cond: impl FnOnce(&State) -> bool) -> bool {
+        match self {
+            At::State(s) => cond(s),
+            At::Any(_) => true,
+        }
+    }
+}
+
 /// A footprint that reads `reads` and updates (reads and may write) `updates`.
 fn fp(reads: Components, updates: Components) -> Footprint {
     Footprint {
@@ -303,18 +339,18 @@ fn when(cond: bool, set: Components) -> Components {
 }
 
 const NONE: Components = Components::EMPTY;
-const GATE: Components = Components(1 << 44);
-const TASK: Components = Components(1 << 45);
-const TASK_ANNOUNCE: Components = Components(1 << 46);
-const IO: Components = Components(1 << 47);
-const CLIENT: Components = Components(1 << 48);
-const RECYCLER: Components = Components(1 << 49);
-const SETUP: Components = Components(1 << 50);
-const CLOSED: Components = Components(1 << 51);
-const HANDLER: Components = Components(1 << 52);
-const ABORTED: Components = Components(1 << 53);
-const HALT: Components = Components(1 << 54);
-const GHOSTS: Components = Components(1 << 55);
+const GATE: Components = Components(1 << 48);
+const TASK: Components = Components(1 << 49);
+const TASK_ANNOUNCE: Components = Components(1 << 50);
+const IO: Components = Components(1 << 51);
+const CLIENT: Components = Components(1 << 52);
+const RECYCLER: Components = Components(1 << 53);
+const SETUP: Components = Components(1 << 54);
+const CLOSED: Components = Components(1 << 55);
+const HANDLER: Components = Components(1 << 56);
+const ABORTED: Components = Components(1 << 57);
+const HALT: Components = Components(1 << 58);
+const GHOSTS: Components = Components(1 << 59);
 
 fn consumer(c: u8) -> Components {
     Component::Consumer(c).into()
@@ -346,18 +382,21 @@ fn reader(c: u8) -> Components {
 fn wire(c: u8) -> Components {
     Component::Wire(c).into()
 }
-fn pool(s: &State, c: u8) -> Components {
-    Component::Pool(s.pool_index(c) as u8).into()
+fn barriers(c: u8) -> Components {
+    Component::Barriers(c).into()
+}
+fn pool(at: At, c: u8) -> Components {
+    Component::Pool(at.shape().pool_index(c) as u8).into()
 }
 
 /// `f` of every channel.
-fn every(s: &State, f: impl Fn(u8) -> Components) -> Components {
-    (0..s.channels.len() as u8).fold(NONE, |acc, c| acc | f(c))
+fn every(at: At, f: impl Fn(u8) -> Components) -> Components {
+    (0..at.shape().channels.len() as u8).fold(NONE, |acc, c| acc | f(c))
 }
 
 /// `f` of every channel of `kind`.
-fn every_of(m: &RecoveryModel, s: &State, kind: ChannelKind, f: fn(u8) -> Components) -> Components {
-    every(s, |c| when(m.kind(c) == kind, f(c)))
+fn every_of(m: &RecoveryModel, at: At, kind: ChannelKind, f: fn(u8) -> Components) -> Components {
+    every(at, |c| when(m.kind(c) == kind, f(c)))
 }
 
 /// The gate's queue, where the model keeps it (`notify` is a no-op otherwise).
@@ -374,40 +413,49 @@ fn waits_for_previous(m: &RecoveryModel, cp: u8) -> Components {
 /// The drainer's guard for a push into channel `c` (`io_actions`): with a buffer in hand (or
 /// heap memory) only whether the trigger holds its lock; else `upstreamReady`, the release, the
 /// manager and the pool.
-fn drainer_push(m: &RecoveryModel, s: &State, c: u8) -> Components {
+fn drainer_push(m: &RecoveryModel, at: At, c: u8) -> Components {
     // The trigger holds the drainer's lock between its first channel's insertion and its last.
-    let trigger_lock = when(m.cfg.delivery == Delivery::Drainer && s.channels.len() > 1, TASK);
-    let taken = !m.lends_recovery_buffers(c) || m.is_recovered_channel(s) || s.io_buffer.is_some();
-    IO | SETUP | trigger_lock | when(!taken, consumer(c) | released(c) | buffers(c) | pool(s, c))
+    let trigger_lock = when(
+        m.cfg.delivery == Delivery::Drainer && at.shape().channels.len() > 1,
+        TASK,
+    );
+    let taken = |s: &State| !m.lends_recovery_buffers(c) || m.is_recovered_channel(s) || s.io_buffer.is_some();
+    IO | SETUP
+        | trigger_lock
+        | when(
+            at.may(|s| !taken(s)),
+            consumer(c) | released(c) | buffers(c) | pool(at, c),
+        )
 }
 
 /// `LocalBufferPool.recycle` of channel `c`'s floating buffer: the pool, or the global pool once
 /// closed; each channel borrowing from the pool may be its listener, and (`announce`) announce
 /// the credit in the same step.
-fn to_pool(m: &RecoveryModel, s: &State, c: u8, announce: bool) -> Footprint {
+fn to_pool(m: &RecoveryModel, at: At, c: u8, announce: bool) -> Footprint {
     let wake = m.cfg.has_fix(FlinkFix::WakeOnRefusedBuffer);
+    let s = at.shape();
     let mut sharers = NONE;
     for l in (0..s.channels.len() as u8).filter(|&l| s.pool_index(l) == s.pool_index(c)) {
         let announces = announce && m.kind(l) == ChannelKind::Remote;
         sharers |= buffers(l) | released(l) | when(announces, credit(l));
     }
-    fp(CLOSED, buffers(c) | pool(s, c) | GHOSTS | when(wake, IO) | sharers)
+    fp(CLOSED, buffers(c) | pool(at, c) | GHOSTS | when(wake, IO) | sharers)
 }
 
 /// `resumeConsumption` of every channel: local views unblocked (`checkState(isBlocked)`), remote
 /// `ResumeConsumption`s queued, the gate notified, the alignment's blocked channels taken.
-fn resume(m: &RecoveryModel, s: &State) -> Footprint {
-    let local = every_of(m, s, ChannelKind::Local, subpartition);
-    let remote = every_of(m, s, ChannelKind::Remote, credit);
-    fp(every(s, released), HANDLER | HALT | gate(m) | local | remote)
+fn resume(m: &RecoveryModel, at: At) -> Footprint {
+    let local = every_of(m, at, ChannelKind::Local, subpartition);
+    let remote = every_of(m, at, ChannelKind::Remote, credit);
+    fp(every(at, released), HANDLER | HALT | gate(m) | local | remote)
 }
 
 /// `internalRequestPartitions`: local views (reading the subpartitions), remote readers.
-fn request_partitions(m: &RecoveryModel, s: &State) -> Footprint {
-    let readers = every_of(m, s, ChannelKind::Remote, reader);
+fn request_partitions(m: &RecoveryModel, at: At) -> Footprint {
+    let readers = every_of(m, at, ChannelKind::Remote, reader);
     fp(
-        every(s, released) | every(s, subpartition),
-        SETUP | every(s, consumer) | gate(m) | readers,
+        every(at, released) | every(at, subpartition),
+        SETUP | every(at, consumer) | gate(m) | readers,
     )
 }
 
@@ -421,30 +469,33 @@ fn request_partitions(m: &RecoveryModel, s: &State) -> Footprint {
 /// throw with `aligned_checkpoint_timeout`. It resumes every channel only when it may poll the
 /// last `EndOfOutputChannelStateEvent` (each upstream writes one, first), or, with
 /// `aligned_checkpoint_timeout`, when an aligned checkpoint ends.
-fn gate_turn(m: &RecoveryModel, s: &State, c: u8) -> Footprint {
-    let ch = s.ch(c);
+fn gate_turn(m: &RecoveryModel, at: At, c: u8) -> Footprint {
     let local = m.kind(c) == ChannelKind::Local;
     let aligned = m.cfg.aligned_checkpoint_timeout;
-    let every_channel = (1u8 << s.channels.len()) - 1;
-    let last_end_of_output = s.upstream_recovered & 1 << c == 0 && (s.upstream_recovered | 1 << c) == every_channel;
-    let head_is_barrier = matches!(ch.producer.subpartition.first(), Some(Payload::Barrier(_)));
-    let throws = ch.error || ch.producer.released || aligned || (local && ch.pending_priority && !head_is_barrier);
+    let every_channel = (1u8 << at.shape().channels.len()) - 1;
+    let last_end_of_output =
+        at.may(|s| s.upstream_recovered & 1 << c == 0 && (s.upstream_recovered | 1 << c) == every_channel);
+    let throws = at.may(|s| {
+        let ch = s.ch(c);
+        let head_is_barrier = matches!(ch.producer.subpartition.first(), Some(Payload::Barrier(_)));
+        ch.error || ch.producer.released || aligned || (local && ch.pending_priority && !head_is_barrier)
+    });
     // The view of a local channel (or, in a variant, any channel's subpartition), and the
     // producers' notifications held back by the turn (`priority_notify_step`).
     let view = m.kind(c) == ChannelKind::Local || m.variant == Variant::RecoveryCompletionNotBlocking;
-    let notified = every(s, |k| {
+    let notified = every(at, |k| {
         when(m.cfg.channels[k as usize].priority_notify_step, subpartition(k))
     });
-    let reads = TASK_ANNOUNCE | SETUP | CLOSED | error(c) | every(s, released);
-    let turn = TASK | HANDLER | GHOSTS | gate(m) | held(c) | every(s, consumer) | when(view, subpartition(c));
+    let reads = TASK_ANNOUNCE | SETUP | CLOSED | error(c) | every(at, released);
+    let turn = TASK | HANDLER | GHOSTS | gate(m) | held(c) | every(at, consumer) | when(view, subpartition(c));
     let resumes = aligned || last_end_of_output;
-    fp(reads, turn | notified | when(throws, HALT)) + maybe(resumes, resume(m, s))
+    fp(reads, turn | notified | when(throws, HALT)) + maybe(resumes, resume(m, at))
 }
 
 /// `releaseAllResources` of channel `c`: `isReleased`, the queue under the channel's lock,
 /// `releaseAllBuffers`, the floating buffers to the pool.
-fn release(m: &RecoveryModel, s: &State, c: u8) -> Footprint {
-    fp(NONE, released(c) | consumer(c) | buffers(c)) + to_pool(m, s, c, true)
+fn release(m: &RecoveryModel, at: At, c: u8) -> Footprint {
+    fp(NONE, released(c) | consumer(c) | buffers(c)) + to_pool(m, at, c, true)
 }
 
 /// `f` if `cond`, else nothing.
@@ -476,41 +527,52 @@ fn on_buffer_releases(m: &RecoveryModel, s: &State, c: u8) -> bool {
     blocking && m.cfg.channels[c as usize].exclusive == 0
 }
 
-/// The footprint of `action` in `state`: one arm per action kind, each naming why; a table,
-/// one line per component set, so not laid out by rustfmt.
-#[rustfmt::skip]
+/// The footprint of `action` in `state`.
 pub fn footprint(m: &RecoveryModel, s: &State, action: &Action) -> Footprint {
+    footprint_at(m, At::State(s), action)
+}
+
+/// What `action` may read and write in any state shaped as `shape` (its channels and pools):
+/// the union of its footprints over every state, for a look ahead past the current one.
+pub fn static_footprint(m: &RecoveryModel, shape: &State, action: &Action) -> Footprint {
+    footprint_at(m, At::Any(shape), action)
+}
+
+/// The footprint of `action` `at` a state or any: one arm per action kind, each naming why; a
+/// table, one line per component set, so not laid out by rustfmt.
+#[rustfmt::skip]
+fn footprint_at(m: &RecoveryModel, at: At, action: &Action) -> Footprint {
     use Action::*;
     let local = |c: u8| m.kind(c) == ChannelKind::Local;
     let exclusive = |c: u8| m.cfg.channels[c as usize].exclusive;
     let announce = m.cfg.has_fix(FlinkFix::AnnounceUnderQueueLock);
     let aligned = m.cfg.aligned_checkpoint_timeout;
     let conversion = m.cfg.delivery == Delivery::Conversion;
-    let (consumers, releases) = (every(s, consumer), every(s, released));
+    let (consumers, releases) = (every(at, consumer), every(at, released));
     let declared = match *action {
         // Drainer: its buffer appended under the channel's lock (a released channel recycles it).
         OnRecoveredStateBuffer { channel: c } => {
-            let (fails, recycles) = (push_fails(m, s, c), s.io_buffer.is_some() && s.ch(c).released);
-            fp(drainer_push(m, s, c) | released(c), IO | consumer(c) | gate(m) | when(fails, HALT | held(c)))
-                + maybe(recycles, fp(NONE, buffers(c)) + to_pool(m, s, c, true))
+            let (fails, recycles) = (at.may(|s| push_fails(m, s, c)), at.may(|s| s.io_buffer.is_some() && s.ch(c).released));
+            fp(drainer_push(m, at, c) | released(c), IO | consumer(c) | gate(m) | when(fails, HALT | held(c)))
+                + maybe(recycles, fp(NONE, buffers(c)) + to_pool(m, at, c, true))
         }
         // Drainer: `bufferQueue` of the manager and the pool it borrows from (`requestBufferBlocking`).
-        RequestBufferBlocking { channel: c } => fp(drainer_push(m, s, c), IO | buffers(c) | pool(s, c)),
+        RequestBufferBlocking { channel: c } => fp(drainer_push(m, at, c), IO | buffers(c) | pool(at, c)),
         // Drainer: the sentinel under the channel's lock; in B5 the task's, converting the channels after it.
         FinishRecoveredBufferDelivery { channel: c } => match conversion {
-            false => fp(SETUP | released(c), IO | consumer(c) | gate(m) | when(push_fails(m, s, c), HALT)),
+            false => fp(SETUP | released(c), IO | consumer(c) | gate(m) | when(at.may(|s| push_fails(m, s, c)), HALT)),
             true => fp(TASK_ANNOUNCE | releases, TASK | HALT | gate(m) | consumers)
-                + request_partitions(m, s),
+                + request_partitions(m, at),
         },
         // Task mail: every channel converted under its lock, then `requestPartitions`.
         ConvertRecoveredInputChannels => {
             let reads = TASK | TASK_ANNOUNCE | SETUP | CLOSED | IO | releases;
-            fp(reads, consumers | gate(m) | when(conversion, TASK | HALT)) + request_partitions(m, s)
+            fp(reads, consumers | gate(m) | when(conversion, TASK | HALT)) + request_partitions(m, at)
         }
         // Task mail: `requestPartitions` under the gate's `requestLock`.
-        RequestPartitions => fp(TASK | TASK_ANNOUNCE | CLOSED, NONE) + request_partitions(m, s),
+        RequestPartitions => fp(TASK | TASK_ANNOUNCE | CLOSED, NONE) + request_partitions(m, at),
         // Task: a turn of the gate (`inputChannelsWithData`, the channel's lock, the barrier handler).
-        GetNextBuffer { channel: c } => gate_turn(m, s, c),
+        GetNextBuffer { channel: c } => gate_turn(m, at, c),
         // Task: the trigger's insertion under the channel's lock (and the drainer's, which two variants read).
         InsertRecoveryCheckpointBarrier { channel: c, .. } => {
             let drainer = [Variant::TriggerSwappedWhenDrainFinishes, Variant::SpillSnapshotAtReadPosition];
@@ -518,10 +580,10 @@ pub fn footprint(m: &RecoveryModel, s: &State, action: &Action) -> Footprint {
             fp(TASK_ANNOUNCE | released(c) | when(drainer, IO), TASK | consumer(c) | gate(m))
         }
         // Task: `checkpointStarted` under the channel's lock; a decline or the completion touches every persister.
-        CheckpointStarted { .. } => fp(TASK_ANNOUNCE, TASK | HANDLER | consumers) + maybe(aligned, resume(m, s)),
+        CheckpointStarted { .. } => fp(TASK_ANNOUNCE, TASK | HANDLER | consumers) + maybe(aligned, resume(m, at)),
         // Task: `onRecoveredStateConsumed` under the channel's lock (`checkState(inRecovery)`).
         OnRecoveredStateConsumed { channel: c } => {
-            fp(TASK_ANNOUNCE | released(c), TASK | consumer(c) | gate(m) | when(!s.ch(c).in_recovery, HALT))
+            fp(TASK_ANNOUNCE | released(c), TASK | consumer(c) | gate(m) | when(at.may(|s| !s.ch(c).in_recovery), HALT))
         }
         // Task: `bufferQueue` (`enableNotify`), then the state-consumed future or the announcement.
         EnableNotify { channel: c } => fp(NONE, TASK | TASK_ANNOUNCE | consumer(c) | buffers(c)),
@@ -535,10 +597,10 @@ pub fn footprint(m: &RecoveryModel, s: &State, action: &Action) -> Footprint {
         EmitCheckpointBarrier { channel: c, cp } => {
             let split = m.cfg.channels[c as usize].priority_notify_step;
             let tells = when(local(c) && !split, consumer(c) | gate(m));
-            fp(waits_for_previous(m, cp) | when(split, consumer(c)), subpartition(c) | tells)
+            fp(waits_for_previous(m, cp) | when(split, consumer(c)), subpartition(c) | barriers(c) | tells)
         }
         // Producer: the subpartition's lock.
-        EmitTimeoutableCheckpointBarrier { channel: c, cp } => fp(waits_for_previous(m, cp), subpartition(c)),
+        EmitTimeoutableCheckpointBarrier { channel: c, cp } => fp(waits_for_previous(m, cp), subpartition(c) | barriers(c)),
         // Producer: the subpartition's lock.
         AlignedBarrierTimeout { channel: c, .. } => fp(NONE, subpartition(c)),
         // Task mail: the barrier handler converts every announced barrier under its channel's lock.
@@ -548,30 +610,30 @@ pub fn footprint(m: &RecoveryModel, s: &State, action: &Action) -> Footprint {
         // Producer: the listener's flag, then `inputChannelsWithData` unless the task's turn holds it.
         NotifyPriorityEvent { channel: c } => fp(TASK, subpartition(c) | consumer(c) | gate(m)),
         // Task: the rest of the gate's turn.
-        ClearPendingPriorityEvent { channel: c } => gate_turn(m, s, c),
+        ClearPendingPriorityEvent { channel: c } => gate_turn(m, at, c),
         // Task: the rest of the gate's turn.
-        RereadPendingPriorityEvent { channel: c } => gate_turn(m, s, c),
+        RereadPendingPriorityEvent { channel: c } => gate_turn(m, at, c),
         // Netty server: the subpartition's lock, the reader's credit, the wire.
         SendBuffer { channel: c } => fp(error(c), subpartition(c) | reader(c) | wire(c)),
         // Netty server: the oldest message on the wire, the reader's credit.
         OnAddCredit { channel: c } => fp(error(c), credit_wire(c) | reader(c)),
         // Netty server: the oldest message, the reader, the subpartition (`checkState(isBlocked)`).
         OnResumeConsumption { channel: c } => {
-            let fails = !s.ch(c).producer.blocked;
+            let fails = at.may(|s| !s.ch(c).producer.blocked);
             fp(error(c), credit_wire(c) | subpartition(c) | when(exclusive(c) == 0, reader(c)) | when(fails, HALT))
         }
         // Netty server: the reader's backlog, read from the subpartition, and the wire.
         AnnounceBacklog { channel: c } => fp(error(c) | subpartition(c), reader(c) | wire(c)),
         // Netty client: the wire, the channel's lock, `bufferQueue` (`requestBuffer`), the released floating buffers.
         OnBuffer { channel: c } => {
-            let updates = CLIENT | wire(c) | consumer(c) | buffers(c) | gate(m) | when(on_buffer_fails(s, c), HALT);
-            fp(error(c) | released(c), updates) + maybe(on_buffer_releases(m, s, c), to_pool(m, s, c, true))
+            let updates = CLIENT | wire(c) | consumer(c) | buffers(c) | gate(m) | when(at.may(|s| on_buffer_fails(s, c)), HALT);
+            fp(error(c) | released(c), updates) + maybe(at.may(|s| on_buffer_releases(m, s, c)), to_pool(m, at, c, true))
         }
         // Netty client: `bufferQueue` and the pool (`requestFloatingBuffers`), checked for `backlog + initialCredit`.
         OnSenderBacklog { channel: c } => {
             let variant = m.variant == Variant::OnSenderBacklogWithoutInitialCredit;
-            let fails = variant && exclusive(c) > 0 && !s.ch(c).released;
-            fp(released(c), CLIENT | buffers(c) | pool(s, c) | when(fails, HALT))
+            let fails = variant && exclusive(c) > 0 && at.may(|s| !s.ch(c).released);
+            fp(released(c), CLIENT | buffers(c) | pool(at, c) | when(fails, HALT))
         }
         // Netty client: `getAndResetUnannouncedCredit` and the wire.
         SendAddCredit { channel: c } => fp(CLIENT | error(c) | released(c), credit(c) | credit_wire(c)),
@@ -580,10 +642,10 @@ pub fn footprint(m: &RecoveryModel, s: &State, action: &Action) -> Footprint {
         // Recycler: the operator's buffer to `bufferQueue`, or a floating one to the pool.
         Recycle { channel: c, buffer } => {
             let floating = matches!(buffer, NetBuf::Floating(_));
-            fp(released(c), RECYCLER | held(c) | buffers(c)) + maybe(floating, to_pool(m, s, c, announce))
+            fp(released(c), RECYCLER | held(c) | buffers(c)) + maybe(floating, to_pool(m, at, c, announce))
         }
         // Recycler: the pool (`LocalBufferPool.recycle`).
-        ReturnFloatingBuffer { channel: c, .. } => fp(NONE, RECYCLER) + to_pool(m, s, c, announce),
+        ReturnFloatingBuffer { channel: c, .. } => fp(NONE, RECYCLER) + to_pool(m, at, c, announce),
         // Producer: the subpartition's lock; a local listener is told.
         AddBuffer { channel: c } => fp(when(local(c), consumer(c)), subpartition(c) | when(local(c), gate(m))),
         // Producer: the subpartition's lock, guarded by the view's listener.
@@ -591,16 +653,16 @@ pub fn footprint(m: &RecoveryModel, s: &State, action: &Action) -> Footprint {
         // Netty client: `setError`, then the gate.
         OnError { channel: c } => fp(CLIENT | SETUP | released(c), error(c) | gate(m)),
         // Canceler: `isReleased`, the channel's lock, `bufferQueue`, the pool.
-        ReleaseAllResources { channel: c } => fp(SETUP | releases, NONE) + release(m, s, c),
+        ReleaseAllResources { channel: c } => fp(SETUP | releases, NONE) + release(m, at, c),
         // Canceler: the rest of `releaseAllResources`.
-        ReleaseQueuedBuffers { channel: c } => fp(releases, NONE) + release(m, s, c),
+        ReleaseQueuedBuffers { channel: c } => fp(releases, NONE) + release(m, at, c),
         // Canceler: `close()` releases every channel, then destroys every pool.
         CloseGate => {
-            let channels = releases | consumers | every(s, buffers) | every(s, |c| pool(s, c));
-            (0..s.channels.len() as u8).fold(fp(SETUP, CLOSED | channels), |f, c| f + to_pool(m, s, c, true))
+            let channels = releases | consumers | every(at, buffers) | every(at, |c| pool(at, c));
+            (0..at.shape().channels.len() as u8).fold(fp(SETUP, CLOSED | channels), |f, c| f + to_pool(m, at, c, true))
         }
         // Coordinator: its own record, guarded by the latest barrier any upstream took.
-        AbortPendingCheckpoint { .. } => fp(every(s, subpartition), ABORTED),
+        AbortPendingCheckpoint { .. } => fp(every(at, barriers), ABORTED),
     };
     // `enabled_actions` asks no thread once an assertion fired or the task failed.
     declared + fp(HALT, NONE)
@@ -709,19 +771,13 @@ fn channel_changed(c: u8, b: &Channel, a: &Channel) -> Components {
         (unannounced_credit, add_credit_queued, resume_queued)
             != (&a.unannounced_credit, &a.add_credit_queued, &a.resume_queued),
         *add_credit_in_flight != a.add_credit_in_flight,
-        (emitted, barriers, queued, upstream_released, next_seq, notify_pending)
-            != (
-                &p.emitted,
-                &p.barriers,
-                &p.subpartition,
-                &p.released,
-                &p.next_seq,
-                &p.notify_pending,
-            )
+        (emitted, queued, upstream_released, next_seq, notify_pending)
+            != (&p.emitted, &p.subpartition, &p.released, &p.next_seq, &p.notify_pending)
             || (notify_blocked, blocked, ghost_barrier_after)
                 != (&p.notify_blocked, &p.blocked, &a.ghost_barrier_after),
         (reader_credit, backlog_announced) != (&p.reader_credit, &p.backlog_announced),
         *responses != p.wire,
+        *barriers != p.barriers,
     ];
     (PER_CHANNEL.iter().zip(differ))
         .filter(|(_, d)| *d)

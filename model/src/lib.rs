@@ -20,6 +20,7 @@ pub mod bug_zoo;
 pub mod config;
 pub mod expectations;
 pub mod footprint;
+pub mod guard;
 pub mod local_buffer_pool;
 pub mod local_input_channel;
 pub mod model;

@@ -10,6 +10,8 @@ use crate::state::*;
 use smallvec::SmallVec;
 use stateright::Property;
 
+pub mod reads;
+
 use crate::property_table::properties;
 
 properties! {

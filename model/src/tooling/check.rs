@@ -6,6 +6,7 @@ use crate::model::RecoveryModel;
 use crate::properties::PropertyId;
 use crate::state::State;
 use crate::tooling::fingerprint::fingerprint;
+use crate::tooling::por::Reduction;
 use crate::tooling::progress::RankCheck;
 use crate::tooling::search::{Counters, Frontier, SearchOptions, bfs};
 use serde::Serialize;
@@ -150,6 +151,7 @@ pub fn check(
         threads,
         acyclic,
         frontier: Frontier::Whole,
+        por: false,
     };
     check_with_progress(model, preset, unreachable, &options, &mut |_| {})
 }
@@ -163,6 +165,8 @@ pub struct CheckOptions {
     pub acyclic: bool,
     /// Where the states of a level wait to be searched.
     pub frontier: Frontier,
+    /// Whether to follow only a stubborn set of each state's actions (`--por`).
+    pub por: bool,
 }
 
 /// How far a running check has come.
@@ -193,6 +197,7 @@ pub fn check_with_progress(
         threads: options.threads,
         frontier: options.frontier.clone(),
         ranks: acyclic.then(|| Arc::clone(&ranks)),
+        por: options.por.then(|| Arc::new(Reduction::for_properties(&model))),
     };
     let counters = Counters::default();
     let outcome = std::thread::scope(|scope| {
@@ -227,6 +232,8 @@ pub fn check_with_progress(
             (_, None) => Status::Holds,
         };
         let actions = match status {
+            // The reduced search's path: a shortest one would need the full search.
+            Status::Violated if options.por => found,
             Status::Violated => shortest_counterexample(&model, p).or(found),
             _ => found,
         };

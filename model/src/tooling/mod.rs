@@ -7,6 +7,7 @@ pub mod fingerprint;
 pub mod format;
 pub mod growth;
 pub mod model;
+pub mod por;
 pub mod progress;
 pub mod search;
 pub mod simulate;

@@ -562,6 +562,8 @@ pub struct SearchOptions {
     pub frontier: Frontier,
     /// Counts the edges that do not increase the rank.
     pub ranks: Option<std::sync::Arc<RankCheck>>,
+    /// Follows only a stubborn set of each state's actions (`--por`).
+    pub por: Option<std::sync::Arc<crate::tooling::por::Reduction>>,
 }
 
 impl SearchOptions {
@@ -784,9 +786,14 @@ impl Work<'_> {
         // What `next` does (clone, apply), and the rank check, with the state's rank computed
         // once for all its edges.
         let rank = (self.options.ranks.as_deref()).map(|check| (check, crate::tooling::progress::rank(s)));
+        let mut reduced = false;
+        if let Some(por) = &self.options.por {
+            let all = actions.len();
+            por.reduce(model, s, actions);
+            reduced = actions.len() < all;
+        }
         // Every successor is generated, and the slot of its fingerprint prefetched, before
         // any is looked up: the lookups, which miss the cache, then overlap with the work.
-        let generated = actions.len();
         successors.clear();
         for &action in actions.iter() {
             let mut next = s.clone();
@@ -798,6 +805,28 @@ impl Work<'_> {
             self.seen.prefetch(fp);
             successors.push((action, next, fp));
         }
+        // The cycle proviso of the reduction: a stubborn set with a step that does not
+        // increase the rank is not enough; the state is expanded fully.
+        if reduced {
+            let rank = crate::tooling::progress::rank(s);
+            if successors
+                .iter()
+                .any(|(_, next, _)| crate::tooling::progress::rank(next) <= rank)
+            {
+                let taken: Vec<Action> = actions.clone();
+                actions.clear();
+                model.actions(s, actions);
+                for &action in actions.iter().filter(|a| !taken.contains(a)) {
+                    let next = model.next(s, action);
+                    if let Some(check) = self.options.ranks.as_deref() {
+                        check.edge_from(&rank, &next);
+                    }
+                    let fp = crate::tooling::fingerprint::state_fingerprint(&next);
+                    successors.push((action, next, fp));
+                }
+            }
+        }
+        let generated = successors.len();
         for (action, next, fp) in successors.drain(..) {
             let seen = Seen {
                 parent: item.fp,
