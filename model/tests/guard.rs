@@ -2,6 +2,7 @@
 //! of a set of presets and of every bug-zoo variant on its preset, for every action of the
 //! configuration (`tooling::por::universe`):
 //!
+//! * every enabled action is one of the configuration's (the reduction's universe);
 //! * an enabled action has every conjunct of its guard true;
 //! * a false conjunct stays false across a step that writes none of its components.
 //!
@@ -51,6 +52,11 @@ fn check(model: &RecoveryModel, label: &str, conj: Conjuncts) -> (Vec<String>, u
         let mut enabled = Vec::new();
         model.enabled_actions(&s, &mut enabled);
         let on: HashSet<Action> = enabled.iter().map(class_of).collect();
+        for a in on.iter().filter(|a| !all.contains(a)) {
+            failures.push(format!(
+                "{label}: {a:?} is enabled but not among the configuration's actions"
+            ));
+        }
         let before: Vec<Vec<(Components, bool)>> = all.iter().map(|u| conj(model, &s, u)).collect();
         for (u, g) in all.iter().zip(&before) {
             if on.contains(u) && g.iter().any(|(_, holds)| !holds) {

@@ -294,18 +294,12 @@ fn component_hashes(s: &State) -> [u64; 64] {
             hash_of((unannounced_credit, add_credit_queued, resume_queued)),
         );
         set(Component::CreditWire(c), hash_of(add_credit_in_flight));
-        let upstream = (
-            emitted,
-            barriers,
-            subpartition,
-            upstream_released,
-            next_seq,
-            notify_pending,
-        );
+        let upstream = (emitted, subpartition, upstream_released, next_seq, notify_pending);
         let sub = (upstream, (notify_blocked, blocked, ghost_barrier_after));
         set(Component::Subpartition(c), hash_of(sub));
         set(Component::Reader(c), hash_of((reader_credit, backlog_announced)));
         set(Component::Wire(c), hash_of(wire));
+        set(Component::Barriers(c), hash_of(barriers));
     }
     for (p, pool) in pools.iter().enumerate() {
         set(Component::Pool(p as u8), hash_of(pool));
