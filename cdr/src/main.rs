@@ -212,6 +212,11 @@ fn print_report(setup: &Setup, r: &CheckReport) {
     if let Some(bytes) = r.encoded_bytes_per_state {
         println!("frontier encoded: {bytes:.0} bytes a state");
     }
+    if r.partial_order_reduction {
+        println!(
+            "partial-order reduction: the counts are the reduced graph's; a counterexample may not be a shortest one"
+        );
+    }
     report::print_verdicts(r, 45);
     for p in r.properties.iter().filter(|p| p.status == Status::Violated) {
         println!();

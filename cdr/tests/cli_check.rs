@@ -217,3 +217,26 @@ fn a_fixed_configuration_s_counterexample_reproduces_with_its_fixes() {
         "{out}"
     );
 }
+
+/// `--por`: the report says the counts are the reduced graph's, and a finding's preset fails
+/// as it does without it, on the same property.
+#[test]
+fn check_with_por_says_so_and_keeps_the_verdicts() {
+    let full = cdr(&["check", "--preset", "drain-wakeup", "--json"]);
+    let reduced = cdr(&["check", "--preset", "drain-wakeup", "--json", "--por"]);
+    assert_eq!(full.status.code(), reduced.status.code());
+    let (full, reduced) = (json(&full), json(&reduced));
+    assert_eq!(full["partial_order_reduction"], false);
+    assert_eq!(reduced["partial_order_reduction"], true);
+    let status = |v: &serde_json::Value| -> Vec<String> {
+        (v["properties"].as_array().unwrap().iter())
+            .map(|p| p["status"].to_string())
+            .collect()
+    };
+    assert_eq!(status(&full), status(&reduced));
+    let text = String::from_utf8_lossy(&cdr(&["check", "--preset", "drain-wakeup", "--por"]).stdout).to_string();
+    assert!(
+        text.contains("partial-order reduction: the counts are the reduced graph's"),
+        "{text}"
+    );
+}

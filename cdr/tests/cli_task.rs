@@ -90,6 +90,9 @@ fn the_two_models_presets_and_variants_do_not_mix() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("not a task-level variant"));
     let out = cdr(&["check", "--preset", "task", "--mermaid", "x.md"]);
     assert_eq!(out.status.code(), Some(2));
+    let out = cdr(&["check", "--preset", "task", "--por"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--por is not available for the task-level model"));
 }
 
 #[test]

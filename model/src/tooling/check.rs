@@ -120,6 +120,9 @@ pub struct CheckReport {
     /// With an encoded frontier, the mean size of an encoded state, in bytes.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub encoded_bytes_per_state: Option<f64>,
+    /// Whether the search followed stubborn sets only (`--por`): the counts are then the
+    /// reduced graph's, and a counterexample not always a shortest one.
+    pub partial_order_reduction: bool,
 }
 
 impl CheckReport {
@@ -274,6 +277,7 @@ pub fn check_with_progress(
         acyclic_by,
         properties,
         encoded_bytes_per_state: outcome.encoded_bytes_per_state,
+        partial_order_reduction: options.por,
     }
 }
 

@@ -62,6 +62,7 @@ pub fn check(
         acyclic,
         properties,
         encoded_bytes_per_state: None,
+        partial_order_reduction: false,
     }
 }
 
