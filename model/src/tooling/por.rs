@@ -248,6 +248,7 @@ impl Reduction {
             on.insert(i);
             fps.push((i, footprint(m, s, a)));
         }
+        let classes = on.iter().count();
         let visible = |i: usize| fps.iter().any(|(j, f)| *j == i && !f.writes.is_disjoint(self.visible));
         let mut best: Option<(usize, ClassSet)> = None;
         for &(seed, _) in &fps {
@@ -257,19 +258,24 @@ impl Reduction {
             let mut t = ClassSet::default();
             t.insert(seed);
             let mut todo = vec![seed];
+            // The enabled classes in `t`; a set of all of them reduces nothing.
             let mut count = 1;
             let mut rejected = false;
             while let Some(u) = todo.pop() {
-                let deps = match fps.iter().find(|(j, _)| *j == u) {
-                    Some((_, f)) => self.conflicts(f),
-                    None => self.necessary_enablers(m, s, u),
+                let deps = match on.contains(u) {
+                    // Every enabled action of the class (they differ only where no footprint does).
+                    true => (fps.iter().filter(|(j, _)| *j == u)).fold(ClassSet::default(), |mut d, (_, f)| {
+                        d.union(&self.conflicts(f));
+                        d
+                    }),
+                    false => self.necessary_enablers(m, s, u),
                 };
                 let new = deps.minus(&t);
                 t.union(&new);
                 for v in new.iter() {
                     if on.contains(v) {
                         count += 1;
-                        if visible(v) || best.as_ref().is_some_and(|(n, _)| count >= *n) || count == fps.len() {
+                        if visible(v) || best.as_ref().is_some_and(|(n, _)| count >= *n) || count == classes {
                             rejected = true;
                             break;
                         }
