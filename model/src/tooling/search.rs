@@ -706,7 +706,6 @@ impl Work<'_> {
         let mut done = Vec::new();
         let mut out = Vec::with_capacity(CHUNK + SLACK);
         let mut actions = Vec::new();
-        let mut successors = Vec::new();
         let mut links = Vec::new();
         let seal = |out: Vec<Item>| {
             if self.options.frontier == Frontier::Whole {
@@ -735,7 +734,7 @@ impl Work<'_> {
             let (mut generated, mut new) = (0, 0);
             let mut search = |item: &Item, out: &mut Vec<Item>| {
                 let before = out.len();
-                generated += self.visit(item, &mut actions, &mut successors, out, &mut links);
+                generated += self.visit(item, &mut actions, out, &mut links);
                 new += out.len() - before;
                 if out.len() >= CHUNK {
                     let full = std::mem::replace(out, Vec::with_capacity(CHUNK + SLACK));
@@ -743,7 +742,14 @@ impl Work<'_> {
                 }
             };
             match &chunk {
-                Chunk::Whole(items) => items.iter().for_each(|item| search(item, &mut out)),
+                Chunk::Whole(items) => {
+                    for (i, item) in items.iter().enumerate() {
+                        if let Some(next) = items.get(i + 1) {
+                            next.state.prefetch();
+                        }
+                        search(item, &mut out);
+                    }
+                }
                 Chunk::Encoded(encoded) => encoded.items().for_each(|item| search(&item, &mut out)),
                 &Chunk::Spilled { offset, len } => {
                     let file = self.reading.expect("a spilled chunk is read from its level's file");
@@ -761,14 +767,7 @@ impl Work<'_> {
     }
 
     /// Evaluates the properties on one state and generates its successors; returns how many.
-    fn visit(
-        &self,
-        item: &Item,
-        actions: &mut Vec<Action>,
-        successors: &mut Vec<(Action, State, u64)>,
-        out: &mut Vec<Item>,
-        links: &mut Vec<u8>,
-    ) -> usize {
+    fn visit(&self, item: &Item, actions: &mut Vec<Action>, out: &mut Vec<Item>, links: &mut Vec<u8>) -> usize {
         let (model, s) = (self.model, &item.state);
         let mut eventually = item.eventually;
         for (i, (expectation, pred)) in self.properties.iter().enumerate() {
@@ -786,8 +785,10 @@ impl Work<'_> {
         let rank = (self.options.ranks.as_deref()).map(|check| (check, crate::tooling::progress::rank(s)));
         // Every successor is generated, and the slot of its fingerprint prefetched, before
         // any is looked up: the lookups, which miss the cache, then overlap with the work.
+        // The successors go straight to the end of `out`, the i-th from the i-th action, and
+        // those already seen are dropped after (a state is moved once, not through a buffer).
         let generated = actions.len();
-        successors.clear();
+        let start = out.len();
         for &action in actions.iter() {
             let mut next = s.clone();
             action.apply(model, &mut next);
@@ -796,9 +797,15 @@ impl Work<'_> {
             }
             let fp = crate::tooling::fingerprint::state_fingerprint(&next);
             self.seen.prefetch(fp);
-            successors.push((action, next, fp));
+            out.push(Item {
+                state: next,
+                fp,
+                eventually,
+            });
         }
-        for (action, next, fp) in successors.drain(..) {
+        let mut kept = start;
+        for (i, &action) in actions.iter().enumerate() {
+            let fp = out[start + i].fp;
             let seen = Seen {
                 parent: item.fp,
                 action,
@@ -809,13 +816,12 @@ impl Work<'_> {
                     links.extend_from_slice(&fp.to_le_bytes());
                     links.extend_from_slice(&item.fp.to_le_bytes());
                 }
-                out.push(Item {
-                    state: next,
-                    fp,
-                    eventually,
-                });
+                // New states keep their order.
+                out.swap(kept, start + i);
+                kept += 1;
             }
         }
+        out.truncate(kept);
         if generated == 0 {
             // A terminal state: every `eventually` property its path never satisfied fails.
             for i in (0..self.properties.len()).filter(|&i| eventually & (1 << i) != 0 && self.decided[i].is_none()) {
