@@ -589,7 +589,7 @@ impl<'a, H: Hasher> Packer<'a, H> {
 
     /// Writes what is gathered to the hasher; returns it, for values hashed the usual way.
     #[inline(always)]
-    pub fn finish(mut self) -> &'a mut H {
+    pub fn finish(&mut self) -> &mut H {
         self.flush();
         self.state
     }

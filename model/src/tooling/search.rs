@@ -790,18 +790,18 @@ impl Work<'_> {
         let generated = actions.len();
         let start = out.len();
         for &action in actions.iter() {
-            let mut next = s.clone();
-            action.apply(model, &mut next);
-            if let Some((check, rank)) = &rank {
-                check.edge_from(rank, &next);
-            }
-            let fp = crate::tooling::fingerprint::state_fingerprint(&next);
-            self.seen.prefetch(fp);
             out.push(Item {
-                state: next,
-                fp,
+                state: s.clone(),
+                fp: 0,
                 eventually,
             });
+            let next = out.last_mut().expect("just pushed");
+            action.apply(model, &mut next.state);
+            if let Some((check, rank)) = &rank {
+                check.edge_from(rank, &next.state);
+            }
+            next.fp = crate::tooling::fingerprint::state_fingerprint(&next.state);
+            self.seen.prefetch(next.fp);
         }
         let mut kept = start;
         for (i, &action) in actions.iter().enumerate() {
@@ -817,7 +817,9 @@ impl Work<'_> {
                     links.extend_from_slice(&item.fp.to_le_bytes());
                 }
                 // New states keep their order.
-                out.swap(kept, start + i);
+                if kept != start + i {
+                    out.swap(kept, start + i);
+                }
                 kept += 1;
             }
         }
