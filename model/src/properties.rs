@@ -326,7 +326,7 @@ fn for_each_buffer_place(s: &State, c: u8, mut f: impl FnMut(NetBuf)) {
 
 /// How many places hold each buffer of one kind, by id: whether once, and whether more than
 /// once (bits by id, for ids below 32).
-#[derive(Default)]
+#[derive(Clone, Copy, Default)]
 struct Held {
     once: u32,
     more: u32,
@@ -368,9 +368,9 @@ fn ids_below(n: u8) -> u32 {
 /// pool). Every recovered buffer pushed is in exactly one of: the queue, delivered, recycled.
 fn buffer_ownership(m: &RecoveryModel, s: &State) -> bool {
     // Counted rather than collected: it runs on every state.
-    let mut exclusive: SmallVec<[Held; MAX_CHANNELS]> = s.channels.iter().map(|_| Held::default()).collect();
-    let mut floating: SmallVec<[Held; MAX_CHANNELS]> = s.pools.iter().map(|_| Held::default()).collect();
-    let mut pool_size: SmallVec<[u8; MAX_CHANNELS]> = s.pools.iter().map(|_| 0).collect();
+    let mut exclusive: SmallVec<[Held; MAX_CHANNELS]> = SmallVec::from_elem(Held::default(), s.channels.len());
+    let mut floating: SmallVec<[Held; MAX_CHANNELS]> = SmallVec::from_elem(Held::default(), s.pools.len());
+    let mut pool_size: SmallVec<[u8; MAX_CHANNELS]> = SmallVec::from_elem(0, s.pools.len());
     for (p, pool) in s.pools.iter().enumerate() {
         for &b in &pool.available {
             match b {

@@ -189,11 +189,50 @@ impl<V: Link> Shard<V> {
             }
         }
     }
+}
 
-    /// The address of the slot `fp`'s probe starts at.
+/// A shard behind its lock, with where its table is, kept beside the lock so that a prefetch
+/// need not take it: the address of the first slot and the table's size less one, published
+/// after each insertion (the table moves only when one grows it). A prefetch that reads them
+/// while another thread grows the table loads a line of the old table or one past it: a hint
+/// to the cache, never a read.
+struct Locked<V> {
+    shard: Mutex<Shard<V>>,
+    start: AtomicUsize,
+    mask: AtomicUsize,
+}
+
+impl<V> Default for Locked<V> {
+    fn default() -> Self {
+        Locked {
+            shard: Mutex::default(),
+            start: AtomicUsize::new(0),
+            mask: AtomicUsize::new(0),
+        }
+    }
+}
+
+impl<V: Link> Locked<V> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Shard<V>> {
+        self.shard.lock().expect("no thread panics holding it")
+    }
+
+    /// Records `fp`; true if it is new.
+    fn insert(&self, fp: u64, new: V) -> bool {
+        let mut shard = self.lock();
+        let added = shard.insert(fp, new);
+        if added {
+            self.start.store(shard.slots.as_ptr() as usize, Ordering::Relaxed);
+            self.mask.store(shard.slots.len().wrapping_sub(1), Ordering::Relaxed);
+        }
+        added
+    }
+
+    /// The address of the slot `fp`'s probe starts at, as last published.
     fn first_slot(&self, fp: u64) -> Option<*const i8> {
-        let slot = self.slots.get(fp as usize & self.slots.len().wrapping_sub(1))?;
-        Some((slot as *const (u64, V)).cast::<i8>())
+        let start = self.start.load(Ordering::Relaxed);
+        let slot = (fp as usize & self.mask.load(Ordering::Relaxed)) * std::mem::size_of::<(u64, V)>();
+        (start != 0).then(|| start.wrapping_add(slot) as *const i8)
     }
 }
 
@@ -201,26 +240,23 @@ impl<V: Link> Shard<V> {
 /// links (24 bytes a slot), or fingerprints alone (8 bytes a slot) when the links are written
 /// to disk ([`paths_from_traces`]).
 enum SeenStates {
-    Linked(Vec<Mutex<Shard<Seen>>>),
-    Fingerprints(Vec<Mutex<Shard<()>>>),
+    Linked(Vec<Locked<Seen>>),
+    Fingerprints(Vec<Locked<()>>),
 }
 
 const SHARDS: usize = 64;
 
-/// Locks the shard of `fp`. Middle bits pick the shard: the table takes its slot from the low
-/// ones.
-fn shard<V>(shards: &[Mutex<Shard<V>>], fp: u64) -> std::sync::MutexGuard<'_, Shard<V>> {
-    shards[(fp >> 32) as usize % SHARDS]
-        .lock()
-        .expect("no thread panics holding it")
+/// The shard of `fp`. Middle bits pick the shard: the table takes its slot from the low ones.
+fn shard<V>(shards: &[Locked<V>], fp: u64) -> &Locked<V> {
+    &shards[(fp >> 32) as usize % SHARDS]
 }
 
 impl SeenStates {
     fn new(links_on_disk: bool) -> Self {
         if links_on_disk {
-            SeenStates::Fingerprints((0..SHARDS).map(|_| Mutex::default()).collect())
+            SeenStates::Fingerprints((0..SHARDS).map(|_| Locked::default()).collect())
         } else {
-            SeenStates::Linked((0..SHARDS).map(|_| Mutex::default()).collect())
+            SeenStates::Linked((0..SHARDS).map(|_| Locked::default()).collect())
         }
     }
 
@@ -255,17 +291,14 @@ impl SeenStates {
     /// The link of `fp`, with the links in memory.
     fn get(&self, fp: u64) -> Option<Seen> {
         match self {
-            SeenStates::Linked(shards) => shard(shards, fp).get_mut(fp).copied(),
+            SeenStates::Linked(shards) => shard(shards, fp).lock().get_mut(fp).copied(),
             SeenStates::Fingerprints(_) => None,
         }
     }
 
     fn len(&self) -> usize {
-        fn total<V: Link>(shards: &[Mutex<Shard<V>>]) -> usize {
-            shards
-                .iter()
-                .map(|s| s.lock().expect("no thread panics holding it").len())
-                .sum()
+        fn total<V: Link>(shards: &[Locked<V>]) -> usize {
+            shards.iter().map(|s| s.lock().len()).sum()
         }
         match self {
             SeenStates::Linked(shards) => total(shards),
