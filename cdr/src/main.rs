@@ -493,6 +493,15 @@ fn main() -> ExitCode {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
+    // No transparent huge pages for this process: mimalloc asks for them on its arenas, and the
+    // kernel then clears (and may first compact) 2 MiB at each fault, again each time the
+    // allocator hands freed memory back and takes it again, which the search, freeing each
+    // level as it builds the next, does all along (docs/performance.md).
+    #[cfg(target_os = "linux")]
+    // SAFETY: a flag of the process's memory map; it changes no memory.
+    unsafe {
+        libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0);
+    }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {

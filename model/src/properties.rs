@@ -105,14 +105,13 @@ fn channels(s: &State) -> impl Iterator<Item = (u8, &Channel)> {
 /// S1: on each channel the operator sees all recovered data before any live buffer or
 /// ordinary event (priority barriers may overtake, as in master).
 fn recovered_data_precedes_live_data(_: &RecoveryModel, s: &State) -> bool {
+    // One pass: no recovered buffer after the first live element.
     s.channels.iter().all(|ch| {
-        let first_live = ch.ghost_delivered.iter().position(|d| d.payload.is_live_ordinary());
-        match first_live {
-            None => true,
-            Some(i) => !ch.ghost_delivered[i..]
-                .iter()
-                .any(|d| matches!(d.payload, Payload::Recovered(_))),
-        }
+        let mut live = false;
+        ch.ghost_delivered.iter().all(|d| {
+            live |= d.payload.is_live_ordinary();
+            !(live && matches!(d.payload, Payload::Recovered(_)))
+        })
     })
 }
 
@@ -327,26 +326,42 @@ fn for_each_buffer_place(s: &State, c: u8, mut f: impl FnMut(NetBuf)) {
     }
 }
 
-/// How many places hold each buffer of one kind, by id.
-#[derive(Default)]
+/// How many places hold each buffer of one kind, by id: whether once, and whether more than
+/// once (bits by id, for ids below 32).
+#[derive(Clone, Copy, Default)]
 struct Held {
-    count: [u8; 32],
-    /// An id past `count`, or a buffer of the other kind, was found.
+    once: u32,
+    more: u32,
+    /// An id past 31, or a buffer of the other kind, was found.
     stray: bool,
 }
 
 impl Held {
     fn add(&mut self, id: u8) {
-        match self.count.get_mut(id as usize) {
-            Some(n) => *n = n.saturating_add(1),
+        match 1u32.checked_shl(id as u32) {
+            Some(bit) => {
+                self.more |= self.once & bit;
+                self.once |= bit;
+            }
             None => self.stray = true,
         }
     }
 
+    /// Whether ids `0..n` (of those below 32) are each held exactly once.
+    fn each_once(&self, n: u8) -> bool {
+        let ids = ids_below(n);
+        self.once & !self.more & ids == ids
+    }
+
     /// Whether ids `0..n` are each held exactly once and no other id is held.
     fn exactly(&self, n: u8) -> bool {
-        !self.stray && (self.count.iter().enumerate()).all(|(i, &k)| k == u8::from(i < n as usize))
+        !self.stray && self.more == 0 && self.once == ids_below(n)
     }
+}
+
+/// The bits of ids `0..n`, of those below 32.
+fn ids_below(n: u8) -> u32 {
+    1u32.checked_shl(n as u32).map_or(u32::MAX, |b| b - 1)
 }
 
 /// S8: every network buffer is in exactly one place (manager queue, pool, channel queue, held
@@ -355,9 +370,9 @@ impl Held {
 /// pool). Every recovered buffer pushed is in exactly one of: the queue, delivered, recycled.
 fn buffer_ownership(m: &RecoveryModel, s: &State) -> bool {
     // Counted rather than collected: it runs on every state.
-    let mut exclusive: SmallVec<[Held; MAX_CHANNELS]> = s.channels.iter().map(|_| Held::default()).collect();
-    let mut floating: SmallVec<[Held; MAX_CHANNELS]> = s.pools.iter().map(|_| Held::default()).collect();
-    let mut pool_size: SmallVec<[u8; MAX_CHANNELS]> = s.pools.iter().map(|_| 0).collect();
+    let mut exclusive: SmallVec<[Held; MAX_CHANNELS]> = SmallVec::from_elem(Held::default(), s.channels.len());
+    let mut floating: SmallVec<[Held; MAX_CHANNELS]> = SmallVec::from_elem(Held::default(), s.pools.len());
+    let mut pool_size: SmallVec<[u8; MAX_CHANNELS]> = SmallVec::from_elem(0, s.pools.len());
     for (p, pool) in s.pools.iter().enumerate() {
         for &b in &pool.available {
             match b {
@@ -399,8 +414,7 @@ fn buffer_ownership(m: &RecoveryModel, s: &State) -> bool {
                 }
             }
             ch.ghost_freed.iter().for_each(|&i| recovered.add(i));
-            exclusive[c as usize].exactly(cc.exclusive)
-                && recovered.count.iter().take(ch.ghost_pushed as usize).all(|&n| n == 1)
+            exclusive[c as usize].exactly(cc.exclusive) && recovered.each_once(ch.ghost_pushed)
         })
 }
 

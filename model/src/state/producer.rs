@@ -217,3 +217,13 @@ impl Producer {
         ok
     }
 }
+
+impl crate::state::elements::Pack for Wire {
+    /// The payload, the sequence number and the backlog: seven bytes.
+    #[inline(always)]
+    fn pack<H: Hasher>(&self, p: &mut crate::state::elements::Packer<'_, H>) {
+        p.u16(self.payload.code());
+        p.u32(self.seq as u32);
+        p.u8(self.backlog);
+    }
+}

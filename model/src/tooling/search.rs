@@ -189,11 +189,50 @@ impl<V: Link> Shard<V> {
             }
         }
     }
+}
 
-    /// The address of the slot `fp`'s probe starts at.
+/// A shard behind its lock, with where its table is, kept beside the lock so that a prefetch
+/// need not take it: the address of the first slot and the table's size less one, published
+/// after each insertion (the table moves only when one grows it). A prefetch that reads them
+/// while another thread grows the table loads a line of the old table or one past it: a hint
+/// to the cache, never a read.
+struct Locked<V> {
+    shard: Mutex<Shard<V>>,
+    start: AtomicUsize,
+    mask: AtomicUsize,
+}
+
+impl<V> Default for Locked<V> {
+    fn default() -> Self {
+        Locked {
+            shard: Mutex::default(),
+            start: AtomicUsize::new(0),
+            mask: AtomicUsize::new(0),
+        }
+    }
+}
+
+impl<V: Link> Locked<V> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Shard<V>> {
+        self.shard.lock().expect("no thread panics holding it")
+    }
+
+    /// Records `fp`; true if it is new.
+    fn insert(&self, fp: u64, new: V) -> bool {
+        let mut shard = self.lock();
+        let added = shard.insert(fp, new);
+        if added {
+            self.start.store(shard.slots.as_ptr() as usize, Ordering::Relaxed);
+            self.mask.store(shard.slots.len().wrapping_sub(1), Ordering::Relaxed);
+        }
+        added
+    }
+
+    /// The address of the slot `fp`'s probe starts at, as last published.
     fn first_slot(&self, fp: u64) -> Option<*const i8> {
-        let slot = self.slots.get(fp as usize & self.slots.len().wrapping_sub(1))?;
-        Some((slot as *const (u64, V)).cast::<i8>())
+        let start = self.start.load(Ordering::Relaxed);
+        let slot = (fp as usize & self.mask.load(Ordering::Relaxed)) * std::mem::size_of::<(u64, V)>();
+        (start != 0).then(|| start.wrapping_add(slot) as *const i8)
     }
 }
 
@@ -201,26 +240,23 @@ impl<V: Link> Shard<V> {
 /// links (24 bytes a slot), or fingerprints alone (8 bytes a slot) when the links are written
 /// to disk ([`paths_from_traces`]).
 enum SeenStates {
-    Linked(Vec<Mutex<Shard<Seen>>>),
-    Fingerprints(Vec<Mutex<Shard<()>>>),
+    Linked(Vec<Locked<Seen>>),
+    Fingerprints(Vec<Locked<()>>),
 }
 
 const SHARDS: usize = 64;
 
-/// Locks the shard of `fp`. Middle bits pick the shard: the table takes its slot from the low
-/// ones.
-fn shard<V>(shards: &[Mutex<Shard<V>>], fp: u64) -> std::sync::MutexGuard<'_, Shard<V>> {
-    shards[(fp >> 32) as usize % SHARDS]
-        .lock()
-        .expect("no thread panics holding it")
+/// The shard of `fp`. Middle bits pick the shard: the table takes its slot from the low ones.
+fn shard<V>(shards: &[Locked<V>], fp: u64) -> &Locked<V> {
+    &shards[(fp >> 32) as usize % SHARDS]
 }
 
 impl SeenStates {
     fn new(links_on_disk: bool) -> Self {
         if links_on_disk {
-            SeenStates::Fingerprints((0..SHARDS).map(|_| Mutex::default()).collect())
+            SeenStates::Fingerprints((0..SHARDS).map(|_| Locked::default()).collect())
         } else {
-            SeenStates::Linked((0..SHARDS).map(|_| Mutex::default()).collect())
+            SeenStates::Linked((0..SHARDS).map(|_| Locked::default()).collect())
         }
     }
 
@@ -255,17 +291,14 @@ impl SeenStates {
     /// The link of `fp`, with the links in memory.
     fn get(&self, fp: u64) -> Option<Seen> {
         match self {
-            SeenStates::Linked(shards) => shard(shards, fp).get_mut(fp).copied(),
+            SeenStates::Linked(shards) => shard(shards, fp).lock().get_mut(fp).copied(),
             SeenStates::Fingerprints(_) => None,
         }
     }
 
     fn len(&self) -> usize {
-        fn total<V: Link>(shards: &[Mutex<Shard<V>>]) -> usize {
-            shards
-                .iter()
-                .map(|s| s.lock().expect("no thread panics holding it").len())
-                .sum()
+        fn total<V: Link>(shards: &[Locked<V>]) -> usize {
+            shards.iter().map(|s| s.lock().len()).sum()
         }
         match self {
             SeenStates::Linked(shards) => total(shards),
@@ -708,7 +741,6 @@ impl Work<'_> {
         let mut done = Vec::new();
         let mut out = Vec::with_capacity(CHUNK + SLACK);
         let mut actions = Vec::new();
-        let mut successors = Vec::new();
         let mut links = Vec::new();
         let seal = |out: Vec<Item>| {
             if self.options.frontier == Frontier::Whole {
@@ -737,7 +769,7 @@ impl Work<'_> {
             let (mut generated, mut new) = (0, 0);
             let mut search = |item: &Item, out: &mut Vec<Item>| {
                 let before = out.len();
-                generated += self.visit(item, &mut actions, &mut successors, out, &mut links);
+                generated += self.visit(item, &mut actions, out, &mut links);
                 new += out.len() - before;
                 if out.len() >= CHUNK {
                     let full = std::mem::replace(out, Vec::with_capacity(CHUNK + SLACK));
@@ -745,7 +777,14 @@ impl Work<'_> {
                 }
             };
             match &chunk {
-                Chunk::Whole(items) => items.iter().for_each(|item| search(item, &mut out)),
+                Chunk::Whole(items) => {
+                    for (i, item) in items.iter().enumerate() {
+                        if let Some(next) = items.get(i + 1) {
+                            next.state.prefetch();
+                        }
+                        search(item, &mut out);
+                    }
+                }
                 Chunk::Encoded(encoded) => encoded.items().for_each(|item| search(&item, &mut out)),
                 &Chunk::Spilled { offset, len } => {
                     let file = self.reading.expect("a spilled chunk is read from its level's file");
@@ -763,14 +802,7 @@ impl Work<'_> {
     }
 
     /// Evaluates the properties on one state and generates its successors; returns how many.
-    fn visit(
-        &self,
-        item: &Item,
-        actions: &mut Vec<Action>,
-        successors: &mut Vec<(Action, State, u64)>,
-        out: &mut Vec<Item>,
-        links: &mut Vec<u8>,
-    ) -> usize {
+    fn visit(&self, item: &Item, actions: &mut Vec<Action>, out: &mut Vec<Item>, links: &mut Vec<u8>) -> usize {
         let (model, s) = (self.model, &item.state);
         let mut eventually = item.eventually;
         for (i, (expectation, pred)) in self.properties.iter().enumerate() {
@@ -794,40 +826,54 @@ impl Work<'_> {
         }
         // Every successor is generated, and the slot of its fingerprint prefetched, before
         // any is looked up: the lookups, which miss the cache, then overlap with the work.
-        successors.clear();
+        // The successors go straight to the end of `out`, the i-th from the i-th action, and
+        // those already seen are dropped after (a state is moved once, not through a buffer).
+        let start = out.len();
         for &action in actions.iter() {
-            let mut next = s.clone();
-            action.apply(model, &mut next);
+            out.push(Item {
+                state: s.clone(),
+                fp: 0,
+                eventually,
+            });
+            let next = out.last_mut().expect("just pushed");
+            action.apply(model, &mut next.state);
             if let Some((check, rank)) = &rank {
-                check.edge_from(rank, &next);
+                check.edge_from(rank, &next.state);
             }
-            let fp = crate::tooling::fingerprint::state_fingerprint(&next);
-            self.seen.prefetch(fp);
-            successors.push((action, next, fp));
+            next.fp = crate::tooling::fingerprint::state_fingerprint(&next.state);
+            self.seen.prefetch(next.fp);
         }
         // The cycle proviso of the reduction: a stubborn set with a step that does not
         // increase the rank is not enough; the state is expanded fully.
         if reduced {
             let rank = crate::tooling::progress::rank(s);
-            if successors
+            if out[start..]
                 .iter()
-                .any(|(_, next, _)| crate::tooling::progress::rank(next) <= rank)
+                .any(|next| crate::tooling::progress::rank(&next.state) <= rank)
             {
-                let taken: Vec<Action> = actions.clone();
-                actions.clear();
-                model.actions(s, actions);
-                for &action in actions.iter().filter(|a| !taken.contains(a)) {
+                let mut all = Vec::new();
+                model.actions(s, &mut all);
+                all.retain(|a| !actions.contains(a));
+                for action in all {
                     let next = model.next(s, action);
                     if let Some(check) = self.options.ranks.as_deref() {
                         check.edge_from(&rank, &next);
                     }
                     let fp = crate::tooling::fingerprint::state_fingerprint(&next);
-                    successors.push((action, next, fp));
+                    self.seen.prefetch(fp);
+                    out.push(Item {
+                        state: next,
+                        fp,
+                        eventually,
+                    });
+                    actions.push(action);
                 }
             }
         }
-        let generated = successors.len();
-        for (action, next, fp) in successors.drain(..) {
+        let generated = actions.len();
+        let mut kept = start;
+        for (i, &action) in actions.iter().enumerate() {
+            let fp = out[start + i].fp;
             let seen = Seen {
                 parent: item.fp,
                 action,
@@ -838,13 +884,14 @@ impl Work<'_> {
                     links.extend_from_slice(&fp.to_le_bytes());
                     links.extend_from_slice(&item.fp.to_le_bytes());
                 }
-                out.push(Item {
-                    state: next,
-                    fp,
-                    eventually,
-                });
+                // New states keep their order.
+                if kept != start + i {
+                    out.swap(kept, start + i);
+                }
+                kept += 1;
             }
         }
+        out.truncate(kept);
         if generated == 0 {
             // A terminal state: every `eventually` property its path never satisfied fails.
             for i in (0..self.properties.len()).filter(|&i| eventually & (1 << i) != 0 && self.decided[i].is_none()) {
