@@ -3,7 +3,7 @@
 //! disabled until some step writes one of that conjunct's components, so the writers of those
 //! components are a necessary enabling set, usually far smaller than the writers of everything
 //! the action reads. `model/tests/guard.rs` checks, on every step of a set of presets and of
-//! every bug-zoo variant, that an enabled action has every conjunct true and that a false
+//! the bug-zoo variants, that an enabled action has every conjunct true and that a false
 //! conjunct stays false while no step writes its components.
 //!
 //! The list of an action's conjuncts need not be complete: where every conjunct listed holds
@@ -31,14 +31,15 @@ fn every(s: &State, f: fn(u8) -> Component) -> Components {
     (0..s.channels.len() as u8).fold(NONE, |acc, c| acc | one(f(c)))
 }
 
-/// The conjuncts of `action`'s guard in `s` (the configuration's, read from nothing, first).
+/// The conjuncts of `action`'s guard in `s`; one read from no component is the
+/// configuration's.
 pub fn conjuncts(m: &RecoveryModel, s: &State, action: &Action) -> Vec<Conjunct> {
     (task_side(m, s, action).or_else(|| upstream_side(m, s, action)))
         .or_else(|| netty_client_and_others(m, s, action))
         .expect("every action has a guard")
 }
 
-/// The task's and the drainer's actions.
+/// The task's and the drainer's actions, and every thread's `notifyBufferAvailable`.
 fn task_side(m: &RecoveryModel, s: &State, action: &Action) -> Option<Vec<Conjunct>> {
     use Action::*;
     use Component as C;
