@@ -4,14 +4,15 @@
 //! * (a) every step changes only components its action declares among its writes;
 //! * (b) two enabled actions whose footprints are independent leave each other enabled and
 //!   commute: both orders reach the same state;
-//! * (c) a step that enables or disables another action writes a component that action reads.
+//! * (c) a step that enables or disables another action writes a component that action reads;
+//! * the footprint over every state (`static_footprint`) covers the one in each state.
 //!
 //! The checks are shown not to be vacuous: they count what they checked, and a declaration
 //! with a write, a conflict or a read left out is caught.
 
 use recovery_model::Action;
 use recovery_model::bug_zoo::VARIANTS;
-use recovery_model::footprint::{Component, Components, Footprint, changed_components, footprint};
+use recovery_model::footprint::{Component, Components, Footprint, changed_components, footprint, static_footprint};
 use recovery_model::model::GatePolling;
 use recovery_model::presets::preset;
 use recovery_model::{RecoveryModel, State, Variant};
@@ -141,6 +142,12 @@ fn check(model: &RecoveryModel, label: &str, declared: Declared, pairs: bool) ->
             assert!(
                 f.writes.is_subset(f.reads),
                 "{label}: {a:?} writes what it does not read"
+            );
+            // The footprint over every state covers the one in this state.
+            let any = static_footprint(model, s, &a);
+            assert!(
+                f.reads.is_subset(any.reads) && f.writes.is_subset(any.writes),
+                "{label}: {a:?} in state #{i} declares {f:?}, more than over every state, {any:?}"
             );
             let after = if pairs { enabled(model, &next) } else { Vec::new() };
             steps.push((a, next, f, after));
