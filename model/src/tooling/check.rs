@@ -256,7 +256,9 @@ pub fn check_with_progress(
         });
     }
     // The search saw every edge (it never stops early). If every edge increased the rank, no
-    // path returns to a state.
+    // path returns to a state. With `--por` it saw the reduced graph's edges: an acyclic reduced
+    // graph meets the cycle proviso vacuously, so every infinite path of the whole graph would
+    // have an equivalent infinite one in it; there is none, so the whole graph is acyclic too.
     let (acyclic, acyclic_by) = match acyclic {
         true => {
             let (yes, by) = acyclicity(&model, outcome.states > 0, &ranks);

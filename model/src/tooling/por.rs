@@ -14,7 +14,8 @@
 //! buffer is recycled).
 //!
 //! Following only `T`'s enabled actions keeps every terminal state (stubborn sets preserve
-//! deadlocks). Two more conditions keep every property's verdict:
+//! deadlocks; for halted ones, see `halt` below). Two more conditions keep every property's
+//! verdict:
 //! * **visibility**: if an enabled action of `T` may write a component a property reads, the
 //!   state is expanded fully;
 //! * **cycles**: if a successor by `T` does not increase the rank (`tooling::progress::rank`),
@@ -23,9 +24,12 @@
 //!   graph, which the rank proves on every preset, this never fires.
 //!
 //! The one read no conflict counts is `halt`'s: every action reads it, because no thread runs
-//! once an assertion fired or the task failed. A step that halts ends its path; the same halt is
-//! reached after the stubborn set's actions, which are independent of it otherwise and, not
-//! being visible, change no property. Every action that may halt in `s` is visible.
+//! once an assertion fired or the task failed. A state in which an enabled action may halt is
+//! expanded fully. A step outside the set that halts later, after the set's steps, reaches a
+//! halted state that differs from the one it reaches first only in what those steps wrote,
+//! which no property reads: the verdicts are the same, though that halted state itself may be
+//! missed (stubborn sets that counted `halt` would keep every terminal state, and reduce
+//! nothing, since most actions may halt somewhere).
 
 use crate::action::{Action, Thread};
 use crate::footprint::{Component, Components, Footprint, footprint, static_footprint};
@@ -245,8 +249,12 @@ impl Reduction {
             let Some(&i) = self.classes.get(&class_of(a)) else {
                 return; // an action the universe lacks: no reduction
             };
+            let f = footprint(m, s, a);
+            if !f.writes.is_disjoint(halt()) {
+                return; // an action that may halt here: every step is followed
+            }
             on.insert(i);
-            fps.push((i, footprint(m, s, a)));
+            fps.push((i, f));
         }
         let classes = on.iter().count();
         let visible = |i: usize| fps.iter().any(|(j, f)| *j == i && !f.writes.is_disjoint(self.visible));
